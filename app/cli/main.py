@@ -1,0 +1,76 @@
+"""The headless command line (see docs/cli.md). Never imports Qt.
+
+Exit codes: 0 success; 1 tolerance/target not met; 2 bad usage or bad input; 3 backend unavailable;
+4 the job itself failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import NoReturn
+
+from app import __version__
+from app.core.errors import TrtlabError
+
+EXIT_OK, EXIT_NOT_MET, EXIT_BAD_INPUT, EXIT_UNAVAILABLE, EXIT_JOB_FAILED = 0, 1, 2, 3, 4
+
+# Every subcommand of the public interface; those not built yet say so and exit 2.
+SUBCOMMANDS = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check",
+               "build", "report")
+_PLANNED = frozenset(SUBCOMMANDS) - {"inspect"}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"trtlab: error: {message}\n")
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="trtlab", description="Inspect ONNX models, compare precisions and backends.")
+    parser.add_argument("--version", action="version", version=f"trtlab {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    p = sub.add_parser("inspect", help="summarise a model: I/O, opsets, ops, parameters")
+    p.add_argument("model", metavar="MODEL")
+    p.add_argument("--json", metavar="PATH|-", help="write the summary as JSON to PATH, or stdout with -")
+    for name in sorted(_PLANNED):
+        q = sub.add_parser(name, help="(not in this version yet)", add_help=False)
+        q.add_argument("rest", nargs=argparse.REMAINDER)
+    return parser
+
+
+def run_cli(argv: list[str]) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    if args.command in _PLANNED:
+        sys.stderr.write(f"trtlab {args.command}: this command is not available in trtlab {__version__} yet; "
+                         "`trtlab inspect` and the GUI are.\n")
+        return EXIT_BAD_INPUT
+    try:
+        if args.command == "inspect":
+            from app.cli.inspect_cmd import cmd_inspect
+
+            return cmd_inspect(args)
+    except TrtlabError as exc:
+        sys.stderr.write(f"trtlab {args.command}: {exc.message}\n")
+        if exc.fix:
+            sys.stderr.write(f"  Fix: {exc.fix}\n")
+        return EXIT_BAD_INPUT
+    build_parser().print_help(sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def write_json(doc: object, target: str) -> None:
+    """Write JSON to a path (atomically) or to stdout for '-'."""
+    text = json.dumps(doc, indent=2, sort_keys=False)
+    if target == "-":
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+        return
+    from app.core.fileio import atomic_write_text
+
+    atomic_write_text(target, text + "\n")

@@ -1,0 +1,168 @@
+"""Shape inference so edges carry shapes, with the user's input shapes when given.
+
+Large initializers are replaced by typed graph inputs before inference: inference needs their dims,
+not their values, and this keeps a multi-GB model from being serialised again.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+
+import onnx
+
+from app.core import errors
+from app.core.onnx_walk import iter_graphs, tensor_numel
+from app.core.tensors import TensorInfo, tensor_proto_info, value_info_to_tensor_info
+
+log = logging.getLogger(__name__)
+
+_KEEP_VALUES_UP_TO = 4096  # elements; shape-carrying tensors (Reshape targets, axes) are tiny
+
+
+@dataclass
+class ShapeResult:
+    """Known tensor types after inference, and how well inference went."""
+
+    tensors: dict[str, TensorInfo] = field(default_factory=dict)
+    ok: bool = True
+    message: str = ""
+    known: int = 0
+    total: int = 0
+
+    def get(self, name: str) -> TensorInfo | None:
+        return self.tensors.get(name)
+
+
+def parse_shape_spec(spec: str, inputs: list[TensorInfo]) -> dict[str, tuple[int, ...]]:
+    """Parse ``name:1x3x224x224[,name2:...]`` against the model's inputs.
+
+    The dims follow the last ``:`` so that names such as ``input:0`` work. Names, ranks and sizes
+    are checked here, before any job starts, and errors name the model's real inputs.
+    """
+    by_name = {i.name: i for i in inputs}
+    real = ", ".join(f"'{i.name}' {list(i.shape) if i.shape is not None else '?'}" for i in inputs)
+    shapes: dict[str, tuple[int, ...]] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        if ":" not in part:
+            raise errors.ShapeSpecError(
+                f"'{part}' has no input name; write NAME:DIMS such as 'x:1x3x224x224'.",
+                fix=f"The model's inputs are {real}.")
+        name, dims_text = part.rsplit(":", 1)
+        if name not in by_name:
+            raise errors.ShapeSpecError(
+                f"The model has no input named '{name}'.", fix=f"The model's inputs are {real}.")
+        if not re.fullmatch(r"\d+(x\d+)*", dims_text.strip()):
+            raise errors.ShapeSpecError(
+                f"'{dims_text}' for input '{name}' is not a shape; write dims as positive integers "
+                "joined by 'x', e.g. 1x3x224x224.", fix=f"The model's inputs are {real}.")
+        dims = tuple(int(d) for d in dims_text.strip().split("x"))
+        shapes[name] = dims
+    for name, dims in shapes.items():
+        validate_input_shape(by_name[name], dims)
+    return shapes
+
+
+def validate_input_shape(info: TensorInfo, dims: tuple[int, ...]) -> None:
+    """Check rank, positivity and fixed dims of one input shape against the model's declaration."""
+    if any(d <= 0 for d in dims):
+        raise errors.ShapeSpecError(
+            f"Input '{info.name}': every dimension must be a positive integer, got {list(dims)}.")
+    if info.shape is None:
+        return
+    if len(dims) != len(info.shape):
+        raise errors.ShapeSpecError(
+            f"Input '{info.name}' has rank {len(info.shape)} ({info.shape_text()}), "
+            f"but the shape given has rank {len(dims)} ({'x'.join(map(str, dims))}).",
+            fix=f"Give {len(info.shape)} dims for '{info.name}'.")
+    for axis, (want, got) in enumerate(zip(info.shape, dims)):
+        if isinstance(want, int) and want > 0 and want != got:
+            raise errors.ShapeSpecError(
+                f"Input '{info.name}' has a fixed size {want} on axis {axis}, but {got} was given.",
+                fix=f"Use {want} on axis {axis} ({info.shape_text()}).")
+
+
+def dynamic_dims(info: TensorInfo) -> list[int]:
+    """Axes of an input that the user must choose (symbolic, unnamed or -1)."""
+    if info.shape is None:
+        return []
+    return [i for i, d in enumerate(info.shape) if not (isinstance(d, int) and d > 0)]
+
+
+def _skeleton(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]]) -> onnx.ModelProto:
+    skel = onnx.ModelProto()
+    skel.CopyFrom(model) if model.ByteSize() < (1 << 28) else _copy_without_data(model, skel)
+    g = skel.graph
+    keep, lifted = [], []
+    for t in g.initializer:
+        external = t.data_location == onnx.TensorProto.EXTERNAL
+        if external or tensor_numel(t) > _KEEP_VALUES_UP_TO:
+            lifted.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+        else:
+            keep.append(t)
+    if lifted:
+        declared = {i.name for i in g.input}
+        del g.initializer[:]
+        g.initializer.extend(keep)
+        g.input.extend(v for v in lifted if v.name not in declared)
+    for vi in g.input:
+        if vi.name in input_shapes and vi.type.HasField("tensor_type"):
+            shape = vi.type.tensor_type.shape
+            dims = input_shapes[vi.name]
+            del shape.dim[:]
+            for d in dims:
+                shape.dim.add().dim_value = d
+    return skel
+
+
+def _copy_without_data(model: onnx.ModelProto, out: onnx.ModelProto) -> None:
+    """Copy a big model, dropping large weight payloads (their dims stay)."""
+    out.CopyFrom(model)
+    for t in out.graph.initializer:
+        if tensor_numel(t) > _KEEP_VALUES_UP_TO:
+            t.ClearField("raw_data")
+            t.ClearField("float_data")
+
+
+def infer_shapes(model: onnx.ModelProto,
+                 input_shapes: dict[str, tuple[int, ...]] | None = None) -> ShapeResult:
+    """Infer every tensor's dtype and shape; on failure, keep what the file declares and say why."""
+    input_shapes = input_shapes or {}
+    skel = _skeleton(model, input_shapes)
+    inferred: onnx.ModelProto | None = None
+    problem = ""
+    for data_prop in (True, False):
+        try:
+            inferred = onnx.shape_inference.infer_shapes(skel, check_type=False, strict_mode=False,
+                                                         data_prop=data_prop)
+            break
+        except Exception as exc:  # onnx raises several C++-mapped types; all mean "could not infer"
+            problem = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+            log.info("shape inference (data_prop=%s) failed: %s", data_prop, problem)
+    source = inferred if inferred is not None else skel
+    result = ShapeResult()
+    for g in iter_graphs(source.graph):
+        for vi in list(g.input) + list(g.value_info) + list(g.output):
+            result.tensors.setdefault(vi.name, value_info_to_tensor_info(vi))
+        for t in g.initializer:
+            result.tensors.setdefault(t.name, tensor_proto_info(t))
+        for node in g.node:
+            if node.op_type == "Constant" and node.output:
+                for a in node.attribute:
+                    if a.type == a.TENSOR:
+                        info = tensor_proto_info(a.t)
+                        result.tensors.setdefault(node.output[0],
+                                                  TensorInfo(node.output[0], info.dtype, info.shape))
+    edge_names = [o for g in iter_graphs(model.graph) for n in g.node for o in n.output if o]
+    result.total = len(edge_names)
+    result.known = sum(1 for o in edge_names if (ti := result.tensors.get(o)) is not None and ti.is_static())
+    if inferred is None:
+        result.ok = False
+        result.message = (f"Shape inference failed ({problem}); edges show only the shapes stored in "
+                          "the file.")
+    else:
+        result.message = f"Shapes known for {result.known:,} of {result.total:,} tensors."
+        if result.known < result.total:
+            result.message += " Set the input shapes to resolve symbolic dims."
+    return result
