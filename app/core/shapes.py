@@ -106,6 +106,10 @@ def _skeleton(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]]) 
         del g.initializer[:]
         g.initializer.extend(keep)
         g.input.extend(v for v in lifted if v.name not in declared)
+    # Declared output shapes are often stale symbols; clear them so inference fills them in.
+    for vi in g.output:
+        if vi.type.HasField("tensor_type"):
+            vi.type.tensor_type.ClearField("shape")
     for vi in g.input:
         if vi.name in input_shapes and vi.type.HasField("tensor_type"):
             shape = vi.type.tensor_type.shape
@@ -140,11 +144,15 @@ def infer_shapes(model: onnx.ModelProto,
         except Exception as exc:  # onnx raises several C++-mapped types; all mean "could not infer"
             problem = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
             log.info("shape inference (data_prop=%s) failed: %s", data_prop, problem)
-    source = inferred if inferred is not None else skel
+    source = inferred if inferred is not None else model
     result = ShapeResult()
+    declared = {o.name: value_info_to_tensor_info(o) for g in iter_graphs(model.graph) for o in g.output}
     for g in iter_graphs(source.graph):
-        for vi in list(g.input) + list(g.value_info) + list(g.output):
-            result.tensors.setdefault(vi.name, value_info_to_tensor_info(vi))
+        for vi in list(g.output) + list(g.input) + list(g.value_info):
+            info = value_info_to_tensor_info(vi)
+            if info.shape is None and vi.name in declared:
+                info = declared[vi.name]
+            result.tensors.setdefault(vi.name, info)
         for t in g.initializer:
             result.tensors.setdefault(t.name, tensor_proto_info(t))
         for node in g.node:

@@ -1,0 +1,230 @@
+"""Layout phase 2: long edges become dummy chains ("buses"), then vertices are ordered inside ranks.
+
+Fan-out is what makes neural-network graphs expensive to lay out: one attention mask or one encoder
+feature map can feed consumers hundreds of ranks apart. Giving every such edge its own dummy chain
+costs the sum of their spans (quadratic); here each source node gets ONE chain, from just below it to
+just above its deepest consumer, and every consumer branches off that chain at its own rank. Dummy
+vertices are therefore bounded by the sum over nodes of their longest outgoing span.
+
+Ordering is the usual barycenter layer sweep (down, up, ...) keeping the ordering with the fewest
+crossings. Ranks whose order is forced by the rank before them (every vertex has exactly one neighbour
+there and no two share it: a chain running beside other chains) are not visited at all; their
+positions follow their "root" vertex in the last rank that was really sorted. Deep chain-like graphs
+therefore cost time per branching rank, not per rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.core.layout_metrics import grouped_inversions
+
+
+@dataclass
+class LayoutGraph:
+    """Proper layered graph: every edge joins adjacent ranks.
+
+    Attributes:
+        n_real: vertices 0..n_real-1 are the graph's nodes, the rest are dummies.
+        rank, comp: per vertex.
+        ea, eb: edges, rank[eb] == rank[ea] + 1.
+        bus_base: for a real node u, the id of the first dummy of its bus (dummy k sits at rank
+            rank[u] + 1 + k); bus_len[u] dummies in all.
+    """
+
+    n_real: int
+    rank: np.ndarray
+    comp: np.ndarray
+    ea: np.ndarray
+    eb: np.ndarray
+    bus_base: np.ndarray
+    bus_len: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.rank.size)
+
+
+def build_layout_graph(n: int, src: np.ndarray, dst: np.ndarray, rank: np.ndarray, comp: np.ndarray) -> LayoutGraph:
+    """Insert one shared dummy chain per source node that has an edge longer than one rank."""
+    span = rank[dst] - rank[src]
+    longest = np.zeros(n, dtype=np.int64)
+    np.maximum.at(longest, src, span)
+    bus_len = np.maximum(longest - 1, 0)
+    bus_base = n + np.concatenate([[0], np.cumsum(bus_len)[:-1]]) if n else np.zeros(0, np.int64)
+    n_dummy = int(bus_len.sum())
+    owner = np.repeat(np.arange(n, dtype=np.int64), bus_len)
+    k = np.arange(n_dummy, dtype=np.int64) - (bus_base[owner] - n)
+    vrank = np.concatenate([rank, rank[owner] + 1 + k])
+    vcomp = np.concatenate([comp, comp[owner]])
+    # Bus chain edges: owner -> first dummy, dummy k -> dummy k+1.
+    first = k == 0
+    d_ids = np.arange(n, n + n_dummy, dtype=np.int64)
+    chain_a = np.where(first, owner, d_ids - 1)
+    chain_b = d_ids
+    # Each DAG edge ends at its target from the owner (span 1) or from the bus dummy just above it.
+    short = span == 1
+    tail = np.where(short, src, bus_base[src] + span - 2)
+    # Real targets first: the depth-first start order then follows the graph before its buses.
+    ea = np.concatenate([tail, chain_a])
+    eb = np.concatenate([dst, chain_b])
+    return LayoutGraph(n, vrank, vcomp, ea, eb, bus_base, bus_len)
+
+
+def initial_order(g: LayoutGraph) -> np.ndarray:
+    """Position of every vertex in its rank from a depth-first walk (keeps branches together)."""
+    v = g.size
+    order = np.argsort(g.ea, kind="stable")
+    start = np.zeros(v + 1, dtype=np.int64)
+    np.cumsum(np.bincount(g.ea, minlength=v), out=start[1:])
+    st = start.tolist()
+    sc = g.eb[order].tolist()
+    visit = np.lexsort((g.rank, g.comp)).tolist()
+    pre = [-1] * v
+    ptr = st[:]
+    counter = 0
+    for root in visit:
+        if pre[root] >= 0:
+            continue
+        pre[root] = counter
+        counter += 1
+        stack = [root]
+        ptr[root] = st[root]
+        while stack:
+            u = stack[-1]
+            j = ptr[u]
+            if j == st[u + 1]:
+                stack.pop()
+                continue
+            ptr[u] = j + 1
+            w = sc[j]
+            if pre[w] < 0:
+                pre[w] = counter
+                counter += 1
+                stack.append(w)
+                ptr[w] = st[w]
+    return _positions(g, np.asarray(pre, dtype=np.float64))
+
+
+def _positions(g: LayoutGraph, key: np.ndarray) -> np.ndarray:
+    """Dense 0..k-1 positions inside each rank, sorted by (component, key)."""
+    seq = np.lexsort((key, g.comp, g.rank))
+    r = g.rank[seq]
+    starts = np.r_[0, np.flatnonzero(r[1:] != r[:-1]) + 1]
+    first = np.repeat(starts, np.diff(np.r_[starts, r.size]))
+    pos = np.empty(g.size, dtype=np.float64)
+    pos[seq] = np.arange(r.size) - first
+    return pos
+
+
+def crossings_of(g: LayoutGraph, pos: np.ndarray) -> int:
+    """Crossings of the proper layered graph for the given positions."""
+    return grouped_inversions(g.rank[g.ea], pos[g.ea], pos[g.eb])
+
+
+@dataclass
+class _SweepPlan:
+    """Precomputed work of one sweep direction: only the ranks that must really be sorted."""
+
+    ranks: list[list[tuple[int, int, object]]]  # per sorted rank: (vertex, comp, neighbour roots)
+    root: np.ndarray  # vertex -> vertex whose position it copies (itself when sorted)
+
+
+def _plan(g: LayoutGraph, down: bool) -> _SweepPlan:
+    """Find forced ranks for one direction and prepare Python lists for the others."""
+    v = g.size
+    near, far = (g.eb, g.ea) if down else (g.ea, g.eb)  # near: vertex being placed; far: fixed side
+    n_near = np.bincount(near, minlength=v)
+    n_far = np.bincount(far, minlength=v)
+    max_rank = int(g.rank.max()) if v else 0
+    bad = np.zeros(max_rank + 2, dtype=np.int64)
+    # A rank is forced when each of its vertices has exactly one neighbour on the fixed side and no
+    # fixed-side vertex has two neighbours in it.
+    np.add.at(bad, g.rank, n_near != 1)
+    shift = 1 if down else -1
+    fixed_rank = g.rank + shift
+    ok = (fixed_rank >= 0) & (fixed_rank <= max_rank)
+    np.add.at(bad, fixed_rank[ok], (n_far[ok] > 1))
+    first_rank = 0 if down else max_rank
+    forced = bad == 0
+    forced[first_rank] = False
+    parent = np.arange(v, dtype=np.int64)
+    fv = forced[g.rank[near]]
+    parent[near[fv]] = far[fv]
+    root = parent
+    while True:
+        nxt = root[root]
+        if np.array_equal(nxt, root):
+            break
+        root = nxt
+    # Lists of (vertex, comp, roots of fixed-side neighbours) for the ranks that are sorted.
+    sort_ranks = np.flatnonzero(~forced[: max_rank + 1])
+    sort_ranks = sort_ranks[sort_ranks != first_rank]
+    if not down:
+        sort_ranks = sort_ranks[::-1]
+    e_order = np.argsort(near, kind="stable")
+    nb_roots = root[far[e_order]].tolist()
+    nstart = np.zeros(v + 1, dtype=np.int64)
+    np.cumsum(n_near, out=nstart[1:])
+    ns = nstart.tolist()
+    verts_by_rank = np.argsort(g.rank, kind="stable")
+    rstart = np.searchsorted(g.rank[verts_by_rank], np.arange(max_rank + 2))
+    vb = verts_by_rank.tolist()
+    rs = rstart.tolist()
+    comp = g.comp.tolist()
+    ranks: list[list[tuple[int, int, object]]] = []
+    for r in sort_ranks.tolist():
+        items: list[tuple[int, int, object]] = []
+        for x in vb[rs[r] : rs[r + 1]]:
+            a, b = ns[x], ns[x + 1]
+            nb: object = nb_roots[a] if b - a == 1 else nb_roots[a:b]
+            items.append((x, comp[x], nb))
+        ranks.append(items)
+    return _SweepPlan(ranks, root)
+
+
+def _sweep(plan: _SweepPlan, pos: np.ndarray) -> np.ndarray:
+    """One barycenter sweep over the ranks that need sorting; returns the new positions."""
+    p = pos.tolist()
+    for items in plan.ranks:
+        keyed = []
+        for x, c, nb in items:
+            if nb.__class__ is int:
+                bc = p[nb]
+            elif nb:
+                bc = sum([p[u] for u in nb]) / len(nb)
+            else:
+                bc = p[x]  # no neighbour on the fixed side: stay put
+            keyed.append((c, bc, p[x], x))
+        keyed.sort()
+        for i, t in enumerate(keyed):
+            p[t[3]] = i
+    out = np.asarray(p, dtype=np.float64)
+    return out[plan.root]
+
+
+def order_vertices(
+    g: LayoutGraph, check: Callable[[], None], sweeps: int = 4
+) -> np.ndarray:
+    """Crossing reduction: DFS start, then alternating barycenter sweeps, best ordering kept."""
+    pos = initial_order(g)
+    check()
+    best = pos
+    best_cross = crossings_of(g, pos)
+    if best_cross == 0 or sweeps <= 0:
+        return best
+    plans = (_plan(g, True), _plan(g, False))
+    check()
+    for i in range(sweeps):
+        pos = _sweep(plans[i % 2], pos)
+        pos = _positions(g, pos)
+        c = crossings_of(g, pos)
+        check()
+        if c < best_cross:
+            best, best_cross = pos, c
+            if c == 0:
+                break
+    return best

@@ -1,0 +1,287 @@
+"""One QGraphicsItem that paints a whole graph, drawing only what is exposed.
+
+Tens of thousands of QGraphicsItems cost seconds to create and memory to keep; here nodes and edges
+are numpy arrays, culled per paint by a vectorised rectangle test, with three levels of detail:
+a pre-rendered overview image when zoomed far out, plain boxes at middle zoom, and boxes with
+labels, arrowheads and edge shapes close up.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QImage, QPainter, QPainterPath, QPen, QPolygonF
+from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
+
+from app.core.display_graph import KIND_OP, DisplayGraph
+from app.ui import style
+
+LOD_BOXES = 0.12     # below: boxes without outline; above: outlined boxes
+LOD_LABELS = 0.42    # above: op type and name inside boxes, arrowheads
+LOD_EDGE_TEXT = 0.7  # above: tensor shapes on edges
+_CHUNK = 512
+_OVERVIEW_MAX_SIDE = 2048
+_MARGIN = 40.0
+
+
+class GraphItem(QGraphicsItem):
+    """Paints the nodes and edges of a DisplayGraph at the positions of a GraphLayout."""
+
+    def __init__(self, graph: DisplayGraph, layout: object) -> None:
+        super().__init__()
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemUsesExtendedStyleOption, True)
+        self.graph = graph
+        self.layout = layout
+        n = graph.node_count
+        self.x = np.asarray(layout.x, dtype=np.float64)[:n]
+        self.y = np.asarray(layout.y, dtype=np.float64)[:n]
+        w, h = graph.widths, graph.heights
+        self.x0, self.x1 = self.x - w / 2, self.x + w / 2
+        self.y0, self.y1 = self.y - h / 2, self.y + h / 2
+        self._bounds = QRectF(-_MARGIN, -_MARGIN, float(layout.width) + 2 * _MARGIN,
+                              float(layout.height) + 2 * _MARGIN)
+        self.selected: frozenset[int] = frozenset()
+        self.matches: np.ndarray = np.zeros(0, dtype=np.int64)
+        self.current_match: int | None = None
+        self.node_fill: list[QColor] | None = None  # per-node override (precision/heat-map overlays)
+        self._cat_colors = [style.CATEGORY_COLORS.get(c, style.CATEGORY_COLORS["Other"])
+                            for c in graph.categories]
+        self._cat_groups = self._group_by_color()
+        self._prepare_edges()
+        self._title_font, self._name_font, self._label_font = (
+            style.title_font(), style.name_font(), style.label_font())
+        self.overview, self.overview_scale = self._render_overview()
+
+    # ----------------------------------------------------------------- preparation
+    def _group_by_color(self) -> list[tuple[QColor, np.ndarray]]:
+        groups: dict[str, list[int]] = {}
+        for i, c in enumerate(self.graph.categories):
+            groups.setdefault(c, []).append(i)
+        return [(style.CATEGORY_COLORS.get(c, style.CATEGORY_COLORS["Other"]), np.array(ix))
+                for c, ix in groups.items()]
+
+    def _prepare_edges(self) -> None:
+        pts = np.asarray(self.layout.points, dtype=np.float64).reshape(-1, 2)
+        offs = np.asarray(self.layout.edge_offsets, dtype=np.int64)
+        e = len(offs) - 1
+        self.points, self.offsets = pts, offs
+        if e <= 0 or len(pts) == 0:
+            self.e_x0 = self.e_x1 = self.e_y0 = self.e_y1 = np.zeros(0)
+            self._chunks: list[tuple[QRectF, np.ndarray]] = []
+            self._chunk_paths: dict[int, QPainterPath] = {}
+            return
+        starts = offs[:-1]
+        self.e_x0 = np.minimum.reduceat(pts[:, 0], starts)
+        self.e_x1 = np.maximum.reduceat(pts[:, 0], starts)
+        self.e_y0 = np.minimum.reduceat(pts[:, 1], starts)
+        self.e_y1 = np.maximum.reduceat(pts[:, 1], starts)
+        order = np.argsort(self.e_y0, kind="stable")
+        self._chunks = []
+        for k in range(0, e, _CHUNK):
+            ids = order[k:k + _CHUNK]
+            rect = QRectF(QPointF(self.e_x0[ids].min(), self.e_y0[ids].min()),
+                          QPointF(self.e_x1[ids].max(), self.e_y1[ids].max()))
+            self._chunks.append((rect.adjusted(-2, -2, 2, 2), ids))
+        self._chunk_paths = {}
+
+    def _edges_path(self, ids: np.ndarray) -> QPainterPath:
+        """One path for many polylines, built from numpy (pyqtgraph's arrayToQPath)."""
+        segs = [self.points[self.offsets[i]:self.offsets[i + 1]] for i in ids]
+        segs = [s for s in segs if len(s) >= 2]
+        if not segs:
+            return QPainterPath()
+        allp = np.concatenate(segs)
+        connect = np.ones(len(allp), dtype=np.int32)
+        ends = np.cumsum([len(s) for s in segs]) - 1
+        connect[ends] = 0
+        return pg.arrayToQPath(allp[:, 0], allp[:, 1], connect=connect, finiteCheck=False)
+
+    def _chunk_path(self, k: int) -> QPainterPath:
+        path = self._chunk_paths.get(k)
+        if path is None:
+            path = self._edges_path(self._chunks[k][1])
+            self._chunk_paths[k] = path
+        return path
+
+    def _render_overview(self) -> tuple[QImage, float]:
+        """A small raster of the whole graph for far zoom levels and the minimap."""
+        b = self._bounds
+        scale = min(1.0, _OVERVIEW_MAX_SIDE / max(b.width(), b.height(), 1.0))
+        w, h = max(1, int(b.width() * scale) + 1), max(1, int(b.height() * scale) + 1)
+        img = QImage(w, h, QImage.Format.Format_ARGB32_Premultiplied)
+        img.fill(style.BACKGROUND)
+        p = QPainter(img)
+        p.scale(scale, scale)
+        p.translate(-b.left(), -b.top())
+        pen = QPen(style.EDGE, 0)
+        pen.setCosmetic(True)
+        p.setPen(pen)
+        for k in range(len(self._chunks)):
+            p.drawPath(self._chunk_path(k))
+        p.end()
+        arr = np.frombuffer(img.bits(), dtype=np.uint8).reshape(h, img.bytesPerLine())[:, : w * 4]
+        arr = arr.reshape(h, w, 4)
+        px0 = np.clip(((self.x0 - b.left()) * scale).astype(int), 0, w - 1)
+        px1 = np.clip(((self.x1 - b.left()) * scale).astype(int), 0, w - 1)
+        py0 = np.clip(((self.y0 - b.top()) * scale).astype(int), 0, h - 1)
+        py1 = np.clip(((self.y1 - b.top()) * scale).astype(int), 0, h - 1)
+        for color, ids in self._cat_groups:
+            bgra = np.array([color.blue(), color.green(), color.red(), 255], dtype=np.uint8)
+            for i in ids:
+                arr[py0[i]:py1[i] + 1, px0[i]:px1[i] + 1] = bgra
+        return img, scale
+
+    # ----------------------------------------------------------------- queries
+    def boundingRect(self) -> QRectF:  # noqa: N802 (Qt API)
+        return self._bounds
+
+    def node_rect(self, i: int) -> QRectF:
+        return QRectF(QPointF(self.x0[i], self.y0[i]), QPointF(self.x1[i], self.y1[i]))
+
+    def nodes_in(self, rect: QRectF) -> np.ndarray:
+        return np.nonzero((self.x1 >= rect.left()) & (self.x0 <= rect.right())
+                          & (self.y1 >= rect.top()) & (self.y0 <= rect.bottom()))[0]
+
+    def nodes_inside(self, rect: QRectF) -> np.ndarray:
+        """Nodes wholly inside a rectangle (rubber-band selection)."""
+        return np.nonzero((self.x0 >= rect.left()) & (self.x1 <= rect.right())
+                          & (self.y0 >= rect.top()) & (self.y1 <= rect.bottom()))[0]
+
+    def node_at(self, p: QPointF) -> int | None:
+        hits = np.nonzero((self.x0 <= p.x()) & (self.x1 >= p.x())
+                          & (self.y0 <= p.y()) & (self.y1 >= p.y()))[0]
+        return int(hits[-1]) if len(hits) else None
+
+    def edges_in(self, rect: QRectF) -> np.ndarray:
+        return np.nonzero((self.e_x1 >= rect.left()) & (self.e_x0 <= rect.right())
+                          & (self.e_y1 >= rect.top()) & (self.e_y0 <= rect.bottom()))[0]
+
+    # ----------------------------------------------------------------- painting
+    def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem,
+              widget: QWidget | None = None) -> None:
+        lod = QStyleOptionGraphicsItem.levelOfDetailFromTransform(painter.worldTransform())
+        exposed = option.exposedRect if not option.exposedRect.isEmpty() else self._bounds
+        if lod <= self.overview_scale:
+            painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, True)
+            painter.drawImage(self._bounds, self.overview)
+            self._paint_marks(painter, exposed, lod)
+            return
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, lod >= LOD_BOXES)
+        self._paint_edges(painter, exposed, lod)
+        visible = self.nodes_in(exposed)
+        if lod < LOD_LABELS:
+            self._paint_boxes(painter, visible, lod)
+        else:
+            self._paint_detailed(painter, visible)
+        self._paint_marks(painter, exposed, lod)
+
+    def _paint_edges(self, painter: QPainter, exposed: QRectF, lod: float) -> None:
+        pen = QPen(style.EDGE, 1.2 if lod >= LOD_LABELS else 0)
+        pen.setCosmetic(lod < LOD_LABELS)
+        painter.setPen(pen)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        for k, (rect, _ids) in enumerate(self._chunks):
+            if rect.intersects(exposed):
+                painter.drawPath(self._chunk_path(k))
+        if lod < LOD_LABELS:
+            return
+        ids = self.edges_in(exposed)
+        if len(ids) > 4000:
+            return
+        painter.setBrush(style.EDGE)
+        painter.setPen(Qt.PenStyle.NoPen)
+        dst = self.graph.edges[:, 1] if len(self.graph.edges) else np.zeros(0, dtype=np.int64)
+        for i in ids:
+            a, b = self.offsets[i], self.offsets[i + 1]
+            if b - a < 2:
+                continue
+            tip = self.points[b - 1]
+            t = int(dst[i])
+            tip_y = min(tip[1], self.y0[t])
+            painter.drawPolygon(QPolygonF([QPointF(tip[0], tip_y), QPointF(tip[0] - 4, tip_y - 8),
+                                           QPointF(tip[0] + 4, tip_y - 8)]))
+        if lod < LOD_EDGE_TEXT or not self.graph.edge_labels:
+            return
+        painter.setFont(self._label_font)
+        painter.setPen(style.EDGE_LABEL)
+        for i in ids:
+            label = self.graph.edge_labels[i]
+            a, b = self.offsets[i], self.offsets[i + 1]
+            if not label or b - a < 2:
+                continue
+            t = int(dst[i])
+            tip = self.points[b - 1]
+            painter.drawText(QPointF(tip[0] + 5, min(tip[1], self.y0[t]) - 9), label)
+
+    def _fill_for(self, i: int) -> QColor:
+        return self.node_fill[i] if self.node_fill is not None else self._cat_colors[i]
+
+    def _paint_boxes(self, painter: QPainter, visible: np.ndarray, lod: float) -> None:
+        vis = set(visible.tolist()) if len(visible) < len(self.x) else None
+        pen = QPen(style.NODE_BORDER, 0) if lod >= LOD_BOXES else Qt.PenStyle.NoPen
+        painter.setPen(pen)
+        if self.node_fill is not None:
+            for i in visible:
+                painter.setBrush(self.node_fill[i])
+                painter.drawRect(self.node_rect(int(i)))
+            return
+        for color, ids in self._cat_groups:
+            sel = ids if vis is None else [i for i in ids if i in vis]
+            if len(sel) == 0:
+                continue
+            painter.setBrush(color)
+            painter.drawRects([self.node_rect(int(i)) for i in sel])
+
+    def _paint_detailed(self, painter: QPainter, visible: np.ndarray) -> None:
+        g = self.graph
+        border = QPen(style.NODE_BORDER, 1.0)
+        for i in visible.tolist():
+            rect = self.node_rect(i)
+            color = self._fill_for(i)
+            painter.setPen(border)
+            painter.setBrush(style.NODE_FILL)
+            painter.drawRoundedRect(rect, 5, 5)
+            header = QRectF(rect.left(), rect.top(), rect.width(), 20)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(color)
+            hp = QPainterPath()
+            hp.setFillRule(Qt.FillRule.WindingFill)
+            hp.addRoundedRect(header, 5, 5)
+            hp.addRect(QRectF(rect.left(), rect.top() + 10, rect.width(), 10))
+            painter.drawPath(hp)
+            painter.setFont(self._title_font)
+            painter.setPen(style.TEXT_ON_HEADER)
+            painter.drawText(header.adjusted(6, 0, -6, 0), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                             g.titles[i])
+            painter.setFont(self._name_font)
+            painter.setPen(style.TEXT_DIM if g.kinds[i] == KIND_OP else style.TEXT)
+            body = QRectF(rect.left() + 6, rect.top() + 20, rect.width() - 12, rect.height() - 20)
+            name = painter.fontMetrics().elidedText(g.names[i], Qt.TextElideMode.ElideMiddle, int(body.width()))
+            painter.drawText(body, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, name)
+
+    def _paint_marks(self, painter: QPainter, exposed: QRectF, lod: float) -> None:
+        """Selection and search highlights, drawn thick enough to see at any zoom."""
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        grow = max(3.0, 2.5 / max(lod, 1e-6))
+        for ids, color, width in ((self.matches, style.MATCH, 2.5), (list(self.selected), style.SELECTED, 3.0)):
+            if len(ids) == 0:
+                continue
+            pen = QPen(color, width)
+            pen.setCosmetic(True)
+            painter.setPen(pen)
+            for i in ids:
+                r = self.node_rect(int(i))
+                if r.intersects(exposed):
+                    painter.drawRect(r.adjusted(-grow, -grow, grow, grow))
+        if self.current_match is not None:
+            pen = QPen(style.CURRENT_MATCH, 4.0)
+            pen.setCosmetic(True)
+            painter.setPen(pen)
+            g = grow * 1.6
+            painter.drawRect(self.node_rect(self.current_match).adjusted(-g, -g, g, g))
+
+    def set_node_fill(self, colors: list[QColor] | None) -> None:
+        self.node_fill = colors
+        self.update()
+

@@ -1,0 +1,343 @@
+"""The graph canvas: zoom, pan, fit, selection (click, ctrl-click, rubber band), search marks, export."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QPoint, QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QImage, QKeyEvent, QMouseEvent, QPainter, QResizeEvent, QWheelEvent
+from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QWidget
+
+from app.core.display_graph import DisplayGraph
+from app.core.selection import SelectionModel
+from app.ui import style
+from app.ui.graph_item import GraphItem
+from app.ui.overlays import LegendOverlay, MinimapOverlay
+
+MAX_SCALE = 6.0
+EXPORT_MAX_SIDE = 16384
+EXPORT_MAX_PIXELS = 150_000_000
+
+
+class GraphView(QGraphicsView):
+    """Shows one DisplayGraph; selection lives in a SelectionModel shared with the rest of the UI."""
+
+    nodeActivated = Signal(int)      # double-click on a node
+    zoomChanged = Signal(float)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setScene(QGraphicsScene(self))
+        self.setBackgroundBrush(style.BACKGROUND)
+        self.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.MinimalViewportUpdate)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
+        self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
+        self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontSavePainterState, True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.item: GraphItem | None = None
+        self.graph: DisplayGraph | None = None
+        self.selection = SelectionModel()
+        self.selection.subscribe(self._on_selection)
+        self._press_pos: QPoint | None = None
+        self._band: QRectF | None = None
+        self._band_additive = False
+        self.rubberBandChanged.connect(self._on_rubber_band)
+        self.minimap = MinimapOverlay(self)
+        self.legend = LegendOverlay(self)
+        self.horizontalScrollBar().valueChanged.connect(self.minimap.update)
+        self.verticalScrollBar().valueChanged.connect(self.minimap.update)
+
+    # ----------------------------------------------------------------- content
+    def set_graph(self, graph: DisplayGraph, layout: object,
+                  selection: SelectionModel | None = None) -> None:
+        """Show a graph (replacing the previous one)."""
+        scene = self.scene()
+        scene.clear()
+        self.item = GraphItem(graph, layout)
+        self.graph = graph
+        scene.addItem(self.item)
+        b = self.item.boundingRect()
+        # Room around the drawing so any node can be centred.
+        pad_w, pad_h = max(self.viewport().width(), 400), max(self.viewport().height(), 300)
+        scene.setSceneRect(b.adjusted(-pad_w, -pad_h, pad_w, pad_h))
+        if selection is not None and selection is not self.selection:
+            self.selection.unsubscribe(self._on_selection)
+            self.selection = selection
+            self.selection.subscribe(self._on_selection)
+        self.minimap.set_item(self.item)
+        self.legend.set_graph(graph)
+        self._layout_overlays()
+
+    def clear(self) -> None:
+        self.scene().clear()
+        self.item = None
+        self.graph = None
+        self.minimap.set_item(None)
+        self.legend.set_graph(None)
+
+    # ----------------------------------------------------------------- zoom and navigation
+    def current_scale(self) -> float:
+        return float(self.transform().m11())
+
+    def min_scale(self) -> float:
+        if self.item is None:
+            return 0.01
+        b = self.item.boundingRect()
+        vp = self.viewport().rect()
+        fit = min(vp.width() / max(b.width(), 1.0), vp.height() / max(b.height(), 1.0))
+        return min(fit * 0.5, 0.5)
+
+    def set_scale(self, scale: float) -> None:
+        scale = float(np.clip(scale, self.min_scale(), MAX_SCALE))
+        cur = self.current_scale()
+        if cur > 0 and not math.isclose(cur, scale):
+            self.scale(scale / cur, scale / cur)
+            self.zoomChanged.emit(scale)
+            self.minimap.update()
+
+    def zoom_by(self, factor: float) -> None:
+        self.set_scale(self.current_scale() * factor)
+
+    def zoom_in(self) -> None:
+        anchor = self.transformationAnchor()
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        self.zoom_by(1.25)
+        self.setTransformationAnchor(anchor)
+
+    def zoom_out(self) -> None:
+        anchor = self.transformationAnchor()
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        self.zoom_by(0.8)
+        self.setTransformationAnchor(anchor)
+
+    def fit_all(self) -> None:
+        """Show the whole graph; tall graphs are fitted to the width so they stay readable."""
+        if self.item is None:
+            return
+        b = self.item.boundingRect()
+        vp = self.viewport().rect()
+        fit = 0.97 * min(vp.width() / max(b.width(), 1.0), vp.height() / max(b.height(), 1.0))
+        self.resetTransform()
+        self.scale(min(fit, 1.0), min(fit, 1.0))
+        self.centerOn(b.center())
+        self.zoomChanged.emit(self.current_scale())
+        self.minimap.update()
+
+    def show_start(self) -> None:
+        """The first view of a graph: all of it when readable, else its inputs at a readable zoom."""
+        if self.item is None:
+            return
+        b = self.item.boundingRect()
+        vp = self.viewport().rect()
+        fit = min(vp.width() / max(b.width(), 1.0), vp.height() / max(b.height(), 1.0))
+        if fit >= 0.45:
+            self.fit_all()
+            return
+        self.resetTransform()
+        scale = max(0.8, fit)
+        self.scale(scale, scale)
+        top = self.mapToScene(vp.center()).y() - self.mapToScene(vp.topLeft()).y()
+        first = int(np.argmin(self.item.y))
+        self.centerOn(QPointF(self.item.x[first], b.top() + top))
+        self.zoomChanged.emit(self.current_scale())
+        self.minimap.update()
+
+    def zoom_actual(self) -> None:
+        self.set_scale(1.0)
+
+    def center_on_node(self, i: int, select: bool = True, zoom_to_read: bool = True) -> None:
+        if self.item is None:
+            return
+        if zoom_to_read and self.current_scale() < 0.6:
+            self.set_scale(0.9)
+        self.centerOn(self.item.node_rect(i).center())
+        if select:
+            self.selection.set([i], i)
+        self.minimap.update()
+
+    def visible_scene_rect(self) -> QRectF:
+        return self.mapToScene(self.viewport().rect()).boundingRect()
+
+    # ----------------------------------------------------------------- marks
+    def set_matches(self, nodes: list[int] | np.ndarray, current: int | None = None) -> None:
+        if self.item is None:
+            return
+        self.item.matches = np.asarray(list(nodes), dtype=np.int64)
+        self.item.current_match = current
+        self.item.update()
+
+    def _on_selection(self) -> None:
+        if self.item is not None:
+            self.item.selected = self.selection.selected
+            self.item.update()
+
+    # ----------------------------------------------------------------- mouse and keys
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802
+        if self.item is None:
+            return super().wheelEvent(event)
+        delta = event.angleDelta().y() or event.angleDelta().x()
+        if event.modifiers() & Qt.KeyboardModifier.ShiftModifier and not (
+                event.modifiers() & Qt.KeyboardModifier.ControlModifier):
+            return super().wheelEvent(event)  # shift+wheel scrolls
+        self.zoom_by(math.pow(1.0015, delta))
+        event.accept()
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        self._press_pos = event.position().toPoint()
+        if event.button() == Qt.MouseButton.LeftButton and self.item is not None:
+            mods = event.modifiers()
+            hit = self.item.node_at(self.mapToScene(self._press_pos))
+            additive = bool(mods & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.MetaModifier))
+            if hit is not None:
+                if additive:
+                    self.selection.toggle(hit)
+                elif mods & Qt.KeyboardModifier.ShiftModifier:
+                    self.selection.add([hit], hit)
+                else:
+                    self.selection.set([hit], hit)
+                event.accept()
+                return
+            if mods & (Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.ControlModifier):
+                self._band_additive = additive or bool(mods & Qt.KeyboardModifier.ShiftModifier)
+                self.setDragMode(QGraphicsView.DragMode.RubberBandDrag)
+        if event.button() == Qt.MouseButton.MiddleButton:
+            # Middle-drag pans whatever the mode: fake a left press in hand-drag mode.
+            self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
+            fake = QMouseEvent(event.type(), event.position(), event.globalPosition(),
+                               Qt.MouseButton.LeftButton, Qt.MouseButton.LeftButton, event.modifiers())
+            return super().mousePressEvent(fake)
+        super().mousePressEvent(event)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        if event.button() == Qt.MouseButton.MiddleButton:
+            fake = QMouseEvent(event.type(), event.position(), event.globalPosition(),
+                               Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton, event.modifiers())
+            super().mouseReleaseEvent(fake)
+            return
+        super().mouseReleaseEvent(event)
+        if self.dragMode() == QGraphicsView.DragMode.RubberBandDrag:
+            self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
+            if self._press_pos is not None:
+                self._band = QRectF(self.mapToScene(self._press_pos),
+                                    self.mapToScene(event.position().toPoint())).normalized()
+            if self._band is not None and self.item is not None:
+                nodes = self.item.nodes_inside(self._band).tolist()
+                if self._band_additive:
+                    self.selection.add(nodes)
+                else:
+                    self.selection.set(nodes)
+            self._band = None
+        elif (event.button() == Qt.MouseButton.LeftButton and self._press_pos is not None
+              and (event.position().toPoint() - self._press_pos).manhattanLength() < 4
+              and self.item is not None
+              and self.item.node_at(self.mapToScene(event.position().toPoint())) is None):
+            self.selection.clear()
+        self._press_pos = None
+        self.minimap.update()
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        if self.item is not None:
+            hit = self.item.node_at(self.mapToScene(event.position().toPoint()))
+            if hit is not None:
+                self.nodeActivated.emit(hit)
+                return
+        super().mouseDoubleClickEvent(event)
+
+    def _on_rubber_band(self, rect: QPoint, from_scene: QPointF, to_scene: QPointF) -> None:
+        if not rect.isNull():
+            self._band = QRectF(from_scene, to_scene).normalized()
+
+    def select_in_rect(self, rect: QRectF, additive: bool = False) -> None:
+        """Select the nodes wholly inside a scene rectangle (what a rubber band does)."""
+        if self.item is None:
+            return
+        nodes = self.item.nodes_inside(rect).tolist()
+        self.selection.add(nodes) if additive else self.selection.set(nodes)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802
+        key = event.key()
+        step = 80
+        if key in (Qt.Key.Key_Plus, Qt.Key.Key_Equal):
+            self.zoom_in()
+        elif key == Qt.Key.Key_Minus:
+            self.zoom_out()
+        elif key in (Qt.Key.Key_0, Qt.Key.Key_F) and not event.modifiers():
+            self.fit_all()
+        elif key == Qt.Key.Key_1 and not event.modifiers():
+            self.zoom_actual()
+        elif key == Qt.Key.Key_Escape:
+            self.selection.clear()
+        elif key == Qt.Key.Key_A and event.modifiers() & Qt.KeyboardModifier.ControlModifier and self.graph:
+            self.selection.set(range(self.graph.node_count))
+        elif key in (Qt.Key.Key_Left, Qt.Key.Key_Right):
+            bar = self.horizontalScrollBar()
+            bar.setValue(bar.value() + (step if key == Qt.Key.Key_Right else -step))
+        elif key in (Qt.Key.Key_Up, Qt.Key.Key_Down):
+            bar = self.verticalScrollBar()
+            bar.setValue(bar.value() + (step if key == Qt.Key.Key_Down else -step))
+        else:
+            super().keyPressEvent(event)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._layout_overlays()
+
+    def _layout_overlays(self) -> None:
+        vp = self.viewport().geometry()
+        mm = self.minimap
+        mm.move(vp.right() - mm.width() - 10, vp.bottom() - mm.height() - 10)
+        lg = self.legend
+        lg.adjustSize()
+        lg.move(vp.left() + 10, vp.bottom() - lg.height() - 10)
+
+    # ----------------------------------------------------------------- export
+    def render_image(self, max_side: int = EXPORT_MAX_SIDE, max_pixels: int = EXPORT_MAX_PIXELS,
+                     scale: float = 1.0) -> QImage:
+        """Render the whole graph, scaled down if it would exceed the size limits."""
+        if self.item is None:
+            raise ValueError("No graph to export.")
+        b = self.item.boundingRect()
+        s = min(scale, max_side / b.width(), max_side / b.height(),
+                math.sqrt(max_pixels / max(b.width() * b.height(), 1.0)))
+        size = QSize(max(1, int(b.width() * s)), max(1, int(b.height() * s)))
+        img = QImage(size, QImage.Format.Format_ARGB32_Premultiplied)
+        img.fill(style.BACKGROUND)
+        p = QPainter(img)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        p.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
+        self.scene().render(p, QRectF(0, 0, size.width(), size.height()), b)
+        p.end()
+        return img
+
+    def export_png(self, path: str | Path) -> Path:
+        img = self.render_image()
+        target = Path(path)
+        tmp = target.with_name(f".{target.name}.tmp.png")
+        if not img.save(str(tmp), "PNG"):
+            raise OSError(f"Could not write '{target}'.")
+        tmp.replace(target)
+        return target
+
+    def export_svg(self, path: str | Path) -> Path:
+        from PySide6.QtSvg import QSvgGenerator
+
+        if self.item is None:
+            raise ValueError("No graph to export.")
+        b = self.item.boundingRect()
+        target = Path(path)
+        tmp = target.with_name(f".{target.name}.tmp.svg")
+        gen = QSvgGenerator()
+        gen.setFileName(str(tmp))
+        gen.setSize(QSize(int(b.width()), int(b.height())))
+        gen.setViewBox(QRectF(0, 0, b.width(), b.height()))
+        gen.setTitle(self.graph.graph.name if self.graph is not None else "graph")
+        gen.setDescription("Exported by trtlab")
+        p = QPainter(gen)
+        self.scene().render(p, QRectF(0, 0, b.width(), b.height()), b)
+        p.end()
+        tmp.replace(target)
+        return target

@@ -1,0 +1,118 @@
+"""Opening a model off the GUI thread, with progress and cancel; a newer request supersedes an older one."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QThread, Signal
+
+from app.core import errors
+from app.core.opened import OpenedModel, open_model
+
+log = logging.getLogger(__name__)
+
+
+class _LoadThread(QThread):
+    progressed = Signal(float, str)   # fraction (-1: unknown), message
+    succeeded = Signal(object)        # OpenedModel
+    failed = Signal(object)           # TrtlabError
+
+    def __init__(self, path: Path, shapes: dict[str, tuple[int, ...]] | None, parent: QObject) -> None:
+        super().__init__(parent)
+        self.path = path
+        self.shapes = shapes
+        self.cancel_event = threading.Event()
+        self._last = 0.0
+
+    def _progress(self, fraction: float | None, message: str) -> None:
+        now = time.monotonic()
+        if now - self._last > 0.05 or fraction == 1.0:
+            self._last = now
+            self.progressed.emit(-1.0 if fraction is None else float(fraction), message)
+
+    def run(self) -> None:
+        try:
+            result = open_model(self.path, self.shapes, progress=self._progress,
+                                cancel=self.cancel_event.is_set)
+        except errors.TrtlabError as exc:
+            self.failed.emit(exc)
+        except MemoryError:
+            self.failed.emit(errors.ModelLoadError(
+                f"Not enough memory to open '{self.path.name}'.",
+                fix="Close other programs, or open the model on a machine with more memory."))
+        except Exception as exc:  # a bug or an exotic file: report it, keep the window alive
+            log.error("unexpected error opening %s:\n%s", self.path, traceback.format_exc())
+            self.failed.emit(errors.ModelLoadError(
+                f"Unexpected error while opening '{self.path.name}': {type(exc).__name__}: {exc}",
+                fix="The file may use an ONNX feature trtlab does not handle yet; please report it."))
+        else:
+            self.succeeded.emit(result)
+
+
+class ModelLoader(QObject):
+    """Starts loads; only the newest load's outcome is reported."""
+
+    progress = Signal(float, str)
+    loaded = Signal(object)     # OpenedModel
+    failed = Signal(object)     # TrtlabError
+    cancelled = Signal()
+    busyChanged = Signal(bool)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._thread: _LoadThread | None = None
+        self._old: list[_LoadThread] = []
+
+    def is_busy(self) -> bool:
+        return self._thread is not None
+
+    def load(self, path: str | Path, shapes: dict[str, tuple[int, ...]] | None = None) -> None:
+        self.cancel(silent=True)
+        t = _LoadThread(Path(path), shapes, self)
+        t.progressed.connect(lambda f, m, t=t: self._relay_progress(t, f, m))
+        t.succeeded.connect(lambda r, t=t: self._done(t, r, None))
+        t.failed.connect(lambda e, t=t: self._done(t, None, e))
+        t.finished.connect(lambda t=t: self._reap(t))
+        self._thread = t
+        self.busyChanged.emit(True)
+        t.start()
+
+    def cancel(self, silent: bool = False) -> None:
+        t = self._thread
+        if t is None:
+            return
+        t.cancel_event.set()
+        self._old.append(t)
+        self._thread = None
+        self.busyChanged.emit(False)
+        if not silent:
+            self.cancelled.emit()
+
+    def wait(self, ms: int = 10_000) -> None:
+        for t in [*self._old, *([self._thread] if self._thread else [])]:
+            t.wait(ms)
+
+    def _relay_progress(self, t: _LoadThread, fraction: float, message: str) -> None:
+        if t is self._thread:
+            self.progress.emit(fraction, message)
+
+    def _done(self, t: _LoadThread, result: OpenedModel | None, error: errors.TrtlabError | None) -> None:
+        if t is not self._thread:
+            return  # superseded or cancelled
+        self._thread = None
+        self.busyChanged.emit(False)
+        if isinstance(error, errors.LoadCancelled):
+            self.cancelled.emit()
+        elif error is not None:
+            self.failed.emit(error)
+        else:
+            self.loaded.emit(result)
+
+    def _reap(self, t: _LoadThread) -> None:
+        if t in self._old:
+            self._old.remove(t)
+        t.deleteLater()

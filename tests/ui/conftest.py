@@ -1,0 +1,39 @@
+"""GUI tests run offscreen on the real main window, with settings kept in a temp folder."""
+
+from __future__ import annotations
+
+import gc
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+from PySide6.QtCore import QSettings  # noqa: E402
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    from app.ui.main_window import MainWindow
+
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    w = MainWindow(settings)
+    qtbot.addWidget(w)
+    w.resize(1400, 900)
+    w.show()
+    qtbot.waitExposed(w)
+    yield w
+    w.loader.cancel(silent=True)
+    w.loader.wait(20_000)
+    w.close()
+    w.deleteLater()
+    qtbot.wait(10)
+    # Collect the window's Qt wrappers here, on the GUI thread: left to a later collection they
+    # may be freed from a loader thread, which Qt does not allow.
+    gc.collect()
+
+
+def open_and_wait(qtbot, window, path, timeout=30_000):
+    """Open a model through the window and wait until it is shown (or fails)."""
+    window.open_path(path)
+    qtbot.waitUntil(lambda: not window.loader.is_busy(), timeout=timeout)
+    return window
