@@ -172,5 +172,23 @@ def infer_shapes(model: onnx.ModelProto,
     else:
         result.message = f"Shapes known for {result.known:,} of {result.total:,} tensors."
         if result.known < result.total:
-            result.message += " Set the input shapes to resolve symbolic dims."
+            result.message += " " + _why_incomplete(skel)
     return result
+
+
+def _why_incomplete(skel: onnx.ModelProto) -> str:
+    """Why lenient inference left tensors unknown: an inconsistency, ops without shape rules, or dims."""
+    try:
+        onnx.shape_inference.infer_shapes(skel, check_type=False, strict_mode=True, data_prop=False)
+    except Exception as exc:  # the lenient pass skipped this error silently; name it
+        text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        return f"Inference stopped at an inconsistency: {text}"
+    local = {(f.domain, f.name) for f in skel.functions}
+    unknown = sorted({f"{n.domain}.{n.op_type}" if n.domain else n.op_type
+                      for g in iter_graphs(skel.graph) for n in g.node
+                      if (n.domain, n.op_type) not in local
+                      and not onnx.defs.has(n.op_type, "" if n.domain == "ai.onnx" else n.domain)})
+    if unknown:
+        return ("Inference cannot pass ops it has no shape rules for: "
+                + ", ".join(unknown[:5]) + ("…" if len(unknown) > 5 else "") + ".")
+    return "Set the input shapes to resolve symbolic dims."

@@ -205,14 +205,24 @@ class GraphItem(QGraphicsItem):
             return
         painter.setFont(self._label_font)
         painter.setPen(style.EDGE_LABEL)
+        fm = painter.fontMetrics()
+        taken: list[QRectF] = []  # labels that would overlap an earlier one are left out
         for i in ids:
             label = self.graph.edge_labels[i]
             a, b = self.offsets[i], self.offsets[i + 1]
             if not label or b - a < 2:
                 continue
             t = int(dst[i])
-            tip = self.points[b - 1]
-            painter.drawText(QPointF(tip[0] + 5, min(tip[1], self.y0[t]) - 9), label)
+            (x0, y0), (x1, y1) = self.points[b - 2], self.points[b - 1]
+            y1 = min(y1, self.y0[t])
+            y = y1 - 14.0  # a little above the arrowhead, on the last segment
+            x = x1 if abs(y1 - y0) < 1e-6 else x0 + (x1 - x0) * (y - y0) / (y1 - y0)
+            w = fm.horizontalAdvance(label)
+            rect = QRectF(x + 4, y - fm.ascent() + 2, w, fm.height())
+            if any(rect.intersects(r) for r in taken):
+                continue
+            taken.append(rect)
+            painter.drawText(QPointF(rect.left(), y + 2), label)
 
     def _fill_for(self, i: int) -> QColor:
         return self.node_fill[i] if self.node_fill is not None else self._cat_colors[i]

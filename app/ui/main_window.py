@@ -221,8 +221,8 @@ class MainWindow(QMainWindow):
         s = opened.summary
         self.summary_panel.show_summary(s, opened.shapes, opened.timings.get("total"))
         self.shapes_panel.set_inputs(s.inputs, opened.input_shapes)
+        self.stack.setCurrentWidget(self.graph_page)  # first, so the view has its real size
         self.graph_page.show_root(opened.path.name, opened.picture)
-        self.stack.setCurrentWidget(self.graph_page)
         self.setWindowTitle(f"{opened.path.name} — trtlab")
         t = opened.timings
         self.status_label.setText(
