@@ -111,7 +111,7 @@ def build_display_graph(graph: onnx.GraphProto, shapes: ShapeResult | None = Non
             subgraphs[d] = subs
 
     # Names that a subgraph reads from its enclosing scope get an input box of their own.
-    for i, n in enumerate(nodes):
+    for n in nodes:
         for name in n.input:
             if name and name not in producer and name not in inits and name not in folded:
                 producer[name] = add(KIND_INPUT, -1, "outer", name, INPUT)
@@ -145,7 +145,7 @@ def build_display_graph(graph: onnx.GraphProto, shapes: ShapeResult | None = Non
             edge_tensors.append(o.name)
             consumers.setdefault(o.name, []).append(d)
 
-    widths = np.array([_box_width(t, nm) for t, nm in zip(titles, names)], dtype=np.float64)
+    widths = np.array([_box_width(t, nm) for t, nm in zip(titles, names, strict=True)], dtype=np.float64)
     dg = DisplayGraph(
         graph=graph, node_count=len(kinds), kinds=np.array(kinds, dtype=np.int8),
         onnx_index=np.array(onnx_index, dtype=np.int32), titles=titles, names=names, categories=cats,

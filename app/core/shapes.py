@@ -76,7 +76,7 @@ def validate_input_shape(info: TensorInfo, dims: tuple[int, ...]) -> None:
             f"Input '{info.name}' has rank {len(info.shape)} ({info.shape_text()}), "
             f"but the shape given has rank {len(dims)} ({'x'.join(map(str, dims))}).",
             fix=f"Give {len(info.shape)} dims for '{info.name}'.")
-    for axis, (want, got) in enumerate(zip(info.shape, dims)):
+    for axis, (want, got) in enumerate(zip(info.shape, dims, strict=True)):
         if isinstance(want, int) and want > 0 and want != got:
             raise errors.ShapeSpecError(
                 f"Input '{info.name}' has a fixed size {want} on axis {axis}, but {got} was given.",

@@ -12,17 +12,25 @@ from PySide6.QtWidgets import QApplication
 from app import __version__
 
 
-def run_gui(args: list[str]) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    model = next((a for a in args if not a.startswith("-")), None)
-    app = QApplication.instance() or QApplication([sys.argv[0], *[a for a in args if a.startswith("-")]])
-    app.setApplicationName("trtlab")
-    app.setOrganizationName("trtlab")
-    app.setApplicationVersion(__version__)
+def create_main_window(args: list[str]):  # -> MainWindow (imported lazily: Qt must exist first)
+    """Make the window and schedule the model from the command line, or the demo model."""
     from app.ui.main_window import MainWindow
 
+    model = next((a for a in args if not a.startswith("-")), None)
     window = MainWindow()
     window.show()
     # No model given: open the generated demo so the first run shows a working graph.
     QTimer.singleShot(0, (lambda: window.open_path(Path(model))) if model else window.open_demo)
-    return app.exec()
+    return window
+
+
+def run_gui(args: list[str]) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    app = QApplication.instance() or QApplication([sys.argv[0], *[a for a in args if a.startswith("-")]])
+    app.setApplicationName("trtlab")
+    app.setOrganizationName("trtlab")
+    app.setApplicationVersion(__version__)
+    window = create_main_window(args)
+    code = app.exec()
+    del window
+    return code

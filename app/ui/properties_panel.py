@@ -119,7 +119,8 @@ class PropertiesPanel(QWidget):
         attrs = [(a.name, format_attribute(a)) for a in onnx_node.attribute]
         if attrs:
             self._add_section("Attributes", attrs)
-        self._add_section("Inputs", [(t or "(absent)", self._tensor_text(t) + ("  · weight" if t in g.weights.get(node, []) else ""))
+        weights = set(g.weights.get(node, []))
+        self._add_section("Inputs", [(t or "(absent)", self._tensor_text(t) + ("  · weight" if t in weights else ""))
                                      for t in onnx_node.input], tensors=True)
         self._add_section("Outputs", [(t, self._tensor_text(t)) for t in onnx_node.output], tensors=True)
         for wname in g.weights.get(node, []):

@@ -1,0 +1,46 @@
+"""Starting the application the way the `trtlab` command does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from PySide6.QtCore import QCoreApplication, QStandardPaths
+
+
+def test_no_model_opens_the_demo(qtbot, tmp_path, monkeypatch):
+    from app.ui.app import create_main_window
+
+    QStandardPaths.setTestModeEnabled(True)  # keep the demo file and settings out of the user's folders
+    QCoreApplication.setOrganizationName("trtlab-tests")
+    window = create_main_window([])
+    qtbot.addWidget(window)
+    qtbot.waitUntil(lambda: window.opened is not None, timeout=30_000)
+    assert window.opened.path.name == "trtlab_demo_resnet.onnx"
+    assert window.stack.currentWidget() is window.graph_page
+    assert window.view.graph.node_count > 30
+    window.close()
+
+
+def test_model_argument_opens_that_model(qtbot, models_dir):
+    from app.ui.app import create_main_window
+
+    QStandardPaths.setTestModeEnabled(True)
+    window = create_main_window([str(models_dir / "magika_standard_v3_3.onnx")])
+    qtbot.addWidget(window)
+    qtbot.waitUntil(lambda: window.opened is not None, timeout=30_000)
+    assert window.opened.summary.nodes == 95
+    window.close()
+
+
+def test_python_dash_m_app_dispatches_cli_without_qt(models_dir):
+    code = ("import sys, runpy; sys.argv=['app','inspect',sys.argv[1]]\n"
+            "try:\n    runpy.run_module('app', run_name='__main__')\nexcept SystemExit as e:\n"
+            "    assert e.code == 0, e.code\n"
+            "assert 'PySide6' not in sys.modules, 'the CLI imported Qt'\n")
+    env = dict(os.environ)
+    r = subprocess.run([sys.executable, "-c", code, str(models_dir / "u2netp.onnx")], capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "Nodes      1,055" in r.stdout
