@@ -73,4 +73,8 @@ def write_json(doc: object, target: str) -> None:
         return
     from app.core.fileio import atomic_write_text
 
-    atomic_write_text(target, text + "\n")
+    try:
+        atomic_write_text(target, text + "\n")
+    except OSError as exc:
+        raise TrtlabError(f"Cannot write the JSON file '{target}': {exc.strerror or exc}.",
+                          fix="Give --json a path in a folder you can write to, or '-' for stdout.") from exc

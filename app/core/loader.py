@@ -115,7 +115,7 @@ def _sniff_foreign_format(p: Path, head: bytes) -> None:
     """Name the format of files that are clearly not ONNX, so the user knows what to do."""
     hint = "Export the model to ONNX first (e.g. torch.onnx.export, tf2onnx, paddle2onnx)."
     what = None
-    if head[:4] == b"PK\x03\x04":
+    if head[:4] in (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08"):  # entry, empty archive, spanned
         what = "a ZIP archive (a PyTorch checkpoint, a Keras model or a zipped file)"
     elif head[:4] == b"\x89HDF":
         what = "an HDF5 file (a Keras .h5 model)"

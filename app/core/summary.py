@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import onnx
 
 from app.core.loader import ModelDoc
-from app.core.onnx_walk import iter_graphs, iter_tensors, tensor_itemsize, tensor_numel
+from app.core.onnx_walk import constant_tensor, iter_graphs, iter_tensors, tensor_itemsize, tensor_numel
 from app.core.tensors import TensorInfo, graph_inputs, value_info_to_tensor_info
 
 
@@ -76,8 +76,17 @@ def summarize(doc: ModelDoc) -> ModelSummary:
         param_bytes += int(n * tensor_itemsize(t.data_type))
     for sub in graphs:
         for node in sub.node:
-            if node.op_type == "Constant":
-                constant_params += sum(tensor_numel(a.t) for a in node.attribute if a.type == a.TENSOR)
+            if node.op_type != "Constant":
+                continue
+            constant_params += sum(tensor_numel(a.t) for a in node.attribute if a.type == a.TENSOR)
+            if not any(a.type == a.TENSOR for a in node.attribute):
+                # value_float(s)/value_int(s) hold values too, but iter_tensors yields TensorProtos only
+                value = constant_tensor(node)
+                if value is not None:
+                    n = tensor_numel(value)
+                    params += n
+                    param_bytes += int(n * tensor_itemsize(value.data_type))
+                    constant_params += n
     producer = " ".join(x for x in (m.producer_name, m.producer_version) if x) or "unknown"
     return ModelSummary(
         model=str(doc.path),
