@@ -85,7 +85,7 @@ def load_model(path: str | os.PathLike[str], progress: ProgressFn | None = None,
 def _read_file(p: Path, report: ProgressFn, cancel: CancelFn | None) -> bytes:
     if not p.exists():
         raise errors.ModelNotFoundError(
-            f"'{p}' does not exist.", fix="Check the path, or pick the file with File ▸ Open Model…")
+            f"'{p}' does not exist.", fix="Check the path and the file name; it may have been moved or renamed.")
     if p.is_dir():
         raise errors.NotOnnxError(
             f"'{p}' is a folder, not an ONNX file.", fix="Choose the .onnx file inside it.")

@@ -58,6 +58,8 @@ def parse_shape_spec(spec: str, inputs: list[TensorInfo]) -> dict[str, tuple[int
                 f"'{dims_text}' for input '{name}' is not a shape; write dims as positive integers "
                 "joined by 'x', e.g. 1x3x224x224.", fix=f"The model's inputs are {real}.")
         dims = tuple(int(d) for d in dims_text.strip().split("x"))
+        if name in shapes:
+            raise errors.ShapeSpecError(f"Input '{name}' is given twice.", fix="Give each input once.")
         shapes[name] = dims
     for name, dims in shapes.items():
         validate_input_shape(by_name[name], dims)

@@ -132,6 +132,11 @@ def test_spec_without_name(orientation_inputs: list[TensorInfo]) -> None:
     assert "NAME:DIMS" in exc.message and "'x'" in exc.fix
 
 
+def test_spec_same_input_twice(orientation_inputs: list[TensorInfo]) -> None:
+    exc = spec_error("x:1x3x224x224,x:2x3x224x224", orientation_inputs)
+    assert "'x'" in exc.message and "twice" in exc.message
+
+
 def test_spec_names_containing_colons(tiny_model) -> None:
     inputs = [helper.make_tensor_value_info("input:0", TensorProto.FLOAT, ["batch", 3]),
               helper.make_tensor_value_info("mask:0", TensorProto.FLOAT, [-1, 3])]
