@@ -243,6 +243,7 @@ class MainWindow(QMainWindow):
             self.banner.show_message("Opened with warnings", " ".join(opened.doc.warnings), "", level="warning")
         self.settings.setValue("paths/last_dir", str(opened.path.parent))
         self._add_recent(opened.path)
+        self.view.setFocus()
         self._update_actions()
 
     def _on_failed(self, error: errors.TrtlabError) -> None:
@@ -423,7 +424,9 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         self.loader.cancel(silent=True)
-        self.loader.wait(3000)
+        # A parse in native code cannot be interrupted: hide the window and let it end.
+        self.hide()
+        self.loader.wait(60_000)
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.sync()
         super().closeEvent(event)
