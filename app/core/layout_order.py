@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.core.layout_metrics import grouped_inversions
+from app.core.layout_metrics import _sorted_inversion_counts
 
 
 @dataclass
@@ -74,10 +74,14 @@ def build_layout_graph(n: int, src: np.ndarray, dst: np.ndarray, rank: np.ndarra
     return LayoutGraph(n, vrank, vcomp, ea, eb, bus_base, bus_len)
 
 
-def initial_order(g: LayoutGraph) -> np.ndarray:
-    """Position of every vertex in its rank from a depth-first walk (keeps branches together)."""
+def initial_order(g: LayoutGraph, reverse: bool = False) -> np.ndarray:
+    """Position of every vertex in its rank from a depth-first walk (keeps branches together).
+
+    reverse walks each vertex's successors in the opposite order, which mirrors every branching.
+    """
     v = g.size
-    order = np.argsort(g.ea, kind="stable")
+    e_idx = np.arange(g.ea.size)
+    order = np.lexsort((-e_idx if reverse else e_idx, g.ea))
     start = np.zeros(v + 1, dtype=np.int64)
     np.cumsum(np.bincount(g.ea, minlength=v), out=start[1:])
     st = start.tolist()
@@ -120,9 +124,28 @@ def _positions(g: LayoutGraph, key: np.ndarray) -> np.ndarray:
     return pos
 
 
-def crossings_of(g: LayoutGraph, pos: np.ndarray) -> int:
-    """Crossings of the proper layered graph for the given positions."""
-    return grouped_inversions(g.rank[g.ea], pos[g.ea], pos[g.eb])
+def crossings_of(
+    g: LayoutGraph, pos: np.ndarray, edges: np.ndarray | None = None
+) -> tuple[int, np.ndarray, np.ndarray]:
+    """Crossings of the proper layered graph for the given positions: (total, ranks, counts).
+
+    ranks/counts list the upper ranks of the rank pairs that have crossings. `edges` restricts the
+    count to a subset of edge indices (the others are known to be crossing-free).
+    """
+    ea, eb = (g.ea, g.eb) if edges is None else (g.ea[edges], g.eb[edges])
+    if ea.size < 2:
+        return 0, np.zeros(0, np.int64), np.zeros(0, np.int64)
+    r = g.rank[ea]
+    # Positions are small integers: one int64 key sorts by (rank, top, bottom) much faster than lexsort.
+    pa = pos[ea].astype(np.int64)
+    pb = pos[eb].astype(np.int64)
+    base = int(max(pa.max(), pb.max())) + 2
+    o = np.argsort((r * base + pa) * base + pb, kind="stable")
+    r, pb = r[o], pb[o]
+    counts = _sorted_inversion_counts(r, pb)
+    hit = counts > 0
+    ranks, inv = np.unique(r[hit], return_inverse=True)
+    return int(counts.sum()), ranks, np.bincount(inv, weights=counts[hit]).astype(np.int64)
 
 
 @dataclass
@@ -131,9 +154,11 @@ class _SweepPlan:
 
     ranks: list[list[tuple[int, int, object]]]  # per sorted rank: (vertex, comp, neighbour roots)
     root: np.ndarray  # vertex -> vertex whose position it copies (itself when sorted)
+    sorted_ranks: np.ndarray  # the ranks listed in `ranks`
+    forced: np.ndarray  # per rank: order copied from the fixed side
 
 
-def _plan(g: LayoutGraph, down: bool) -> _SweepPlan:
+def _plan(g: LayoutGraph, down: bool, skip_forced: bool = True) -> _SweepPlan:
     """Find forced ranks for one direction and prepare Python lists for the others."""
     v = g.size
     near, far = (g.eb, g.ea) if down else (g.ea, g.eb)  # near: vertex being placed; far: fixed side
@@ -149,7 +174,7 @@ def _plan(g: LayoutGraph, down: bool) -> _SweepPlan:
     ok = (fixed_rank >= 0) & (fixed_rank <= max_rank)
     np.add.at(bad, fixed_rank[ok], (n_far[ok] > 1))
     first_rank = 0 if down else max_rank
-    forced = bad == 0
+    forced = (bad == 0) & skip_forced
     forced[first_rank] = False
     parent = np.arange(v, dtype=np.int64)
     fv = forced[g.rank[near]]
@@ -183,12 +208,17 @@ def _plan(g: LayoutGraph, down: bool) -> _SweepPlan:
             nb: object = nb_roots[a] if b - a == 1 else nb_roots[a:b]
             items.append((x, comp[x], nb))
         ranks.append(items)
-    return _SweepPlan(ranks, root)
+    return _SweepPlan(ranks, root, sort_ranks, forced[: max_rank + 1])
 
 
-def _sweep(plan: _SweepPlan, pos: np.ndarray) -> np.ndarray:
-    """One barycenter sweep over the ranks that need sorting; returns the new positions."""
+def _sweep(plan: _SweepPlan, pos: np.ndarray, bias_right: bool) -> np.ndarray:
+    """One barycenter sweep over the ranks that need sorting; returns the new positions.
+
+    Equal barycenters keep their previous order, or reverse it when bias_right is set; alternating
+    the two lets later sweeps try the other side for branches that are symmetric to their parent.
+    """
     p = pos.tolist()
+    tie = -1 if bias_right else 1
     for items in plan.ranks:
         keyed = []
         for x, c, nb in items:
@@ -198,7 +228,7 @@ def _sweep(plan: _SweepPlan, pos: np.ndarray) -> np.ndarray:
                 bc = sum([p[u] for u in nb]) / len(nb)
             else:
                 bc = p[x]  # no neighbour on the fixed side: stay put
-            keyed.append((c, bc, p[x], x))
+            keyed.append((c, bc, tie * p[x], x))
         keyed.sort()
         for i, t in enumerate(keyed):
             p[t[3]] = i
@@ -206,25 +236,133 @@ def _sweep(plan: _SweepPlan, pos: np.ndarray) -> np.ndarray:
     return out[plan.root]
 
 
+def _transpose(g: LayoutGraph, pos: np.ndarray, ranks: np.ndarray, passes: int) -> np.ndarray:
+    """Swap neighbouring vertices of a rank while that removes crossings (the "transpose" step).
+
+    Barycenters cannot separate branches whose neighbours have the same mean position (a fan-out
+    into three parallel chains, a bus that must pass to one side); exact local swaps can. Only the
+    given ranks are visited: ranks whose order is forced from both sides cannot gain from a swap.
+    """
+    v = g.size
+    p = pos.tolist()
+    up_start = np.zeros(v + 1, dtype=np.int64)
+    np.cumsum(np.bincount(g.eb, minlength=v), out=up_start[1:])
+    ups = g.ea[np.argsort(g.eb, kind="stable")].tolist()
+    dn_start = np.zeros(v + 1, dtype=np.int64)
+    np.cumsum(np.bincount(g.ea, minlength=v), out=dn_start[1:])
+    dns = g.eb[np.argsort(g.ea, kind="stable")].tolist()
+    us, ds = up_start.tolist(), dn_start.tolist()
+    comp = g.comp.tolist()
+    seq = np.lexsort((pos, g.rank))
+    rstart = np.searchsorted(g.rank[seq], np.arange(int(g.rank.max()) + 2) if v else np.zeros(1, np.int64))
+    sq, rs = seq.tolist(), rstart.tolist()
+    rows = [sq[rs[r] : rs[r + 1]] for r in ranks.tolist() if rs[r + 1] - rs[r] > 1]
+
+    def cross(a: list[int], b: list[int]) -> int:
+        c = 0
+        for x in a:
+            px = p[x]
+            for y in b:
+                if px > p[y]:
+                    c += 1
+        return c
+
+    for it in range(passes):
+        improved = False
+        for row in rows if it % 2 == 0 else reversed(rows):
+            changed = True
+            while changed:
+                changed = False
+                for i in range(len(row) - 1):
+                    a, b = row[i], row[i + 1]
+                    if comp[a] != comp[b]:
+                        continue
+                    ua, ub = ups[us[a] : us[a + 1]], ups[us[b] : us[b + 1]]
+                    da, db = dns[ds[a] : ds[a + 1]], dns[ds[b] : ds[b + 1]]
+                    now = cross(ua, ub) + cross(da, db)
+                    if now and cross(ub, ua) + cross(db, da) < now:
+                        row[i], row[i + 1] = b, a
+                        p[a], p[b] = p[b], p[a]
+                        changed = improved = True
+        if not improved:
+            break
+    return np.asarray(p, dtype=np.float64)
+
+
 def order_vertices(
-    g: LayoutGraph, check: Callable[[], None], sweeps: int = 4
+    g: LayoutGraph, check: Callable[[], None], sweeps: int = 12, patience: int = 4, work: int = 150_000
 ) -> np.ndarray:
-    """Crossing reduction: DFS start, then alternating barycenter sweeps, best ordering kept."""
-    pos = initial_order(g)
-    check()
-    best = pos
-    best_cross = crossings_of(g, pos)
-    if best_cross == 0 or sweeps <= 0:
-        return best
-    plans = (_plan(g, True), _plan(g, False))
-    check()
-    for i in range(sweeps):
-        pos = _sweep(plans[i % 2], pos)
-        pos = _positions(g, pos)
-        c = crossings_of(g, pos)
+    """Crossing reduction: DFS start, then alternating barycenter sweeps, best ordering kept.
+
+    Like dagre: down and up sweeps alternate, ties are biased left for two sweeps then right for
+    two, and the loop stops after `patience` sweeps without improvement (at most `sweeps`). Then
+    adjacent swaps ("transpose") are tried around the rank pairs that still have crossings.
+
+    While crossings remain, more starts are tried and the best result kept: the mirrored
+    depth-first order always (sweeps settle ties, such as which side of a spine a long skip runs
+    on, the way they start), then seeded random orders while the vertex count times the number of
+    starts stays under `work`, so small graphs get several restarts and large ones two.
+    """
+    extra = max(0, min(6, work // max(g.size, 1) - 2))
+    starts: list[Callable[[], np.ndarray]] = [lambda: initial_order(g), lambda: initial_order(g, True)]
+    rng = np.random.default_rng(12345)  # fixed seed: the same graph always gets the same drawing
+    for _ in range(extra):
+        starts.append(lambda: _positions(g, rng.random(g.size)))
+    best, best_cross = None, -1
+    plans: tuple[_SweepPlan, _SweepPlan] | None = None
+    live = np.zeros(0, dtype=np.int64)
+    for start in starts:
+        pos = start()
         check()
-        if c < best_cross:
-            best, best_cross = pos, c
-            if c == 0:
-                break
+        cross, cr_ranks, _ = crossings_of(g, pos)
+        if cross and sweeps > 0:
+            if plans is None:
+                plans = (_plan(g, True), _plan(g, False))
+                # A rank pair forced from both sides is a perfect matching whose order is copied
+                # whichever way a sweep goes, so after any sweep it has no crossings.
+                fd, fu = plans[0].forced, plans[1].forced
+                both = np.zeros(fd.size, dtype=bool)
+                both[:-1] = fu[:-1] & fd[1:]
+                live = np.flatnonzero(~both[g.rank[g.ea]])
+                check()
+            pos, cross = _improve(g, pos, cross, cr_ranks, plans, live, check, sweeps, patience)
+        if best is None or cross < best_cross:
+            best, best_cross = pos, cross
+        if best_cross == 0:
+            break
+    assert best is not None
     return best
+
+
+def _improve(
+    g: LayoutGraph,
+    pos: np.ndarray,
+    best_cross: int,
+    cr_ranks: np.ndarray,
+    plans: tuple[_SweepPlan, _SweepPlan],
+    live: np.ndarray,
+    check: Callable[[], None],
+    sweeps: int,
+    patience: int,
+) -> tuple[np.ndarray, int]:
+    """Sweeps then transposition from one start; returns the best positions and their crossings."""
+    best = pos
+    stale = 0
+    for i in range(sweeps):
+        pos = _sweep(plans[i % 2], pos, bias_right=i % 4 >= 2)
+        pos = _positions(g, pos)
+        c, ranks, _ = crossings_of(g, pos, live)
+        check()
+        stale += 1
+        if c < best_cross:
+            best, best_cross, cr_ranks, stale = pos, c, ranks, 0
+            if c == 0:
+                return best, 0
+        if stale >= patience:
+            break
+    # Local swaps on both ranks of every pair that still has crossings.
+    near = np.unique(np.concatenate([cr_ranks, cr_ranks + 1]))
+    pos = _transpose(g, best, near[near <= int(g.rank.max())], passes=4)
+    check()
+    c, _, _ = crossings_of(g, pos)
+    return (pos, c) if c < best_cross else (best, best_cross)

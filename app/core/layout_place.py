@@ -32,8 +32,14 @@ class Placement:
     rank_h: np.ndarray
 
 
-def _median_edge(group: np.ndarray, prefer: np.ndarray, pos_other: np.ndarray, v: int) -> np.ndarray:
-    """Per vertex: the edge to its median neighbour, among preferred neighbours when there are any."""
+def _median_edge(
+    group: np.ndarray, prefer: np.ndarray, pos_other: np.ndarray, v: int, score: np.ndarray | None = None
+) -> np.ndarray:
+    """Per vertex: the edge to its chosen neighbour.
+
+    Among preferred neighbours when there are any; the lowest score wins, ties go to the neighbour
+    nearest the median position.
+    """
     out = np.full(v, -1, dtype=np.int64)
     if group.size == 0:
         return out
@@ -43,18 +49,48 @@ def _median_edge(group: np.ndarray, prefer: np.ndarray, pos_other: np.ndarray, v
     sizes = np.diff(np.r_[starts, g.size])
     n_pref = np.add.reduceat(prefer[order].astype(np.int64), starts)
     m = np.where(n_pref > 0, n_pref, sizes)
-    out[g[starts]] = order[starts + (m - 1) // 2]
+    if score is None:
+        out[g[starts]] = order[starts + (m - 1) // 2]
+        return out
+    # Distance of each candidate from the (lower) median; non-candidates are pushed to the end.
+    gid = np.repeat(np.arange(starts.size), sizes)
+    idx_in = np.arange(g.size) - starts[gid]
+    dist = np.abs(idx_in - (m[gid] - 1) // 2).astype(np.float64)
+    dist[idx_in >= m[gid]] = np.inf
+    order2 = np.lexsort((dist, np.where(np.isfinite(dist), score[order], np.inf), gid))
+    first = order[order2[starts]]
+    out[g[starts]] = first
     return out
 
 
-def _align(g: LayoutGraph, pos: np.ndarray) -> np.ndarray:
-    """Block root of every vertex (the top vertex of its aligned vertical chain)."""
+def _align(g: LayoutGraph, pos: np.ndarray, rounds: int = 3) -> np.ndarray:
+    """Block root of every vertex (the top vertex of its aligned vertical chain).
+
+    The first round aligns with median neighbours. Later rounds prefer, at merges, the upper
+    neighbour whose block starts highest, and at splits the lower neighbour whose block ends lowest:
+    the long spine of the network stays one straight block instead of stepping sideways at every
+    layer (which would make the drawing drift wider and wider).
+    """
+    v = g.size
+    root = np.arange(v, dtype=np.int64)
+    bottom = np.arange(v, dtype=np.int64)
+    for r in range(rounds):
+        up_score = g.rank[root[g.ea]].astype(np.float64) if r else None
+        down_score = -g.rank[bottom[g.eb]].astype(np.float64) if r else None
+        root, bottom = _align_once(g, pos, up_score, down_score)
+    return root
+
+
+def _align_once(
+    g: LayoutGraph, pos: np.ndarray, up_score: np.ndarray | None, down_score: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """One alignment: (root, bottom) vertex of every vertex's block."""
     v = g.size
     ea, eb = g.ea, g.eb
     dummy = np.arange(v) >= g.n_real
     same = dummy[ea] == dummy[eb]
-    up = _median_edge(eb, same, pos[ea], v)
-    down = _median_edge(ea, same, pos[eb], v)
+    up = _median_edge(eb, same, pos[ea], v, up_score)
+    down = _median_edge(ea, same, pos[eb], v, down_score)
     eidx = np.arange(ea.size, dtype=np.int64)
     mutual = (up[eb] == eidx) & (down[ea] == eidx)
     cand = np.flatnonzero(mutual)
@@ -88,14 +124,18 @@ def _align(g: LayoutGraph, pos: np.ndarray) -> np.ndarray:
         o2 = np.argsort(ka2, kind="stable")
         kept_a, kept_b = ka2[o2], kb2[o2]
     kept = np.concatenate(kept_e)
-    root = np.arange(v, dtype=np.int64)
-    root[eb[kept]] = ea[kept]
+    return _follow(v, eb[kept], ea[kept]), _follow(v, ea[kept], eb[kept])
+
+
+def _follow(v: int, frm: np.ndarray, to: np.ndarray) -> np.ndarray:
+    """End of each vertex's chain of links frm -> to, by pointer jumping."""
+    end = np.arange(v, dtype=np.int64)
+    end[frm] = to
     while True:
-        nxt = root[root]
-        if np.array_equal(nxt, root):
-            break
-        root = nxt
-    return root
+        nxt = end[end]
+        if np.array_equal(nxt, end):
+            return end
+        end = nxt
 
 
 def _longest(n_blocks: int, left: np.ndarray, right: np.ndarray, sep: np.ndarray) -> np.ndarray:
@@ -185,7 +225,8 @@ def place(
     left_r = np.full(ncomp, np.inf)
     np.minimum.at(left_l, g.comp, vx_l - w / 2)
     np.minimum.at(left_r, g.comp, vx_r - w / 2)
-    xr = xr + (left_l - left_r)[bcomp]
+    shift_r = np.where(np.isfinite(left_l) & np.isfinite(left_r), left_l - left_r, 0.0)
+    xr = xr + shift_r[bcomp]
     xb = (xl + xr) / 2.0
     xb = _refine(g, bid, nb, bl, br, sep, xb, refine_rounds)
     x = xb[bid]
