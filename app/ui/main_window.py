@@ -98,7 +98,13 @@ class MainWindow(QMainWindow):
         geom = self.settings.value("window/geometry")
         if isinstance(geom, QByteArray):
             self.restoreGeometry(geom)
+        self._show_start_page()
+
+    def _show_start_page(self) -> None:
+        """The start page stands alone: the model docks have nothing to show yet."""
         self.stack.setCurrentWidget(self.start_page)
+        self.summary_dock.hide()
+        self.properties_dock.hide()
 
     # ----------------------------------------------------------------- construction
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
@@ -231,6 +237,9 @@ class MainWindow(QMainWindow):
         s = opened.summary
         self.summary_panel.show_summary(s, opened.shapes, opened.timings.get("total"))
         self.shapes_panel.set_inputs(s.inputs, opened.input_shapes)
+        if self.stack.currentWidget() is self.start_page:
+            self.summary_dock.show()
+            self.properties_dock.show()
         self.stack.setCurrentWidget(self.graph_page)  # first, so the view has its real size
         self.graph_page.show_root(opened.path.name, opened.picture)
         self.setWindowTitle(f"{opened.path.name} — trtlab")
@@ -264,7 +273,7 @@ class MainWindow(QMainWindow):
         self.summary_panel.show_summary(None)
         self.shapes_panel.set_inputs([], {})
         self.properties_panel.set_context(None, None, None)
-        self.stack.setCurrentWidget(self.start_page)
+        self._show_start_page()
         self.setWindowTitle("trtlab")
         self.status_label.setText("Ready")
         self._update_actions()

