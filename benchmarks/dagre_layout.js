@@ -1,6 +1,8 @@
 // Lays out one graph with @dagrejs/dagre using Netron's settings and prints the result as JSON.
 //
 // Usage: node --stack-size=65500 dagre_layout.js GRAPH.json OUT.json
+// (dagre recurses deeply; a 64 MB JS stack also needs `ulimit -s` above that, or node segfaults on
+// 50k-node graphs. benchmarks/graph_layout.py runs it that way.)
 // GRAPH.json: {"nodes": [[width, height], ...], "edges": [[src, dst], ...]}
 // OUT.json:   {"seconds": layout time, "ranker": ..., "x": [...], "y": [...],
 //              "max_rss_mb": peak RSS, "edges": [[src, dst, [x0, y0, x1, y1, ...]], ...]}

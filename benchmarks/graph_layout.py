@@ -24,6 +24,7 @@ import gc
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -125,19 +126,28 @@ def _pipeline(graph: onnx.GraphProto) -> tuple[object, object]:
     return dg, layout
 
 
+# dagre recurses deeply: node needs a big JS stack (--stack-size, in KiB) and the OS stack under it
+# must be larger still, or node dies with SIGSEGV. node runs as a child of a small shell (not exec'd
+# from this process) so that its maxRSS is its own: Linux carries the peak RSS across exec.
+_NODE_SHELL = 'ulimit -s unlimited 2>/dev/null || ulimit -s 1048576; node --stack-size=65500 "$0" "$1" "$2"; exit $?'
+
+
 def _dagre(dg: object, timeout: float) -> tuple[dict | None, str | None]:
     """Run dagre on the display graph; (result, note)."""
     with tempfile.TemporaryDirectory() as tmp:
         gin, gout = Path(tmp, "graph.json"), Path(tmp, "layout.json")
         nodes = np.stack([dg.widths, dg.heights], axis=1).tolist()
         gin.write_text(json.dumps({"nodes": nodes, "edges": np.asarray(dg.edges).tolist()}))
-        cmd = ["node", "--stack-size=65500", str(DAGRE_JS), str(gin), str(gout)]
+        cmd = ["bash", "-c", _NODE_SHELL, str(DAGRE_JS), str(gin), str(gout)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            _, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the shell and node together
+            proc.communicate()
             return None, f"timeout after {timeout:g} s"
-        if res.returncode != 0:
-            err = res.stderr.strip().splitlines() or [f"exit code {res.returncode}"]
+        if proc.returncode != 0:
+            err = stderr.strip().splitlines() or [f"exit code {proc.returncode}"]
             msg = next((ln for ln in err if "Error" in ln), err[-1])
             return None, "crashed: " + msg.strip()[:160]
         return json.loads(gout.read_text()), None

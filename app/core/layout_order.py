@@ -159,7 +159,10 @@ class _SweepPlan:
 
 
 def _plan(g: LayoutGraph, down: bool, skip_forced: bool = True) -> _SweepPlan:
-    """Find forced ranks for one direction and prepare Python lists for the others."""
+    """Find forced ranks for one direction and prepare Python lists for the others.
+
+    skip_forced=False sorts every rank; the result is the same, only slower (tests compare both).
+    """
     v = g.size
     near, far = (g.eb, g.ea) if down else (g.ea, g.eb)  # near: vertex being placed; far: fixed side
     n_near = np.bincount(near, minlength=v)
@@ -241,7 +244,7 @@ def _transpose(g: LayoutGraph, pos: np.ndarray, ranks: np.ndarray, passes: int) 
 
     Barycenters cannot separate branches whose neighbours have the same mean position (a fan-out
     into three parallel chains, a bus that must pass to one side); exact local swaps can. Only the
-    given ranks are visited: ranks whose order is forced from both sides cannot gain from a swap.
+    given ranks are visited (the caller passes the ranks next to remaining crossings).
     """
     v = g.size
     p = pos.tolist()

@@ -225,7 +225,9 @@ def place(
     left_r = np.full(ncomp, np.inf)
     np.minimum.at(left_l, g.comp, vx_l - w / 2)
     np.minimum.at(left_r, g.comp, vx_r - w / 2)
-    shift_r = np.where(np.isfinite(left_l) & np.isfinite(left_r), left_l - left_r, 0.0)
+    shift_r = np.zeros(ncomp)
+    present = np.isfinite(left_l) & np.isfinite(left_r)  # labels are node ids, so some are unused
+    shift_r[present] = left_l[present] - left_r[present]
     xr = xr + shift_r[bcomp]
     xb = (xl + xr) / 2.0
     xb = _refine(g, bid, nb, bl, br, sep, xb, refine_rounds)

@@ -405,3 +405,26 @@ def test_real_models(path: Path) -> None:
     w, h = _sizes(n, seed=5)
     lay = layered_layout(n, edges, w, h, node_sep=NODE_SEP)
     check_invariants(lay, n, edges, w, h, routing=n <= 300)
+
+
+def test_skipping_forced_ranks_changes_nothing() -> None:
+    """Ranks whose order is copied from a single neighbour each are not sorted: same result."""
+    from app.core import layout_order as lo
+    from app.core.layout_rank import rank_graph
+
+    n, edges = unet_edges(4)
+    n2, edges2 = transformer_edges(5)
+    edges = edges + [(s + n, t + n) for s, t in edges2]
+    n += n2
+    rg = rank_graph(n, np.array(edges))
+    g = lo.build_layout_graph(n, rg.src, rg.dst, rg.rank, rg.comp)
+    rng = np.random.default_rng(3)
+    start = lo._positions(g, rng.random(g.size))
+    fast = (lo._plan(g, True), lo._plan(g, False))
+    full = (lo._plan(g, True, skip_forced=False), lo._plan(g, False, skip_forced=False))
+    assert len(fast[0].ranks) < len(full[0].ranks)
+    a = b = start
+    for i in range(4):
+        a = lo._positions(g, lo._sweep(fast[i % 2], a, i % 4 >= 2))
+        b = lo._positions(g, lo._sweep(full[i % 2], b, i % 4 >= 2))
+        assert np.array_equal(a, b)
