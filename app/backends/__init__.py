@@ -1,0 +1,28 @@
+"""Runtimes behind one protocol. Heavy imports (onnxruntime, tensorrt, cuda) happen inside functions."""
+
+from __future__ import annotations
+
+from app.backends.base import (
+    BACKEND_NAMES, PRECISIONS, Availability, Backend, BackendSpecError, BackendUnavailable, Target,
+)
+
+
+def get_backend(name: str) -> Backend:
+    from app.backends import ort
+
+    table = {"ort-cpu": ort.OrtCpuBackend, "ort-cuda": ort.OrtCudaBackend, "ort-trt": ort.OrtTrtBackend}
+    if name in table:
+        return table[name]()
+    if name == "trt":
+        from app.backends.trt_stub import TrtBackend
+
+        return TrtBackend()
+    raise BackendSpecError(f"Unknown backend '{name}'.", fix=f"Use one of {', '.join(BACKEND_NAMES)}.")
+
+
+def all_availability() -> dict[str, Availability]:
+    return {name: get_backend(name).availability() for name in BACKEND_NAMES}
+
+
+__all__ = ["BACKEND_NAMES", "PRECISIONS", "Availability", "Backend", "BackendSpecError", "BackendUnavailable",
+           "Target", "all_availability", "get_backend"]

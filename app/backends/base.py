@@ -1,0 +1,86 @@
+"""The one small protocol every runtime implements, and the names the CLI and GUI use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from app.core.errors import TrtlabError
+
+PRECISIONS = ("fp32", "fp16", "bf16", "int8")
+BACKEND_NAMES = ("ort-cpu", "ort-cuda", "ort-trt", "trt")
+
+
+class BackendUnavailable(TrtlabError):
+    """A requested backend cannot run here; the message says why and the fix how to get it."""
+
+    title = "Backend not available"
+
+
+class BackendSpecError(TrtlabError):
+    title = "Invalid backend"
+
+
+@dataclass(frozen=True)
+class Availability:
+    available: bool
+    reason: str = ""
+    install_hint: str = ""
+    details: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        return {"available": self.available, "reason": self.reason, "install_hint": self.install_hint,
+                "details": dict(self.details)}
+
+
+@dataclass(frozen=True)
+class Target:
+    """`B:P`: a backend running the variant graph for a precision."""
+
+    backend: str
+    precision: str = "fp32"
+
+    @property
+    def name(self) -> str:
+        return f"{self.backend}:{self.precision}"
+
+    @classmethod
+    def parse(cls, text: str) -> Target:
+        backend, _, precision = text.strip().partition(":")
+        precision = (precision or "fp32").lower()
+        if backend not in BACKEND_NAMES:
+            raise BackendSpecError(f"Unknown backend '{backend}' in '{text}'.",
+                                   fix=f"Use one of {', '.join(BACKEND_NAMES)}, e.g. ort-cpu:fp32.")
+        if precision not in PRECISIONS:
+            raise BackendSpecError(f"Unknown precision '{precision}' in '{text}'.",
+                                   fix=f"Use one of {', '.join(PRECISIONS)}.")
+        return cls(backend, precision)
+
+
+class Session(Protocol):
+    """A prepared model on one backend."""
+
+    input_names: list[str]
+    output_names: list[str]
+    notes: list[str]   # what a reader of the results must know (e.g. "TF32 on")
+
+    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+
+    def timed_runner(self, feeds: dict[str, np.ndarray], mode: str) -> Callable[[], float | None]:
+        """A zero-argument function doing one iteration, for `app.core.latency.measure`."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+    precisions: tuple[str, ...]
+    timing_modes: tuple[str, ...]  # "end_to_end" and/or "device_only"
+
+    def availability(self) -> Availability: ...
+
+    def prepare(self, model_path: str, options: dict[str, object] | None = None) -> Session: ...

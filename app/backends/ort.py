@@ -1,0 +1,160 @@
+"""ONNX Runtime backends: CPU, CUDA (IOBinding for device-only timing, TF32 off by default), TensorRT EP.
+
+onnxruntime is imported inside functions so that `import app.backends` works without it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from app.backends.base import Availability, BackendUnavailable
+
+log = logging.getLogger(__name__)
+
+_GPU_HINT = ('pip uninstall -y onnxruntime && pip install "trtlab[gpu]"  (onnxruntime-gpu replaces onnxruntime; '
+             "it needs an NVIDIA driver and CUDA 12/13 libraries)")
+
+
+def _ort():
+    try:
+        import onnxruntime as ort
+    except ImportError as exc:  # pragma: no cover - onnxruntime is a base dependency
+        raise BackendUnavailable("onnxruntime is not installed.", fix="pip install onnxruntime") from exc
+    return ort
+
+
+class OrtSession:
+    """An onnxruntime InferenceSession with the provider actually used checked, never assumed."""
+
+    def __init__(self, sess: object, provider: str, device_io: bool, notes: list[str]) -> None:
+        self.sess = sess
+        self.provider = provider
+        self.device_io = device_io
+        self.notes = notes
+        self.input_names = [i.name for i in sess.get_inputs()]
+        self.output_names = [o.name for o in sess.get_outputs()]
+
+    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        outs = self.sess.run(self.output_names, feeds)
+        return dict(zip(self.output_names, outs, strict=True))
+
+    def timed_runner(self, feeds: dict[str, np.ndarray], mode: str) -> Callable[[], float | None]:
+        if mode == "device_only":
+            if not self.device_io:
+                raise BackendUnavailable(f"{self.provider} has no device-only timing.",
+                                         fix="Use --mode end_to_end, or a GPU backend.")
+            ort = _ort()
+            binding = self.sess.io_binding()
+            for name, arr in feeds.items():
+                binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(arr), "cuda", 0))
+            for name in self.output_names:
+                binding.bind_output(name, "cuda", 0)
+            run = self.sess.run_with_iobinding
+
+            def once() -> float:
+                # Inputs and outputs stay on the device: the time excludes host<->device copies. ORT's run
+                # returns after the CUDA stream is synchronised, so wall time is the device time plus launch.
+                t0 = time.perf_counter_ns()
+                run(binding)
+                return (time.perf_counter_ns() - t0) / 1e6
+            return once
+        names, sess = self.output_names, self.sess
+
+        def once_e2e() -> None:
+            sess.run(names, feeds)
+        return once_e2e
+
+    def close(self) -> None:
+        self.sess = None
+
+
+class _OrtBackend:
+    provider = "CPUExecutionProvider"
+    name = "ort-cpu"
+    precisions = ("fp32", "fp16", "bf16", "int8")
+    timing_modes = ("end_to_end",)
+
+    def availability(self) -> Availability:
+        try:
+            ort = _ort()
+        except BackendUnavailable as exc:
+            return Availability(False, exc.message, exc.fix)
+        providers = ort.get_available_providers()
+        if self.provider not in providers:
+            return self._missing(ort.__version__, providers)
+        return Availability(True, details={"onnxruntime": ort.__version__, "provider": self.provider})
+
+    def _missing(self, version: str, providers: list[str]) -> Availability:
+        return Availability(False, f"onnxruntime {version} here has no {self.provider} "
+                                   f"(it has {', '.join(providers)}).", _GPU_HINT)
+
+    def provider_options(self, options: dict[str, object]) -> dict[str, str]:
+        return {}
+
+    def notes(self, options: dict[str, object]) -> list[str]:
+        return []
+
+    def prepare(self, model_path: str, options: dict[str, object] | None = None) -> OrtSession:
+        options = dict(options or {})
+        avail = self.availability()
+        if not avail.available:
+            raise BackendUnavailable(f"{self.name}: {avail.reason}", fix=avail.install_hint)
+        ort = _ort()
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        threads = options.get("threads")
+        if threads:
+            so.intra_op_num_threads = int(threads)  # type: ignore[arg-type]
+        providers: list[object] = [(self.provider, self.provider_options(options))]
+        if self.provider != "CPUExecutionProvider":
+            providers.append("CPUExecutionProvider")  # for ops the accelerator lacks, as ORT does itself
+        try:
+            sess = ort.InferenceSession(str(model_path), sess_options=so, providers=providers)
+        except Exception as exc:  # ORT raises its own Fail/InvalidGraph/... types
+            raise BackendUnavailable(f"{self.name} could not load the model: {str(exc).strip()[:500]}",
+                                     fix="Check that this onnxruntime supports the model's opsets and IR version "
+                                         "(pip install -U onnxruntime).") from exc
+        used = sess.get_providers()
+        if self.provider not in used:
+            # ORT silently falls back to the CPU when the GPU provider cannot start: never time that as a GPU.
+            raise BackendUnavailable(f"{self.name}: {self.provider} did not start (ONNX Runtime fell back to "
+                                     f"{', '.join(used)}); no usable GPU or CUDA libraries here.", fix=_GPU_HINT)
+        return OrtSession(sess, self.provider, self.provider != "CPUExecutionProvider", self.notes(options))
+
+
+class OrtCpuBackend(_OrtBackend):
+    provider = "CPUExecutionProvider"
+    name = "ort-cpu"
+    timing_modes = ("end_to_end",)
+
+
+class OrtCudaBackend(_OrtBackend):
+    provider = "CUDAExecutionProvider"
+    name = "ort-cuda"
+    timing_modes = ("end_to_end", "device_only")
+
+    def provider_options(self, options: dict[str, object]) -> dict[str, str]:
+        # TF32 off by default: a strict FP32 reference; switchable and labelled in the results.
+        return {"device_id": str(options.get("device_id", 0)), "use_tf32": "1" if options.get("tf32") else "0"}
+
+    def notes(self, options: dict[str, object]) -> list[str]:
+        return ["TF32 on (MatMul/Conv inputs rounded to 10-bit mantissa)"] if options.get("tf32") else ["TF32 off"]
+
+
+class OrtTrtBackend(_OrtBackend):
+    provider = "TensorrtExecutionProvider"
+    name = "ort-trt"
+    timing_modes = ("end_to_end", "device_only")
+
+    def _missing(self, version: str, providers: list[str]) -> Availability:
+        return Availability(False, f"onnxruntime {version} here has no TensorrtExecutionProvider "
+                                   f"(it has {', '.join(providers)}).",
+                            'pip uninstall -y onnxruntime && pip install "trtlab[gpu]" and install TensorRT '
+                            '(pip install "trtlab[tensorrt]") so ONNX Runtime can load its libraries')
+
+    def provider_options(self, options: dict[str, object]) -> dict[str, str]:
+        return {"device_id": str(options.get("device_id", 0))}
