@@ -113,7 +113,8 @@ def compare_task(params: dict, ctx: object) -> dict:
     doc = compare_report_json(reference.name, len(prep.samples), reports)
     doc.update({"inputs": prep.source_text, "random_data": prep.random_data, "notes": notes,
                 "shapes": {k: list(v) for k, v in prep.shapes.items()},
-                "tolerances": [f"{t.metric}:{t.value}" for t in tolerances]})
+                "tolerances": sorted({str(t) for c in doc.get("candidates", []) for t in c.get("tolerances", [])})
+                or [f"{t.metric}:{t.value}" for t in tolerances]})
     doc["plots"] = {r.name: plot_data(r) for r in reports}
     return doc
 

@@ -20,7 +20,7 @@ EXIT_OK, EXIT_NOT_MET, EXIT_BAD_INPUT, EXIT_UNAVAILABLE, EXIT_JOB_FAILED = 0, 1,
 # Every subcommand of the public interface; those not built yet say so and exit 2.
 SUBCOMMANDS = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check",
                "build", "report")
-_PLANNED = frozenset(SUBCOMMANDS) - {"inspect"}
+_PLANNED = frozenset(SUBCOMMANDS) - {"inspect", "run", "compare", "bench"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("inspect", help="summarise a model: I/O, opsets, ops, parameters")
     p.add_argument("model", metavar="MODEL")
     p.add_argument("--json", metavar="PATH|-", help="write the summary as JSON to PATH, or stdout with -")
+    from app.cli import run_cmds
+
+    run_cmds.register(sub)
     for name in sorted(_PLANNED):
         q = sub.add_parser(name, help="(not in this version yet)", add_help=False)
         q.add_argument("rest", nargs=argparse.REMAINDER)
@@ -48,18 +51,30 @@ def run_cli(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.command in _PLANNED:
         sys.stderr.write(f"trtlab {args.command}: this command is not available in trtlab {__version__} yet; "
-                         "`trtlab inspect` and the GUI are.\n")
+                         "`trtlab inspect`, `run`, `compare`, `bench` and the GUI are.\n")
         return EXIT_BAD_INPUT
     try:
         if args.command == "inspect":
             from app.cli.inspect_cmd import cmd_inspect
 
             return cmd_inspect(args)
+        if args.command in ("run", "compare", "bench"):
+            from app.cli import run_cmds
+
+            return getattr(run_cmds, f"cmd_{args.command}")(args)
     except TrtlabError as exc:
+        from app.cli.run_cmds import exit_code_for
+
         sys.stderr.write(f"trtlab {args.command}: {exc.message}\n")
         if exc.fix:
             sys.stderr.write(f"  Fix: {exc.fix}\n")
-        return EXIT_BAD_INPUT
+        return exit_code_for(exc)
+    except Exception as exc:  # a failed job: its reason and last log lines, never a traceback
+        from app.cli.run_cmds import JobFailed, report_job_failure
+
+        if isinstance(exc, JobFailed):
+            return report_job_failure(args.command, exc)
+        raise
     build_parser().print_help(sys.stderr)
     return EXIT_BAD_INPUT
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -32,5 +33,9 @@ def run_gui(args: list[str]) -> int:
     app.setApplicationVersion(__version__)
     window = create_main_window(args)
     code = app.exec()
-    del window
-    return code
+    # Everything is saved when the window closes. Leave without the interpreter's teardown: PySide6 6.12 with
+    # pyqtgraph can abort in the final garbage collection, which would turn a clean exit into a crash report.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

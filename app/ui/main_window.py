@@ -30,7 +30,12 @@ from app.core.units import human_bytes
 from app.ui.error_banner import ErrorBanner
 from app.ui.graph_page import GraphPage
 from app.ui.loader_thread import ModelLoader
+from app.ui.job_bridge import JobBridge
+from app.ui.jobs_panel import JobsPanel
 from app.ui.properties_panel import PropertiesPanel
+from app.ui.results_view import ResultsView
+from app.ui.run_controller import RunController
+from app.ui.run_panel import RunPanel
 from app.ui.shapes_panel import ShapesPanel
 from app.ui.start_page import StartPage
 from app.ui.summary_panel import SummaryPanel
@@ -76,6 +81,17 @@ class MainWindow(QMainWindow):
         self.summary_dock = self._dock("Summary", summary_box, Qt.DockWidgetArea.LeftDockWidgetArea)
         self.properties_panel = PropertiesPanel()
         self.properties_dock = self._dock("Properties", self.properties_panel, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.run_panel = RunPanel()
+        self.run_dock = self._dock("Run", self.run_panel, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.tabifyDockWidget(self.properties_dock, self.run_dock)
+        self.properties_dock.raise_()
+        self.results_view = ResultsView()
+        self.results_dock = self._dock("Results", self.results_view, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.jobs = JobBridge(self)
+        self.jobs_panel = JobsPanel(self.jobs)
+        self.jobs_dock = self._dock("Jobs", self.jobs_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.tabifyDockWidget(self.results_dock, self.jobs_dock)
+        self.run_controller = RunController(self)
 
         self.status_label = QLabel("Ready")
         self.zoom_label = QLabel("")
@@ -103,8 +119,11 @@ class MainWindow(QMainWindow):
     def _show_start_page(self) -> None:
         """The start page stands alone: the model docks have nothing to show yet."""
         self.stack.setCurrentWidget(self.start_page)
-        self.summary_dock.hide()
-        self.properties_dock.hide()
+        for dock in self._model_docks():
+            dock.hide()
+
+    def _model_docks(self) -> list[QDockWidget]:
+        return [self.summary_dock, self.properties_dock, self.run_dock, self.results_dock, self.jobs_dock]
 
     # ----------------------------------------------------------------- construction
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
@@ -159,8 +178,12 @@ class MainWindow(QMainWindow):
         self.act_minimap.setChecked(True)
         self.act_legend.setChecked(True)
         v.addSeparator()
-        v.addAction(self.summary_dock.toggleViewAction())
-        v.addAction(self.properties_dock.toggleViewAction())
+        for dock in self._model_docks():
+            v.addAction(dock.toggleViewAction())
+        r = mb.addMenu("&Run")
+        self.act_compare = self._action(r, "&Compare Outputs", lambda: self.run_panel.compare_button.click(), "Ctrl+R")
+        self.act_bench = self._action(r, "&Benchmark", lambda: self.run_panel.bench_button.click(), "Ctrl+B")
+        self._action(r, "Cancel &All Jobs", lambda: self.run_controller.cancel_all(), "Ctrl+.")
         h = mb.addMenu("&Help")
         self._action(h, "&Keyboard and Mouse", self.show_shortcuts, "F1")
         self._action(h, "&About trtlab", self.show_about)
@@ -238,8 +261,13 @@ class MainWindow(QMainWindow):
         self.summary_panel.show_summary(s, opened.shapes, opened.timings.get("total"))
         self.shapes_panel.set_inputs(s.inputs, opened.input_shapes)
         if self.stack.currentWidget() is self.start_page:
-            self.summary_dock.show()
-            self.properties_dock.show()
+            for dock in self._model_docks():
+                dock.show()
+            self.properties_dock.raise_()
+            self.results_dock.raise_()
+        self.results_view.reset()
+        if not self.run_controller._availability_loaded:
+            self.run_controller.refresh_availability()
         self.stack.setCurrentWidget(self.graph_page)  # first, so the view has its real size
         self.graph_page.show_root(opened.path.name, opened.picture)
         self.setWindowTitle(f"{opened.path.name} — trtlab")
@@ -402,7 +430,8 @@ class MainWindow(QMainWindow):
 
     def _update_actions(self) -> None:
         has = self.opened is not None
-        for act in (self.act_reload, self.act_export_png, self.act_export_svg, self.act_close, self.act_find):
+        for act in (self.act_reload, self.act_export_png, self.act_export_svg, self.act_close, self.act_find,
+                    self.act_compare, self.act_bench):
             act.setEnabled(has)
 
     # ----------------------------------------------------------------- drag and drop, help, close
@@ -433,6 +462,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         self.loader.cancel(silent=True)
+        self.run_controller.cancel_all()
         # A parse in native code cannot be interrupted: hide the window and let it end.
         self.hide()
         self.loader.wait(60_000)

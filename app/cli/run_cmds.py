@@ -1,0 +1,266 @@
+"""`trtlab run`, `compare` and `bench`: the same job functions the GUI runs, in a child process."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from app.backends import BackendUnavailable, Target, get_backend
+from app.cli.main import EXIT_BAD_INPUT, EXIT_JOB_FAILED, EXIT_NOT_MET, EXIT_OK, EXIT_UNAVAILABLE, write_json
+from app.core.errors import TrtlabError
+
+_IMAGE_EXT = {".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm"}
+
+
+class CliInputError(TrtlabError):
+    title = "Invalid arguments"
+
+
+def add_common(p: argparse.ArgumentParser, *, precision: bool = True) -> None:
+    p.add_argument("model", metavar="MODEL")
+    if precision:
+        g = p.add_mutually_exclusive_group()
+        g.add_argument("--precision", default="fp32", metavar="P", help="fp32 (default), fp16, bf16, int8")
+        g.add_argument("--plan", metavar="PLAN.json", help="a precision plan")
+    p.add_argument("--shapes", metavar="SPEC", help="input shapes, e.g. x:1x3x224x224[,y:...]")
+    p.add_argument("--inputs", metavar="SRC", help=".npz/.npy file, folder of them, or folder of images")
+    p.add_argument("--calib", metavar="SRC", help="INT8 calibration data (default: --inputs)")
+    p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
+    p.add_argument("--json", metavar="PATH|-", help="write the results as JSON to PATH, or stdout with -")
+    img = p.add_argument_group("image preprocessing (for a folder of images)")
+    img.add_argument("--resize", metavar="HxW", help="resize to HxW (default: the input's dims)")
+    img.add_argument("--layout", choices=("NCHW", "NHWC"), default="NCHW")
+    img.add_argument("--color", choices=("RGB", "BGR"), default="RGB")
+    img.add_argument("--scale", type=float, default=1 / 255, help="multiply pixel values (default 1/255)")
+    img.add_argument("--mean", metavar="M,M,M", help="subtract per channel after scaling")
+    img.add_argument("--std", metavar="S,S,S", help="divide per channel after the mean")
+    p.add_argument("--tf32", action="store_true", help="allow TF32 on CUDA backends (default: strict FP32)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run a model on one backend and save its outputs")
+    p.add_argument("--backend", required=True, metavar="B")
+    add_common(p)
+    p.add_argument("--out", metavar="OUTPUTS.npz", help="save the outputs here")
+    p = sub.add_parser("compare", help="compare candidates' outputs against a reference")
+    add_common(p, precision=False)
+    p.add_argument("--reference", default="ort-cpu:fp32", metavar="B[:P]")
+    p.add_argument("--candidate", action="append", required=True, metavar="B[:P]")
+    p.add_argument("--samples", type=int, default=1, metavar="N")
+    p.add_argument("--tol", action="append", default=[], metavar="METRIC:VALUE",
+                   help="cos, max_abs, mean_abs, max_rel, snr_db, top1")
+    p = sub.add_parser("bench", help="measure a backend's latency")
+    p.add_argument("--backend", required=True, metavar="B")
+    add_common(p)
+    p.add_argument("--warmup", default="10", metavar="N|Ts")
+    p.add_argument("--iterations", default="100", metavar="N|Ts")
+    p.add_argument("--mode", choices=("end_to_end", "device_only"), default=None,
+                   help="default: device_only on GPU backends, end_to_end on the CPU")
+
+
+def _floats(text: str | None, what: str) -> tuple[float, ...] | None:
+    if not text:
+        return None
+    try:
+        return tuple(float(v) for v in text.split(","))
+    except ValueError as exc:
+        raise CliInputError(f"--{what} '{text}' is not a list of numbers.", fix=f"Write e.g. --{what} 0.5,0.5,0.5") \
+            from exc
+
+
+def input_source(args: argparse.Namespace) -> dict:
+    """The `--inputs SRC` argument as an InputSource JSON dict."""
+    if not args.inputs:
+        return {"kind": "random", "seed": args.seed}
+    p = Path(args.inputs)
+    if not p.exists():
+        raise CliInputError(f"--inputs '{p}' does not exist.", fix="Give a .npz/.npy file or a folder.")
+    if p.is_file():
+        return {"kind": "npz", "path": str(p), "seed": args.seed}
+    files = [f for f in p.iterdir() if f.is_file()]
+    if any(f.suffix.lower() in (".npz", ".npy") for f in files):
+        return {"kind": "folder", "path": str(p), "seed": args.seed}
+    pre: dict[str, object] = {"layout": args.layout, "color": args.color, "scale": args.scale}
+    if args.resize:
+        try:
+            h, w = (int(v) for v in args.resize.lower().split("x"))
+        except ValueError as exc:
+            raise CliInputError(f"--resize '{args.resize}' is not HxW.", fix="Write e.g. --resize 224x224") from exc
+        pre["size"] = [h, w]
+    if (mean := _floats(args.mean, "mean")) is not None:
+        pre["mean"] = list(mean)
+    if (std := _floats(args.std, "std")) is not None:
+        pre["std"] = list(std)
+    if not any(f.suffix.lower() in _IMAGE_EXT for f in files):
+        raise CliInputError(f"--inputs folder '{p}' has no .npz/.npy files and no images.",
+                            fix="Put input samples (.npz per sample) or images (.png, .bmp) in it.")
+    return {"kind": "images", "path": str(p), "seed": args.seed, "preprocess": pre}
+
+
+def _shapes(args: argparse.Namespace) -> dict[str, list[int]]:
+    if not args.shapes:
+        return {}
+    from app.core.loader import load_model
+    from app.core.shapes import parse_shape_spec
+    from app.core.summary import summarize
+
+    inputs = summarize(load_model(args.model)).inputs
+    return {k: list(v) for k, v in parse_shape_spec(args.shapes, inputs).items()}
+
+
+def _target(args: argparse.Namespace) -> Target:
+    if getattr(args, "plan", None):
+        raise CliInputError("--plan: precision plans are not in this version of trtlab yet.",
+                            fix="Use --precision fp32 for now.")
+    backend = args.backend
+    return Target.parse(backend if ":" in backend else f"{backend}:{args.precision}")
+
+
+def _check_available(*targets: Target) -> None:
+    for t in targets:
+        a = get_backend(t.backend).availability()
+        if not a.available:
+            raise BackendUnavailable(f"{t.backend}: {a.reason}", fix=a.install_hint)
+
+
+def _run_job(func: str, params: dict, title: str) -> dict:
+    from app.jobs import JobRunner, JobSpec
+
+    last = [""]
+
+    def on_event(ev: object) -> None:
+        kind, msg = getattr(ev, "kind", ""), getattr(ev, "message", "")
+        if kind == "progress" and msg and msg != last[0]:
+            last[0] = msg
+            frac = getattr(ev, "fraction", None)
+            sys.stderr.write(f"  [{'   ' if frac is None else f'{100 * frac:3.0f}%'}] {msg}\n")
+        elif kind == "log" and getattr(ev, "level", "info") in ("warning", "error"):
+            sys.stderr.write(f"  {ev.level}: {msg}\n")
+
+    result = JobRunner().run(JobSpec(func=func, params=params, title=title), on_event=on_event)
+    if result.status != "done":
+        raise JobFailed(result)
+    return result.data or {}
+
+
+class JobFailed(Exception):
+    def __init__(self, result: object) -> None:
+        super().__init__(getattr(result, "error", "job failed"))
+        self.result = result
+
+
+def _options(args: argparse.Namespace) -> dict:
+    return {"tf32": bool(args.tf32)}
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    target = _target(args)
+    _check_available(target)
+    params = {"model": args.model, "target": target.name, "shapes": _shapes(args), "inputs": input_source(args),
+              "options": _options(args)}
+    doc = _run_job("app.backends.tasks:run_task", params, f"Run {target.name}")
+    if args.out:
+        import shutil
+
+        shutil.copyfile(doc["npz"], args.out)
+        doc["npz"] = str(Path(args.out).resolve())
+    _emit(args, doc, _format_run(doc))
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    ref = Target.parse(args.reference)
+    cands = [Target.parse(c) for c in args.candidate]
+    _check_available(ref, *cands)
+    from app.core.compare import Tolerance
+
+    for t in args.tol:
+        Tolerance.parse(t)  # bad tolerances are usage errors, found before any work
+    params = {"model": args.model, "reference": ref.name, "candidates": [c.name for c in cands],
+              "shapes": _shapes(args), "inputs": input_source(args), "samples": args.samples,
+              "tolerances": args.tol, "options": _options(args)}
+    doc = _run_job("app.backends.tasks:compare_task", params, f"Compare against {ref.name}")
+    doc.pop("plots", None)
+    _emit(args, doc, _format_compare(doc))
+    return EXIT_OK if all(c["passed"] for c in doc["candidates"]) else EXIT_NOT_MET
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    target = _target(args)
+    _check_available(target)
+    mode = args.mode or ("end_to_end" if target.backend == "ort-cpu" else "device_only")
+    params = {"model": args.model, "target": target.name, "shapes": _shapes(args), "inputs": input_source(args),
+              "warmup": args.warmup, "iterations": args.iterations, "mode": mode, "options": _options(args)}
+    doc = _run_job("app.backends.tasks:bench_task", params, f"Benchmark {target.name}")
+    times = doc.pop("times_ms", None)
+    _emit(args, doc, _format_bench(doc))
+    doc["times_ms"] = times
+    return EXIT_OK
+
+
+def _emit(args: argparse.Namespace, doc: dict, text: str) -> None:
+    if args.json:
+        write_json(doc, args.json)
+    (sys.stderr if args.json == "-" else sys.stdout).write(text + "\n")
+
+
+def _format_run(doc: dict) -> str:
+    lines = [f"Backend  {doc['backend']}   inputs: {doc['inputs']}"]
+    lines += [f"  {o['name']:<30} {o['dtype']:<8} {o['shape']}" for o in doc["outputs"]]
+    lines.append(f"Outputs saved to {doc['npz']}")
+    return "\n".join(lines)
+
+
+def _format_compare(doc: dict) -> str:
+    lines = [f"Reference {doc['reference']} · {doc['samples']} sample(s) · inputs: {doc.get('inputs', '')}"]
+    if doc.get("random_data"):
+        lines.append("NOTE: inputs are random data; accuracy on real data may differ.")
+    for c in doc["candidates"]:
+        lines.append(f"{c['name']}: {'PASS' if c['passed'] else 'FAIL'}")
+        for o in c["outputs"]:
+            lines.append(f"  {o['name']:<28} max_abs {_num(o['max_abs'], '.3g')}  mean_abs {_num(o['mean_abs'], '.3g')}"
+                         f"  cos {_num(o['cosine'], '.6f')}  snr {_num(o['snr_db'], '.1f')} dB  nan {o['nan']} "
+                         f"inf {o['inf']}" + (f"  top1 {o['top1']:.3f}" if o.get("top1") is not None else ""))
+            lines += [f"    ✗ {f}" for f in o.get("failures", [])]
+    return "\n".join(lines)
+
+
+def _num(v: object, spec: str) -> str:
+    return "—" if v is None else format(v, spec)
+
+
+def _format_bench(doc: dict) -> str:
+    lat = doc["latency_ms"]
+    return (f"{doc['backend']} ({doc['mode']}): median {lat['median']:.3f} ms, mean {lat['mean']:.3f}, "
+            f"p99 {lat['p99']:.3f}, min {lat['min']:.3f}, max {lat['max']:.3f}; CoV {100 * doc['cov']:.1f}%; "
+            f"{doc['throughput_per_s']:.1f}/s over {doc['iterations']} iterations"
+            + (f"\nWARNING: {doc['warning']}" if doc.get("warning") else ""))
+
+
+def exit_code_for(exc: BaseException) -> int:
+    if isinstance(exc, BackendUnavailable):
+        return EXIT_UNAVAILABLE
+    if isinstance(exc, TrtlabError):
+        return EXIT_BAD_INPUT
+    if isinstance(exc, JobFailed):
+        return EXIT_JOB_FAILED
+    return EXIT_JOB_FAILED
+
+
+def report_job_failure(command: str, exc: JobFailed) -> int:
+    """Print a failed job's reason and last log lines; a user error inside the job still exits 2 or 3."""
+    r = exc.result
+    sys.stderr.write(f"trtlab {command}: {getattr(r, 'error', '') or 'the job failed'}\n")
+    if getattr(r, "fix", ""):
+        sys.stderr.write(f"  Fix: {r.fix}\n")
+    if getattr(r, "error_type", "") == "BackendUnavailable":
+        return EXIT_UNAVAILABLE
+    if getattr(r, "user_error", False):
+        return EXIT_BAD_INPUT
+    if getattr(r, "exit_reason", ""):
+        sys.stderr.write(f"  Exit: {r.exit_reason}\n")
+    tail = [line for line in getattr(r, "log_tail", []) if line.strip()][-12:]
+    if tail:
+        sys.stderr.write("  Last log lines:\n" + "".join(f"    {line.rstrip()}\n" for line in tail))
+    return EXIT_JOB_FAILED

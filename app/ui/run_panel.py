@@ -1,0 +1,202 @@
+"""Choose backends, reference, input data and tolerance; start a comparison or a benchmark."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
+    QPushButton, QSpinBox, QVBoxLayout, QWidget,
+)
+
+from app.backends import BACKEND_NAMES, Availability
+
+SOURCES = [("random", "Random data (seeded)"), ("npz", "A .npz / .npy file"), ("folder", "A folder of .npz files"),
+           ("images", "A folder of images")]
+
+
+class RunPanel(QWidget):
+    """Emits `compareRequested(params)` / `benchRequested(params)` with JSON-safe job parameters (model added later)."""
+
+    compareRequested = Signal(dict)
+    benchRequested = Signal(dict)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        col = QVBoxLayout(self)
+        box = QGroupBox("Backends")
+        bl = QVBoxLayout(box)
+        self.checks: dict[str, QCheckBox] = {}
+        self.reasons: dict[str, QLabel] = {}
+        for name in BACKEND_NAMES:
+            cb = QCheckBox(f"{name}:fp32")
+            self.checks[name] = cb
+            bl.addWidget(cb)
+            why = QLabel()
+            why.setWordWrap(True)
+            why.setStyleSheet("color:#7a7f87; font-size:11px; margin-left:22px;")
+            why.hide()
+            self.reasons[name] = why
+            bl.addWidget(why)
+        form = QFormLayout()
+        self.reference = QComboBox()
+        form.addRow("Reference", self.reference)
+        self.tf32 = QCheckBox("Allow TF32 on CUDA (faster, not strict FP32)")
+        form.addRow(self.tf32)
+        bl.addLayout(form)
+        col.addWidget(box)
+
+        data = QGroupBox("Input data")
+        df = QFormLayout(data)
+        self.source = QComboBox()
+        for key, text in SOURCES:
+            self.source.addItem(text, key)
+        df.addRow("Source", self.source)
+        path_row = QHBoxLayout()
+        self.path = QLineEdit()
+        self.path.setPlaceholderText("not needed for random data")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        path_row.addWidget(self.path, 1)
+        path_row.addWidget(browse)
+        df.addRow("Path", path_row)
+        self.seed = QSpinBox()
+        self.seed.setRange(0, 2**31 - 1)
+        df.addRow("Seed", self.seed)
+        self.samples = QSpinBox()
+        self.samples.setRange(1, 10_000)
+        self.samples.setValue(4)
+        df.addRow("Samples", self.samples)
+        self.mean = QLineEdit()
+        self.mean.setPlaceholderText("e.g. 0.485,0.456,0.406")
+        self.std = QLineEdit()
+        self.std.setPlaceholderText("e.g. 0.229,0.224,0.225")
+        self.layout_combo = QComboBox()
+        self.layout_combo.addItems(["NCHW", "NHWC"])
+        self.color = QComboBox()
+        self.color.addItems(["RGB", "BGR"])
+        self.scale = QDoubleSpinBox()
+        self.scale.setDecimals(6)
+        self.scale.setRange(0.0, 1000.0)
+        self.scale.setValue(1 / 255)
+        for label, w in (("Layout", self.layout_combo), ("Colour order", self.color), ("Scale", self.scale),
+                         ("Mean", self.mean), ("Std", self.std)):
+            df.addRow(label, w)
+        self.image_rows = [self.layout_combo, self.color, self.scale, self.mean, self.std]
+        self.source.currentIndexChanged.connect(self._source_changed)
+        col.addWidget(data)
+
+        tol = QGroupBox("Pass when")
+        tf = QFormLayout(tol)
+        self.min_cos = QDoubleSpinBox()
+        self.min_cos.setDecimals(6)
+        self.min_cos.setRange(0.0, 1.0)
+        self.min_cos.setSingleStep(0.0001)
+        self.min_cos.setValue(0.999)
+        tf.addRow("cosine ≥", self.min_cos)
+        self.iterations = QLineEdit("100")
+        self.iterations.setToolTip("Iterations: a count (100) or a time budget (3s)")
+        tf.addRow("Benchmark runs", self.iterations)
+        col.addWidget(tol)
+
+        buttons = QHBoxLayout()
+        self.compare_button = QPushButton("Compare outputs")
+        self.compare_button.setToolTip("Run the reference and each checked backend on the same inputs (Ctrl+R)")
+        self.compare_button.clicked.connect(self._compare)
+        self.bench_button = QPushButton("Benchmark")
+        self.bench_button.setToolTip("Measure the latency of the reference and each checked backend (Ctrl+B)")
+        self.bench_button.clicked.connect(self._bench)
+        buttons.addWidget(self.compare_button)
+        buttons.addWidget(self.bench_button)
+        col.addLayout(buttons)
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        self.message.setStyleSheet("color:#b3261e;")
+        col.addWidget(self.message)
+        col.addStretch(1)
+        self._source_changed()
+
+    def set_availability(self, table: dict[str, Availability]) -> None:
+        self.reference.clear()
+        for name, cb in self.checks.items():
+            a = table.get(name, Availability(False, "unknown"))
+            cb.setEnabled(a.available)
+            cb.setChecked(a.available and name != "ort-cpu")
+            cb.setToolTip("")
+            why = self.reasons[name]
+            why.setText("" if a.available else f"{a.reason} {('Install: ' + a.install_hint) if a.install_hint else ''}")
+            why.setVisible(not a.available)
+            cb.setToolTip(why.text() or "available")
+            if a.available:
+                self.reference.addItem(f"{name}:fp32")
+        self.reference.setCurrentText("ort-cpu:fp32")
+        if not any(cb.isChecked() for cb in self.checks.values()):
+            # Only the CPU here: comparing it with itself still checks that runs are repeatable.
+            self.checks["ort-cpu"].setChecked(True)
+
+    def _source_changed(self) -> None:
+        kind = self.source.currentData()
+        self.path.setEnabled(kind != "random")
+        for w in self.image_rows:
+            w.setEnabled(kind == "images")
+
+    def _browse(self) -> None:
+        kind = self.source.currentData()
+        if kind == "npz":
+            path, _ = QFileDialog.getOpenFileName(self, "Input sample", "", "NumPy (*.npz *.npy)")
+        else:
+            path = QFileDialog.getExistingDirectory(self, "Input folder")
+        if path:
+            self.path.setText(path)
+
+    def input_source(self) -> dict:
+        kind = self.source.currentData()
+        src: dict[str, object] = {"kind": kind, "seed": self.seed.value()}
+        if kind != "random":
+            if not self.path.text().strip():
+                raise ValueError("Choose a file or folder for the input data (or use random data).")
+            src["path"] = self.path.text().strip()
+        if kind == "images":
+            pre: dict[str, object] = {"layout": self.layout_combo.currentText(), "color": self.color.currentText(),
+                                      "scale": self.scale.value()}
+            for key, edit in (("mean", self.mean), ("std", self.std)):
+                if edit.text().strip():
+                    try:
+                        pre[key] = [float(v) for v in edit.text().split(",")]
+                    except ValueError as exc:
+                        raise ValueError(f"{key.capitalize()} must be numbers separated by commas.") from exc
+            src["preprocess"] = pre
+        return src
+
+    def candidates(self) -> list[str]:
+        return [f"{n}:fp32" for n, cb in self.checks.items() if cb.isChecked()]
+
+    def _common(self) -> dict | None:
+        try:
+            src = self.input_source()
+        except ValueError as exc:
+            self.message.setText(str(exc))
+            return None
+        self.message.setText("")
+        return {"inputs": src, "samples": self.samples.value(), "options": {"tf32": self.tf32.isChecked()}}
+
+    def _compare(self) -> None:
+        params = self._common()
+        if params is None:
+            return
+        cands = self.candidates()
+        if not cands:
+            self.message.setText("Check at least one backend to compare with the reference.")
+            return
+        params.update({"reference": self.reference.currentText(), "candidates": cands,
+                       "tolerances": [f"cos:{self.min_cos.value()}"]})
+        self.compareRequested.emit(params)
+
+    def _bench(self) -> None:
+        params = self._common()
+        if params is None:
+            return
+        ref = self.reference.currentText()
+        targets = [ref, *[c for c in self.candidates() if c != ref]]
+        params.update({"targets": targets, "iterations": self.iterations.text().strip() or "100", "warmup": "10"})
+        self.benchRequested.emit(params)
+

