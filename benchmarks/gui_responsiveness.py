@@ -77,7 +77,8 @@ def main() -> int:
               f"  {','.join(r['statuses'])}")
     if a.json:
         Path(a.json).write_text(json.dumps(records, indent=2))
-    return 0
+    sys.stdout.flush()
+    os._exit(0)  # skip Qt's teardown at interpreter exit (see app/ui/app.py)
 
 
 if __name__ == "__main__":

@@ -119,8 +119,16 @@ def compare_task(params: dict, ctx: object) -> dict:
     return doc
 
 
-def _lists(pair: object) -> list[list[float]]:
-    return [np.asarray(a, dtype=np.float64).tolist() for a in pair]  # type: ignore[union-attr]
+SCATTER_POINTS = 2000  # per output: enough to see a cloud, small enough to keep results light for the GUI
+
+
+def _lists(pair: object, limit: int | None = None) -> list[list[float]]:
+    arrays = [np.asarray(a, dtype=np.float64).ravel() for a in pair]  # type: ignore[union-attr]
+    if limit is not None and arrays and len(arrays[0]) > limit:
+        keep = np.linspace(0, len(arrays[0]) - 1, limit).astype(np.int64)
+        arrays = [a[keep] for a in arrays]
+    # 7 significant digits keep the JSON short without changing what a plot shows
+    return [[float(f"{v:.7g}") for v in a] for a in arrays]
 
 
 def plot_data(report: object) -> dict:
@@ -131,7 +139,7 @@ def plot_data(report: object) -> dict:
     for name, sides in getattr(report, "value_hist", {}).items():
         out.setdefault(name, {})["values"] = {side: _lists(pair) for side, pair in sides.items()}
     for name, pair in getattr(report, "scatter", {}).items():
-        out.setdefault(name, {})["scatter"] = _lists(pair)
+        out.setdefault(name, {})["scatter"] = _lists(pair, SCATTER_POINTS)
     return out
 
 

@@ -99,14 +99,16 @@ def input_source(args: argparse.Namespace) -> dict:
 
 
 def _shapes(args: argparse.Namespace) -> dict[str, list[int]]:
-    if not args.shapes:
-        return {}
+    """Parse and check --shapes here, before any job starts: names, ranks and every dynamic dim."""
+    from app.core.inputs import resolve_input_shapes
     from app.core.loader import load_model
     from app.core.shapes import parse_shape_spec
     from app.core.summary import summarize
 
     inputs = summarize(load_model(args.model)).inputs
-    return {k: list(v) for k, v in parse_shape_spec(args.shapes, inputs).items()}
+    given = parse_shape_spec(args.shapes, inputs) if args.shapes else {}
+    resolve_input_shapes(inputs, given)
+    return {k: list(v) for k, v in given.items()}
 
 
 def _target(args: argparse.Namespace) -> Target:
@@ -252,7 +254,7 @@ def report_job_failure(command: str, exc: JobFailed) -> int:
     """Print a failed job's reason and last log lines; a user error inside the job still exits 2 or 3."""
     r = exc.result
     sys.stderr.write(f"trtlab {command}: {getattr(r, 'error', '') or 'the job failed'}\n")
-    if getattr(r, "fix", ""):
+    if getattr(r, "fix", "") and r.fix not in (r.error or ""):
         sys.stderr.write(f"  Fix: {r.fix}\n")
     if getattr(r, "error_type", "") == "BackendUnavailable":
         return EXIT_UNAVAILABLE

@@ -1,6 +1,8 @@
-"""Running work away from the GUI: JSON-safe job specs and events, a spawned child per job, cancel, crash reports.
+"""Running work away from the GUI: JSON-safe job specs and events, a spawned child per job, cancel,
+crashes reported as failed results. No Qt here; the GUI side is `app.ui.job_bridge`.
 
-No Qt here; the GUI side is `app.ui.job_bridge`.
+A job is a plain function ``fn(params: dict, ctx: JobContext) -> dict`` named by a `JobSpec`;
+`JobRunner` runs it in a child process, `run_inline` in this one.
 """
 
 from __future__ import annotations

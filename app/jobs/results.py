@@ -1,25 +1,36 @@
-"""Saving and loading job results: JSON plus `.npz` (never pickle)."""
+"""Saving and loading job results: JSON plus `.npz` files, never pickle."""
 
 from __future__ import annotations
 
 import json
 import os
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from app.core.fileio import atomic_write_text
 from app.jobs.protocol import JobResult
 
+if TYPE_CHECKING:
+    import numpy as np
+
 
 def save_result(path: str | os.PathLike[str], result: JobResult) -> None:
-    atomic_write_text(path, json.dumps(result.to_json(), indent=2, allow_nan=False))
+    """Write the result as JSON, atomically.
+
+    Non-finite numbers (a relative error of inf, a NaN metric) are written as the ``NaN`` and
+    ``Infinity`` tokens that Python's json reads back, rather than failing the save.
+    """
+    atomic_write_text(path, json.dumps(result.to_json(), indent=2) + "\n")
 
 
 def load_result(path: str | os.PathLike[str]) -> JobResult:
+    """Read a result written by `save_result` (keys from newer versions are ignored)."""
     with open(path, encoding="utf-8") as fh:
         return JobResult.from_json(json.load(fh))
 
 
 def load_arrays(npz_path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """All arrays of an ``.npz`` file, loaded without pickle (object arrays are refused)."""
+    import numpy as np
+
     with np.load(npz_path, allow_pickle=False) as data:
         return {k: data[k] for k in data.files}

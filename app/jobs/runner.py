@@ -1,8 +1,13 @@
-"""Start jobs in spawned child processes, collect their events, cancel them, and turn deaths into results."""
+"""Start jobs in spawned child processes, relay their events, cancel them, and turn deaths into results.
+
+The parent side never blocks for long and never raises because of what the child did: a segfault,
+an abort or a kill becomes a failed `JobResult` with the exit reason and the last log lines.
+"""
 
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import multiprocessing
 import os
@@ -11,160 +16,252 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from multiprocessing import spawn
+from multiprocessing.connection import wait as wait_for
 from pathlib import Path
+from typing import Any
 
+from app.jobs.child import child_main, execute
+from app.jobs.outcome import Ending, LogTail, OutputReader, build_result, closing_event, describe_exit
 from app.jobs.protocol import JobContext, JobEvent, JobResult, JobSpec
 
 log = logging.getLogger(__name__)
 
-TAIL = 30
+PROCESS_PREFIX = "trtlab-job-"
+EVENTS_PER_POLL = 2000          # a chatty job must not hold the GUI thread in one poll
+GIVE_UP_AFTER_KILL = 5.0        # a process stuck in the kernel may ignore SIGKILL for a while
 _ids = itertools.count(1)
+_ids_lock = threading.Lock()
+
+OnEvent = Callable[[JobEvent], None]
 
 
-def _signal_name(num: int) -> str:
-    try:
-        name = signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
-    what = {"SIGSEGV": "crashed", "SIGABRT": "aborted", "SIGKILL": "killed", "SIGTERM": "terminated",
-            "SIGBUS": "crashed", "SIGFPE": "crashed", "SIGILL": "crashed"}.get(name, "stopped")
-    hint = " (possibly out of memory)" if name == "SIGKILL" else ""
-    return f"{what} by signal {num} ({name}){hint}"
+def _install_bare_main() -> None:
+    """Job children skip re-importing the parent's ``__main__`` module.
+
+    By default a spawned child first re-runs the parent's main script; for the GUI or a script that
+    imports Qt at the top that would load Qt into every job (and cost start-up time). Job children
+    never need it: their target is `app.jobs.child.child_main`, imported by name. Other processes
+    keep the default, and the wrapper is installed once.
+    """
+    original = spawn.get_preparation_data
+    if getattr(original, "_trtlab_bare", False):
+        return
+
+    def get_preparation_data(name: str) -> dict[str, Any]:
+        data = original(name)
+        if str(name).startswith(PROCESS_PREFIX):
+            data.pop("init_main_from_path", None)
+            data.pop("init_main_from_name", None)
+        return data
+
+    get_preparation_data._trtlab_bare = True  # type: ignore[attr-defined]
+    spawn.get_preparation_data = get_preparation_data
 
 
-def _tail(path: Path, lines: int = TAIL) -> list[str]:
-    try:
-        with path.open("rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 64 * 1024))
-            text = fh.read().decode("utf-8", "replace")
-    except OSError:
-        return []
-    return [line for line in text.splitlines() if line.strip()][-lines:]
+def _new_workdir(spec: JobSpec, root: str | None) -> Path:
+    if spec.workdir:
+        path = Path(spec.workdir)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    if root:
+        Path(root).mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="trtlab-job-", dir=root))
 
 
 class JobHandle:
-    """A running or finished job; call `poll()` often (the GUI bridge does it on a timer)."""
+    """A running or finished job. Call `poll()` often (the GUI bridge does, on a timer).
 
-    def __init__(self, spec: JobSpec, grace: float = 0.5) -> None:
-        self.id = f"job{next(_ids)}"
-        self.spec = spec
-        self.grace = grace
+    Cancel asks the job to stop through its flag, terminates it after ``grace`` seconds and kills it
+    ``kill_after`` seconds later; a process that lingers ``exit_grace`` seconds after sending its
+    final event (a library hanging at exit) is stopped the same way.
+    """
+
+    def __init__(self, spec: JobSpec, *, grace: float = 0.5, kill_after: float = 0.5, exit_grace: float = 3.0,
+                 workroot: str | None = None) -> None:
+        with _ids_lock:
+            self.id = f"job{next(_ids)}"
+        spec_json = spec.to_json()       # refuses parameters that are not JSON-safe, before any process starts
+        self.spec = JobSpec.from_json(spec_json)
+        self.grace, self.kill_after, self.exit_grace = grace, kill_after, exit_grace
         self.started = time.time()
-        self.events: list[JobEvent] = []
-        self._new: list[JobEvent] = []
-        self._log: list[str] = []
-        self._final: JobEvent | None = None
-        self._result: JobResult | None = None
+        self.events: list[JobEvent] = []      # everything delivered so far, in order
+        self._pending: list[JobEvent] = []    # delivered but not yet returned by poll()
+        self._tail = LogTail()
+        self._final: JobEvent | None = None   # held back until the process is gone and its output read
+        self._final_at: float | None = None
         self._cancel_at: float | None = None
-        self._terminated = self._killed = False
-        workdir = Path(spec.workdir or tempfile.mkdtemp(prefix="trtlab-job-"))
-        workdir.mkdir(parents=True, exist_ok=True)
-        self.spec.workdir = str(workdir)
-        self.stderr_path = workdir / "child.log"
+        self._sent: dict[str, float] = {}     # signal name -> when it was sent
+        self._result: JobResult | None = None
+        self._events_open = True
+        workdir = _new_workdir(self.spec, workroot)
+        self.spec.workdir = spec_json["workdir"] = str(workdir)
+        fd, out_path = tempfile.mkstemp(prefix="output-", suffix=".log", dir=workdir)
+        os.close(fd)
+        self.output_path = Path(out_path)
+        self._output = OutputReader(self.output_path)
         ctx = multiprocessing.get_context("spawn")  # never fork: Qt and CUDA are not fork-safe
-        self._cancel = ctx.Event()
-        self._conn, child_conn = ctx.Pipe(duplex=False)
-        from app.jobs.child import child_main
-
-        self._proc = ctx.Process(target=child_main, daemon=True,
-                                 args=(spec.to_json(), child_conn, self._cancel, str(self.stderr_path)))
-        self._proc.start()
-        child_conn.close()
-
-    # ----------------------------------------------------------------- events
-    def _drain(self) -> None:
-        while True:
-            try:
-                if not self._conn.poll(0):
-                    return
-                ev = JobEvent.from_bytes(self._conn.recv_bytes())
-            except (EOFError, OSError):
-                return
-            self.events.append(ev)
-            self._new.append(ev)
-            if ev.kind == "log":
-                self._log.append(f"{ev.level}: {ev.message}")
-            elif ev.kind in ("result", "error"):
-                self._final = ev
-
-    def poll(self) -> list[JobEvent]:
-        """Events received since the last poll, in order; also drives cancel escalation and completion."""
-        if self._result is None:
-            self._drain()
-            self._escalate()
-            if not self._proc.is_alive():
-                self._drain()
-                self._finish()
-        new, self._new = self._new, []
-        return new
-
-    def _escalate(self) -> None:
-        if self._cancel_at is None or not self._proc.is_alive():
-            return
-        waited = time.monotonic() - self._cancel_at
-        if waited > self.grace and not self._terminated:
-            self._terminated = True
-            self._signal(signal.SIGTERM)
-        elif waited > 2 * self.grace and not self._killed:
-            self._killed = True
-            self._signal(signal.SIGKILL)
-
-    def _signal(self, sig: int) -> None:
-        pid = self._proc.pid
-        if pid is None:
-            return
+        self._events, child_events = ctx.Pipe(duplex=False)
+        child_control, self._control = ctx.Pipe(duplex=False)
+        _install_bare_main()
+        self._proc = ctx.Process(target=child_main, name=PROCESS_PREFIX + self.id, daemon=True,
+                                 args=(json.dumps(spec_json), child_events, child_control, out_path))
+        self.pid: int | None = None
         try:
-            os.killpg(pid, sig)  # the child leads its own group
-        except (ProcessLookupError, PermissionError, AttributeError, OSError):
+            self._proc.start()
+            self.pid = self._proc.pid
+        except Exception as exc:  # no process, no job: a failed result instead of an exception in the GUI
+            log.exception("could not start %s", self.id)
+            self._result = JobResult("failed", error=f"Could not start the job's process: {exc}",
+                                     exit_reason="not started", error_type="crash", workdir=str(workdir))
+            self._deliver(closing_event(self._result))
+            self._close()
+        finally:
+            child_events.close()
+            child_control.close()
+
+    # ------------------------------------------------------------------ reading
+    def _deliver(self, ev: JobEvent) -> None:
+        self.events.append(ev)
+        self._pending.append(ev)
+        self._tail.add(ev)
+
+    def _read_events(self, limit: int | None) -> None:
+        count = 0
+        while self._events_open and (limit is None or count < limit):
             try:
-                os.kill(pid, sig)
+                if not self._events.poll():
+                    return
+                raw = self._events.recv_bytes()
+            except (EOFError, OSError):
+                self._events_open = False
+                return
+            count += 1
+            try:
+                ev = JobEvent.from_bytes(raw)
+            except (ValueError, TypeError, KeyError):
+                log.warning("%s sent an unreadable event (%d bytes)", self.id, len(raw))
+                continue
+            if self._final is not None:
+                continue  # the final event is the last one, whatever a stray thread still sends
+            if ev.final:
+                self._final, self._final_at = ev, time.monotonic()
+            else:
+                self._deliver(ev)
+
+    def _read_output(self, final: bool = False) -> None:
+        for line in self._output.read(final=final):
+            self._deliver(JobEvent("log", message=line, data={"stream": "stdio"}))
+
+    def _update(self) -> None:
+        if self._result is not None:
+            return
+        self._read_events(EVENTS_PER_POLL)
+        self._read_output()
+        if self._proc.is_alive():
+            self._escalate()
+            if not self._gave_up():
+                return
+        # Gone: whatever it wrote before dying is still in the pipe and the file.
+        self._read_events(100 * EVENTS_PER_POLL)
+        self._read_output(final=True)
+        self._finish()
+
+    def _gave_up(self) -> bool:
+        # SIGKILL normally ends a process at once; one stuck in the kernel (a GPU driver call) is left
+        # behind rather than keeping the caller waiting forever.
+        killed = self._sent.get("SIGKILL")
+        return killed is not None and time.monotonic() - killed > GIVE_UP_AFTER_KILL
+
+    # ------------------------------------------------------------------ stopping
+    def _escalate(self) -> None:
+        due = []
+        if self._cancel_at is not None:
+            due.append(self._cancel_at + self.grace)
+        if self._final_at is not None:
+            due.append(self._final_at + self.exit_grace)
+        if not due:
+            return
+        now = time.monotonic()
+        if "SIGTERM" not in self._sent:
+            if now >= min(due):
+                self._signal("SIGTERM")
+        elif "SIGKILL" not in self._sent and now >= self._sent["SIGTERM"] + self.kill_after:
+            self._signal("SIGKILL")
+
+    def _signal(self, name: str) -> None:
+        self._sent[name] = time.monotonic()
+        pid = self.pid
+        if pid is not None and hasattr(os, "killpg"):
+            try:
+                os.killpg(pid, getattr(signal, name))  # the child leads its own group: reach its children too
+                return
+            except ProcessLookupError:
+                pass  # not yet its own group (cancelled during start-up): signal the process alone
+            except OSError as exc:
+                log.debug("killpg(%s, %s): %s", pid, name, exc)
+        try:
+            self._proc.kill() if name == "SIGKILL" else self._proc.terminate()
+        except (OSError, ValueError, AttributeError) as exc:
+            log.debug("%s of %s failed: %s", name, self.id, exc)
+
+    def _finish(self) -> None:
+        code = self._proc.exitcode
+        if code is None:
+            reason = f"did not exit after SIGKILL (process {self.pid} left behind)"
+        else:
+            reason = describe_exit(code)
+        sent = "SIGKILL" if "SIGKILL" in self._sent else "SIGTERM" if "SIGTERM" in self._sent else ""
+        if sent and self._final is not None and self._cancel_at is None:
+            reason += " (it did not exit after reporting its result)"
+        ending = Ending(reason, cancel_requested=self._cancel_at is not None, signal_sent=sent)
+        result = build_result(self._final, ending, self._tail.lines(), time.time() - self.started,
+                              self.spec.workdir or "")
+        self._deliver(self._final if self._final is not None else closing_event(result))
+        self._result = result
+        self._close()
+        if code is not None:
+            self._proc.close()  # frees its sentinel now rather than when the handle is collected
+
+    def _close(self) -> None:
+        for conn in (self._events, self._control):
+            try:
+                conn.close()
             except OSError:
                 pass
 
-    def _finish(self) -> None:
-        self._proc.join(timeout=1)
-        code = self._proc.exitcode
-        tail = (self._log + _tail(self.stderr_path))[-TAIL:]
-        seconds = time.time() - self.started
-        r = JobResult(status="failed", log_tail=tail, seconds=seconds, workdir=self.spec.workdir or "")
-        final = self._final
-        if final is not None and final.kind == "result":
-            r.status, r.data, r.exit_reason = "done", final.data, "exit code 0"
-        elif final is not None and final.kind == "error":
-            info = final.data or {}
-            r.error, r.error_type = final.message, info.get("error_type", "")
-            r.user_error, r.fix = bool(info.get("user_error")), info.get("fix", "")
-            r.exit_reason = f"exit code {code}"
-            if r.error_type == "JobCancelled":
-                r.status = "cancelled"
-        elif self._cancel_at is not None:
-            r.status = "cancelled"
-            r.exit_reason = "terminated after cancel" if self._terminated else f"exit code {code}"
-            r.error = "The job was cancelled."
-        else:
-            r.exit_reason = _signal_name(-code) if code is not None and code < 0 else f"exit code {code}"
-            r.error = f"The job's process {r.exit_reason} before it finished."
-        if self._cancel_at is not None and r.status == "failed":
-            r.status = "cancelled"
-        self._result = r
-        self._conn.close()
+    # ------------------------------------------------------------------ public
+    def poll(self) -> list[JobEvent]:
+        """Events received since the last poll, in order; never blocks. Also drives cancel and completion."""
+        self._update()
+        new, self._pending = self._pending, []
+        return new
 
-    # ----------------------------------------------------------------- control
     def cancel(self) -> None:
-        """Cooperative first (the job's flag), then terminate after `grace`, then kill."""
-        if self._cancel_at is None and self._result is None:
-            self._cancel_at = time.monotonic()
-            self._cancel.set()
+        """Ask the job to stop: its flag at once, terminate after ``grace``, kill after ``kill_after`` more."""
+        if self._cancel_at is not None or self._result is not None:
+            return
+        self._cancel_at = time.monotonic()
+        try:
+            self._control.send_bytes(b"cancel")
+        except OSError:
+            pass  # already gone: the next poll collects it
+
+    def cancel_requested(self) -> bool:
+        return self._cancel_at is not None
 
     def done(self) -> bool:
-        self.poll()
+        """True once the job has ended and its result is ready (events stay queued for `poll`)."""
+        self._update()
         return self._result is not None
 
     def result(self) -> JobResult | None:
+        """The result once the job has ended, else None."""
+        self._update()
         return self._result
 
-    def wait(self, timeout: float | None = None, on_event: Callable[[JobEvent], None] | None = None) -> JobResult:
+    def wait(self, timeout: float | None = None, on_event: OnEvent | None = None) -> JobResult:
+        """Block until the job ends, passing its events to ``on_event``; TimeoutError after ``timeout``."""
         end = None if timeout is None else time.monotonic() + timeout
         while True:
             for ev in self.poll():
@@ -172,54 +269,61 @@ class JobHandle:
                     on_event(ev)
             if self._result is not None:
                 return self._result
-            if end is not None and time.monotonic() > end:
-                raise TimeoutError(f"{self.id} still running after {timeout} s")
-            self._conn.poll(0.02) if not self._conn.closed else time.sleep(0.02)
+            left = 0.05 if end is None else min(0.05, end - time.monotonic())
+            if left <= 0:
+                raise TimeoutError(f"{self.id} ({self.spec.title or self.spec.func}) still running after {timeout} s")
+            # Wakes on a new event or on the process ending; the short cap keeps output reading and
+            # cancel escalation going.
+            wait_for([self._events, self._proc.sentinel] if self._events_open else [self._proc.sentinel], left)
 
 
 class JobRunner:
-    def __init__(self, grace: float = 0.5) -> None:
-        self.grace = grace
+    """Starts jobs in spawned child processes (the GUI through `JobBridge`, the CLI through `run`)."""
+
+    def __init__(self, grace: float = 0.5, kill_after: float = 0.5, exit_grace: float = 3.0,
+                 workroot: str | None = None) -> None:
+        self.grace, self.kill_after, self.exit_grace = grace, kill_after, exit_grace
+        self.workroot = workroot      # parent folder of the temp workdirs; the system temp dir when None
 
     def start(self, spec: JobSpec) -> JobHandle:
-        return JobHandle(JobSpec.from_json(spec.to_json()), grace=self.grace)
+        """Spawn the child and return at once; raises only for a spec that is not JSON-safe."""
+        return JobHandle(spec, grace=self.grace, kill_after=self.kill_after, exit_grace=self.exit_grace,
+                         workroot=self.workroot)
 
-    def run(self, spec: JobSpec, on_event: Callable[[JobEvent], None] | None = None) -> JobResult:
-        """Blocking (the CLI): Ctrl+C cancels the job and still returns its result."""
+    def run(self, spec: JobSpec, on_event: OnEvent | None = None) -> JobResult:
+        """Blocking (the CLI). Ctrl+C cancels the job and still returns its result."""
         handle = self.start(spec)
         try:
             return handle.wait(on_event=on_event)
         except KeyboardInterrupt:
             handle.cancel()
-            return handle.wait(timeout=10)
+            return handle.wait(on_event=on_event)
 
 
-def run_inline(spec: JobSpec, on_event: Callable[[JobEvent], None] | None = None,
-               cancel: threading.Event | None = None) -> JobResult:
-    """Run a job function in this process (tests, light work); same result shape as a child run."""
-    from app.jobs.child import error_event, resolve
+def run_inline(spec: JobSpec, on_event: OnEvent | None = None, cancel: threading.Event | None = None,
+               workroot: str | None = None) -> JobResult:
+    """Run the job function in this process, with the same events and result shape as in a child.
 
+    For tests, debugging and light work only: a crash here takes this process with it.
+    """
+    spec = JobSpec.from_json(spec.to_json())
     flag = cancel or threading.Event()
-    workdir = Path(spec.workdir or tempfile.mkdtemp(prefix="trtlab-job-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    logs: list[str] = []
+    spec.workdir = str(_new_workdir(spec, workroot))
+    tail = LogTail()
     started = time.time()
 
     def emit(ev: JobEvent) -> None:
-        if ev.kind == "log":
-            logs.append(f"{ev.level}: {ev.message}")
+        tail.add(ev)
         if on_event is not None:
             on_event(ev)
 
-    ctx = JobContext(workdir, emit, flag.is_set)
-    try:
-        data = resolve(spec.func)(spec.params, ctx)
-    except Exception as exc:
-        ev = error_event(exc)
-        info = ev.data or {}
-        status = "cancelled" if info.get("error_type") == "JobCancelled" else "failed"
-        return JobResult(status=status, error=ev.message, log_tail=(logs + info["traceback"].splitlines())[-TAIL:],
-                         seconds=time.time() - started, workdir=str(workdir), error_type=info["error_type"],
-                         user_error=bool(info["user_error"]), fix=info.get("fix", ""), exit_reason="in process")
-    return JobResult(status="done", data=data if isinstance(data, dict) else {"value": data}, log_tail=logs[-TAIL:],
-                     seconds=time.time() - started, workdir=str(workdir), exit_reason="in process")
+    ctx = JobContext(spec.workdir, emit, flag.is_set)
+    final = execute(spec, ctx, emit, reraise=(KeyboardInterrupt,))
+    if final.kind == "error":
+        # In a child the traceback reaches the log through stderr; here it is added by hand.
+        tail.add_lines(str((final.data or {}).get("traceback", "")).splitlines())
+    ending = Ending("ran in this process", cancel_requested=flag.is_set())
+    result = build_result(final, ending, tail.lines(), time.time() - started, spec.workdir)
+    if on_event is not None:
+        on_event(final)
+    return result

@@ -463,6 +463,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         self.loader.cancel(silent=True)
         self.run_controller.cancel_all()
+        self.jobs.cancel_all(wait=2)
         # A parse in native code cannot be interrupted: hide the window and let it end.
         self.hide()
         self.loader.wait(60_000)

@@ -4,59 +4,111 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from PySide6.QtCore import Qt, QTimer
 
 from app.jobs import JobSpec
 from app.ui.job_bridge import JobBridge
-from app.ui.jobs_panel import JobsPanel
+from app.ui.jobs_panel import BAR_MAX, JobsPanel
 
 T = "app.jobs.testing:"
 
 
-def _panel(qtbot):
+@pytest.fixture
+def panel(qtbot):
     bridge = JobBridge()
-    panel = JobsPanel(bridge)
-    qtbot.addWidget(panel)
-    panel.show()
-    return bridge, panel
+    p = JobsPanel(bridge)
+    qtbot.addWidget(p)
+    p.resize(900, 500)
+    p.show()
+    yield p
+    bridge.cancel_all(wait=5)
 
 
-def test_progress_moves_and_job_finishes(qtbot):
-    bridge, panel = _panel(qtbot)
-    values = []
-    bridge.progress.connect(lambda j, f, m: values.append(f))
+@pytest.fixture
+def heartbeat():
+    """A 10 ms timer that records when it fires: gaps show whether the event loop kept running."""
+    beats: list[float] = []
+    timer = QTimer()
+    timer.setInterval(10)
+    timer.timeout.connect(lambda: beats.append(time.monotonic()))
+    timer.start()
+    yield beats
+    timer.stop()
+
+
+def _assert_responsive(beats: list[float]) -> None:
+    gaps = [b - a for a, b in zip(beats, beats[1:], strict=False)]
+    assert len(beats) > 10 and max(gaps) < 0.5, f"event loop stalled: worst gap {max(gaps):.3f} s"
+
+
+def test_progress_bar_moves_and_row_finishes_done(qtbot, panel):
+    bridge = panel.bridge
+    values: list[int] = []
+    job = bridge.start(JobSpec(T + "sleep_job", {"steps": 8, "step_s": 0.04}, title="Sleep a little"))
+    assert panel.row_of(job) == 0 and panel.table.item(0, 0).text() == "Sleep a little"
+    bridge.progress.connect(lambda j, f, m: values.append(panel.bar(job).value()))
     with qtbot.waitSignal(bridge.finished, timeout=20_000) as sig:
-        job = bridge.start(JobSpec(T + "sleep_job", {"steps": 5, "step_s": 0.05}, title="Sleep"))
-    assert sig.args[1].status == "done"
-    assert values == sorted(values) and values[-1] == 1.0
-    assert panel.bars[job].value() == 1000 and panel.status_text(job) == "done"
-    assert not panel.cancel_buttons[job].isEnabled()
+        pass
+    result = sig.args[1]
+    assert sig.args[0] == job and result.status == "done"
+    assert len(values) >= 2 and values == sorted(values) and 0 < values[0] < BAR_MAX
+    assert panel.bar(job).value() == BAR_MAX and panel.status_text(job) == "done"
+    assert not panel.cancel_button(job).isEnabled()
+    assert panel.elapsed_text(job) == f"{result.seconds:.1f} s"
+    assert panel.summary.text() == "1 finished"
+    panel.clear_finished()
+    assert panel.table.rowCount() == 0 and bridge.jobs() == []
 
 
-def test_cancel_button_and_heartbeat(qtbot):
-    bridge, panel = _panel(qtbot)
-    beats = []
-    heart = QTimer(interval=10)
-    heart.timeout.connect(lambda: beats.append(time.monotonic()))
-    heart.start()
+def test_indeterminate_progress_is_a_busy_bar_and_elapsed_time_runs(qtbot, panel):
+    job = panel.bridge.start(JobSpec(T + "stubborn_job", {"seconds": 60}, title="Busy"))
+    qtbot.waitUntil(lambda: panel.status_text(job) == "busy", timeout=20_000)
+    assert panel.bar(job).maximum() == 0  # Qt's busy indicator
+    first = float(panel.elapsed_text(job).split()[0])
+    qtbot.waitUntil(lambda: float(panel.elapsed_text(job).split()[0]) >= first + 0.4, timeout=3_000)
+    assert panel.summary.text() == "1 running"
+
+
+def test_cancel_button_cancels_within_a_second_and_loop_keeps_running(qtbot, panel, heartbeat):
+    bridge = panel.bridge
     job = bridge.start(JobSpec(T + "stubborn_job", {"seconds": 60}, title="Busy"))
     qtbot.waitUntil(lambda: panel.status_text(job) == "busy", timeout=20_000)
     with qtbot.waitSignal(bridge.finished, timeout=5_000) as sig:
         t0 = time.monotonic()
-        qtbot.mouseClick(panel.cancel_buttons[job], Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(panel.cancel_button(job), Qt.MouseButton.LeftButton)
+        assert panel.status_text(job) == "cancelling…" and not panel.cancel_button(job).isEnabled()
     assert time.monotonic() - t0 < 1.5
     assert sig.args[1].status == "cancelled" and panel.status_text(job) == "cancelled"
-    heart.stop()
-    gaps = [b - a for a, b in zip(beats, beats[1:], strict=False)]
-    assert len(beats) > 20 and max(gaps) < 0.5  # the event loop kept running throughout
+    assert sig.args[1].exit_reason == "terminated after cancel"
+    _assert_responsive(heartbeat)
 
 
-def test_crash_shows_failed_with_reason(qtbot):
-    bridge, panel = _panel(qtbot)
+def test_segfault_shows_failed_with_reason_while_loop_runs(qtbot, panel, heartbeat):
+    bridge = panel.bridge
     with qtbot.waitSignal(bridge.finished, timeout=20_000) as sig:
         job = bridge.start(JobSpec(T + "segfault_job", title="Crash"))
     assert sig.args[1].status == "failed"
     text = panel.status_text(job)
     assert text.startswith("failed") and "SIGSEGV" in text
-    panel.table.selectRow(panel.rows[job])
-    assert "SIGSEGV" in panel.log.toPlainText()
+    assert panel.table.item(panel.row_of(job), 3).foreground().color().name() == "#b3261e"
+    panel.select(job)
+    assert panel.error_label.isVisible() and "Exit: killed by signal 11 (SIGSEGV)" in panel.error_label.text()
+    log_text = panel.log.toPlainText()
+    assert "reading address 0" in log_text and "Fatal Python error" in log_text
+    qtbot.wait(200)  # the heartbeat keeps ticking after the crash too
+    _assert_responsive(heartbeat)
+    assert panel.summary.text() == "1 finished (1 failed)"
+
+
+def test_log_lines_follow_the_selected_job(qtbot, panel):
+    bridge = panel.bridge
+    with qtbot.waitSignals([bridge.finished, bridge.finished], timeout=20_000):
+        a = bridge.start(JobSpec(T + "events_job", {"n": 3}, title="A"))
+        b = bridge.start(JobSpec(T + "failing_job", title="B"))
+    panel.select(a)
+    assert panel.log.toPlainText().splitlines()[:3] == ["event 0", "event 1", "event 2"]
+    assert not panel.error_label.isVisible()
+    panel.select(b)
+    assert "warning: about to fail" in panel.log.toPlainText()
+    assert "ValueError: something broke" in panel.error_label.text()
