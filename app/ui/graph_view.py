@@ -63,10 +63,7 @@ class GraphView(QGraphicsView):
         self.item = GraphItem(graph, layout)
         self.graph = graph
         scene.addItem(self.item)
-        b = self.item.boundingRect()
-        # Room around the drawing so any node can be centred.
-        pad_w, pad_h = max(self.viewport().width(), 400), max(self.viewport().height(), 300)
-        scene.setSceneRect(b.adjusted(-pad_w, -pad_h, pad_w, pad_h))
+        self._update_scene_rect()
         if selection is not None and selection is not self.selection:
             self.selection.unsubscribe(self._on_selection)
             self.selection = selection
@@ -74,6 +71,15 @@ class GraphView(QGraphicsView):
         self.minimap.set_item(self.item)
         self.legend.set_graph(graph)
         self._layout_overlays()
+
+    def _update_scene_rect(self, scale: float | None = None) -> None:
+        """Room around the drawing (a viewport's worth at this zoom) so that any node can be centred."""
+        if self.item is None:
+            return
+        s = scale or self.current_scale() or 1.0
+        b = self.item.boundingRect()
+        pad_w, pad_h = max(self.viewport().width(), 400) / s, max(self.viewport().height(), 300) / s
+        self.scene().setSceneRect(b.adjusted(-pad_w, -pad_h, pad_w, pad_h))
 
     def clear(self) -> None:
         self.scene().clear()
@@ -98,6 +104,8 @@ class GraphView(QGraphicsView):
         scale = float(np.clip(scale, self.min_scale(), MAX_SCALE))
         cur = self.current_scale()
         if cur > 0 and not math.isclose(cur, scale):
+            if scale < cur:
+                self._update_scene_rect(scale)
             self.scale(scale / cur, scale / cur)
             self.zoomChanged.emit(scale)
             self.minimap.update()
@@ -125,6 +133,7 @@ class GraphView(QGraphicsView):
         vp = self.viewport().rect()
         fit = 0.97 * min(vp.width() / max(b.width(), 1.0), vp.height() / max(b.height(), 1.0))
         self.resetTransform()
+        self._update_scene_rect(min(fit, 1.0))
         self.scale(min(fit, 1.0), min(fit, 1.0))
         self.centerOn(b.center())
         self.zoomChanged.emit(self.current_scale())
@@ -287,6 +296,7 @@ class GraphView(QGraphicsView):
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
         super().resizeEvent(event)
+        self._update_scene_rect()
         self._layout_overlays()
 
     def _layout_overlays(self) -> None:

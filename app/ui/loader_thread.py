@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -72,6 +73,10 @@ class ModelLoader(QObject):
 
     def load(self, path: str | Path, shapes: dict[str, tuple[int, ...]] | None = None) -> None:
         self.cancel(silent=True)
+        # No automatic garbage collection while a loader thread runs: a collection started by the thread's
+        # allocations could free Qt objects' wrappers off the GUI thread, which crashes Qt. The GUI thread
+        # collects when the thread ends (_reap).
+        gc.disable()
         t = _LoadThread(Path(path), shapes, self)
         t.progressed.connect(lambda f, m, t=t: self._relay_progress(t, f, m))
         t.succeeded.connect(lambda r, t=t: self._done(t, r, None))
@@ -116,3 +121,6 @@ class ModelLoader(QObject):
         if t in self._old:
             self._old.remove(t)
         t.deleteLater()
+        if not self._old and (self._thread is None or self._thread.isFinished()):
+            gc.enable()
+            gc.collect()

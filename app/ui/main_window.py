@@ -10,6 +10,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKe
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
+    QScrollArea,
     QFileDialog,
     QLabel,
     QMainWindow,
@@ -82,7 +83,10 @@ class MainWindow(QMainWindow):
         self.properties_panel = PropertiesPanel()
         self.properties_dock = self._dock("Properties", self.properties_panel, Qt.DockWidgetArea.RightDockWidgetArea)
         self.run_panel = RunPanel()
-        self.run_dock = self._dock("Run", self.run_panel, Qt.DockWidgetArea.RightDockWidgetArea)
+        run_scroll = QScrollArea()
+        run_scroll.setWidgetResizable(True)
+        run_scroll.setWidget(self.run_panel)
+        self.run_dock = self._dock("Run", run_scroll, Qt.DockWidgetArea.RightDockWidgetArea)
         self.tabifyDockWidget(self.properties_dock, self.run_dock)
         self.properties_dock.raise_()
         self.results_view = ResultsView()
@@ -121,6 +125,13 @@ class MainWindow(QMainWindow):
         self.stack.setCurrentWidget(self.start_page)
         for dock in self._model_docks():
             dock.hide()
+
+    def show_results(self) -> None:
+        """Bring the results forward, tall enough for the plots to be read."""
+        self.results_dock.show()
+        self.results_dock.raise_()
+        if self.results_dock.height() < self.height() * 0.4:
+            self.resizeDocks([self.results_dock], [int(self.height() * 0.55)], Qt.Orientation.Vertical)
 
     def _model_docks(self) -> list[QDockWidget]:
         return [self.summary_dock, self.properties_dock, self.run_dock, self.results_dock, self.jobs_dock]

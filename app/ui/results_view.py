@@ -256,6 +256,7 @@ class ResultsView(QWidget):
             return
         plots = self.compare.get("plots", {})
         self.diff_plot.plot.setLogMode(x=True, y=False)
+        any_diff = False
         for i, (cand, per_output) in enumerate(plots.items()):
             data = per_output.get(output, {})
             pen = pg.mkPen(_color(i), width=2)
@@ -266,6 +267,7 @@ class ResultsView(QWidget):
                     keep = pos[:-1] & pos[1:]
                     e, c = edges[:-1][keep], counts[keep]
                     centres = np.sqrt(e * edges[1:][keep])
+                    any_diff = any_diff or bool(c.sum() > 0)
                     self.diff_plot.plot.plot(centres, c, pen=pen, name=cand, symbol="o", symbolSize=4,
                                              symbolBrush=_color(i))
             if "values" in data:
@@ -286,6 +288,14 @@ class ResultsView(QWidget):
                     lo, hi = float(min(x.min(), y.min())), float(max(x.max(), y.max()))
                     if i == 0:
                         self.scatter_plot.plot.plot([lo, hi], [lo, hi], pen=pg.mkPen("#9aa0a6", style=Qt.PenStyle.DotLine))
+        if not any_diff:
+            note = pg.TextItem("No difference: every value is identical to the reference", color="#3f8a5a",
+                               anchor=(0.5, 0.5))
+            self.diff_plot.plot.addItem(note)
+            note.setPos(0.5, 0.5)
+            self.diff_plot.plot.setLogMode(x=False, y=False)
+            self.diff_plot.plot.setXRange(0, 1)
+            self.diff_plot.plot.setYRange(0, 1)
         self.diff_plot.plot.setLabel("bottom", "absolute difference")
         self.diff_plot.plot.setLabel("left", "values")
 

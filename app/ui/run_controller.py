@@ -103,7 +103,7 @@ class RunController(QObject):
             else:
                 self.w.results_view.set_bench(data["backend"], data)
                 self.w.status_label.setText(f"Benchmark of {data['backend']} finished.")
-            self.w.results_dock.raise_()
+            self.w.show_results()
             if kind == "bench":
                 self._next_bench()
         elif status == "cancelled":
