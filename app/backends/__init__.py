@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from app.backends.base import (
-    BACKEND_NAMES, PRECISIONS, Availability, Backend, BackendSpecError, BackendUnavailable, Target,
+    BACKEND_NAMES,
+    PRECISIONS,
+    Availability,
+    Backend,
+    BackendSpecError,
+    BackendUnavailable,
+    Target,
 )
 
 

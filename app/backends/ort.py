@@ -50,7 +50,8 @@ class OrtSession:
             ort = _ort()
             binding = self.sess.io_binding()
             for name, arr in feeds.items():
-                binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(arr), "cuda", 0))
+                value = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(arr), "cuda", 0)
+                binding.bind_ortvalue_input(name, value)
             for name in self.output_names:
                 binding.bind_output(name, "cuda", 0)
             run = self.sess.run_with_iobinding

@@ -31,7 +31,7 @@ def run_gui(args: list[str]) -> int:
     app.setApplicationName("trtlab")
     app.setOrganizationName("trtlab")
     app.setApplicationVersion(__version__)
-    window = create_main_window(args)
+    _window = create_main_window(args)  # held until exit
     code = app.exec()
     # Everything is saved when the window closes. Leave without the interpreter's teardown: PySide6 6.12 with
     # pyqtgraph can abort in the final garbage collection, which would turn a clean exit into a crash report.

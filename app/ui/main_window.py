@@ -10,7 +10,6 @@ from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKe
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
-    QScrollArea,
     QFileDialog,
     QLabel,
     QMainWindow,
@@ -18,6 +17,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
@@ -30,9 +30,9 @@ from app.core.opened import OpenedModel, lay_out
 from app.core.units import human_bytes
 from app.ui.error_banner import ErrorBanner
 from app.ui.graph_page import GraphPage
-from app.ui.loader_thread import ModelLoader
 from app.ui.job_bridge import JobBridge
 from app.ui.jobs_panel import JobsPanel
+from app.ui.loader_thread import ModelLoader
 from app.ui.properties_panel import PropertiesPanel
 from app.ui.results_view import ResultsView
 from app.ui.run_controller import RunController

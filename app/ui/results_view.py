@@ -10,7 +10,15 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (
-    QComboBox, QHBoxLayout, QHeaderView, QLabel, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
 )
 
 # pyqtgraph's exit clean-up walks every live graphics object at interpreter exit; with windows already
@@ -54,10 +62,10 @@ class PlotCard(QWidget):
         self.legend.clear()
 
     def export(self, folder: Path, stem: str) -> list[Path]:
+        from pyqtgraph.exporters import ImageExporter
         from PySide6.QtCore import QRectF, QSize
         from PySide6.QtGui import QPainter
         from PySide6.QtSvg import QSvgGenerator
-        from pyqtgraph.exporters import ImageExporter
 
         folder.mkdir(parents=True, exist_ok=True)
         png, svg = folder / f"{stem}.png", folder / f"{stem}.svg"
@@ -287,7 +295,8 @@ class ResultsView(QWidget):
                                                 symbolBrush=pg.mkColor(_color(i)), symbolPen=None, name=cand)
                     lo, hi = float(min(x.min(), y.min())), float(max(x.max(), y.max()))
                     if i == 0:
-                        self.scatter_plot.plot.plot([lo, hi], [lo, hi], pen=pg.mkPen("#9aa0a6", style=Qt.PenStyle.DotLine))
+                        diag = pg.mkPen("#9aa0a6", style=Qt.PenStyle.DotLine)
+                        self.scatter_plot.plot.plot([lo, hi], [lo, hi], pen=diag)
         if not any_diff:
             note = pg.TextItem("No difference: every value is identical to the reference", color="#3f8a5a",
                                anchor=(0.5, 0.5))
@@ -304,13 +313,15 @@ class ResultsView(QWidget):
         self.speedup_plot.clear()
         if not self.bench:
             return
-        all_t = np.concatenate([np.asarray(d.get("times_ms") or [d["latency_ms"]["median"]]) for d in self.bench.values()])
+        all_t = np.concatenate([np.asarray(d.get("times_ms") or [d["latency_ms"]["median"]])
+                                for d in self.bench.values()])
         lo, hi = float(all_t.min()), float(all_t.max())
         edges = np.linspace(lo * 0.95, hi * 1.05 + 1e-9, 60)
         for i, (t, d) in enumerate(self.bench.items()):
             times = np.asarray(d.get("times_ms") or [d["latency_ms"]["median"]])
             counts, _ = np.histogram(times, bins=edges)
-            self.latency_plot.plot.plot(edges, counts, stepMode="center", fillLevel=0, brush=pg.mkBrush(_color(i) + "55"),
+            self.latency_plot.plot.plot(edges, counts, stepMode="center", fillLevel=0,
+                                        brush=pg.mkBrush(_color(i) + "55"),
                                         pen=pg.mkPen(_color(i), width=2),
                                         name=f"{t}: median {d['latency_ms']['median']:.3f} ms ({d['mode']})")
         self.latency_plot.plot.setLabel("bottom", "milliseconds")

@@ -24,7 +24,10 @@ def _feeds(name: str) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(0)
     out = {}
     for k, (shape, dtype) in FEEDS[name].items():
-        out[k] = rng.random(shape, dtype=np.float32) if dtype == np.float32 else rng.integers(0, 20, shape).astype(dtype)
+        if dtype == np.float32:
+            out[k] = rng.random(shape, dtype=np.float32)
+        else:
+            out[k] = rng.integers(0, 20, shape).astype(dtype)
     return out
 
 
