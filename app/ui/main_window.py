@@ -126,6 +126,12 @@ class MainWindow(QMainWindow):
         for dock in self._model_docks():
             dock.hide()
 
+    def show_jobs(self) -> None:
+        self.jobs_dock.show()
+        if self.results_dock.isHidden():
+            self.resizeDocks([self.jobs_dock], [int(self.height() * 0.25)], Qt.Orientation.Vertical)
+        self.jobs_dock.raise_()
+
     def show_results(self) -> None:
         """Bring the results forward, tall enough for the plots to be read."""
         self.results_dock.show()
@@ -272,10 +278,10 @@ class MainWindow(QMainWindow):
         self.summary_panel.show_summary(s, opened.shapes, opened.timings.get("total"))
         self.shapes_panel.set_inputs(s.inputs, opened.input_shapes)
         if self.stack.currentWidget() is self.start_page:
-            for dock in self._model_docks():
+            # Results and Jobs appear with the first job, so the graph has the room until then.
+            for dock in (self.summary_dock, self.properties_dock, self.run_dock):
                 dock.show()
             self.properties_dock.raise_()
-            self.results_dock.raise_()
         self.results_view.reset()
         if not self.run_controller._availability_loaded:
             self.run_controller.refresh_availability()

