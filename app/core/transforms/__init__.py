@@ -1,0 +1,1 @@
+"""Graph transforms that carry precision (pure: ModelProto in, new ModelProto out)."""
