@@ -50,7 +50,8 @@ def test_fixed_nodes_have_reasons(model_paths):
     assert all(r.reason == "" for r in planned)
 
 
-@pytest.mark.parametrize("text", ['{"overrides": {}}', '{"default": "fp8"}', '{"default": "fp16", "schema_version": 99}'])
+@pytest.mark.parametrize("text", ['{"overrides": {}}', '{"default": "fp8"}',
+                                  '{"default": "fp16", "schema_version": 99}'])
 def test_bad_plans_are_refused(tmp_path, text):
     p = tmp_path / "bad.json"
     p.write_text(text)
