@@ -190,3 +190,44 @@ def bench_task(params: dict, ctx: object) -> dict:
     doc.update({"notes": variant_notes + list(session.notes), "inputs": prep.source_text,
                 "times_ms": [round(float(t), 6) for t in stats.times_ms]})
     return doc
+
+
+def diagnose_task(params: dict, ctx: object) -> dict:
+    """`trtlab diagnose`: every float intermediate tensor of the reference and the candidate, compared."""
+    from pathlib import Path
+
+    from app.core.diagnose import diagnose_outputs, expose_all
+    from app.core.fileio import atomic_write_bytes
+
+    reference = Target.parse(params.get("reference") or "ort-cpu:fp32")
+    candidate = Target.parse(params["candidate"])
+    prep = prepare_samples({**params, "samples": 1}, ctx)
+    feeds = prep.samples[0]
+    folder = Path(getattr(ctx, "workdir", None) or Path(prep.model_path).parent)
+    _progress(ctx, 0.1, "Exposing intermediate tensors…")
+    ref_model = onnx.load(prep.model_path)
+    cand_path, notes = variant_path(prep.model_path, candidate, ctx)
+    cand_model = onnx.load(cand_path)
+    ref_exposed, names = expose_all(ref_model)
+    cand_exposed, cand_names = expose_all(cand_model, names)
+    paths = []
+    for tag, m in (("reference", ref_exposed), ("candidate", cand_exposed)):
+        path = folder / f"diagnose_{tag}.onnx"
+        atomic_write_bytes(path, m.SerializeToString())
+        paths.append(str(path))
+    outs = []
+    for k, (target, path) in enumerate(((reference, paths[0]), (candidate, paths[1]))):
+        _progress(ctx, 0.2 + 0.35 * k, f"Running {target.name} with {len(names):,} tensors exposed…")
+        session = get_backend(target.backend).prepare(path, params.get("options") or {})
+        try:
+            outs.append(session.run(feeds))
+        finally:
+            session.close()
+    _progress(ctx, 0.9, "Measuring each tensor…")
+    rows, first = diagnose_outputs(ref_model, outs[0], outs[1])
+    finite = [r for r in rows if r.cosine is not None]
+    worst = min(finite, key=lambda r: r.cosine) if finite else None
+    return {"candidate": candidate.name, "reference": reference.name, "first_nonfinite": first,
+            "worst": worst.node if worst else None, "layers": [r.to_json() for r in rows],
+            "tensors_compared": len(rows), "tensors_missing_in_candidate": len(names) - len(cand_names),
+            "inputs": prep.source_text, "random_data": prep.random_data, "notes": notes}

@@ -50,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--samples", type=int, default=1, metavar="N")
     p.add_argument("--tol", action="append", default=[], metavar="METRIC:VALUE",
                    help="cos, max_abs, mean_abs, max_rel, snr_db, top1")
+    p = sub.add_parser("diagnose", help="per-layer error of a candidate against the FP32 reference")
+    add_common(p, precision=False)
+    p.add_argument("--candidate", required=True, metavar="B:P")
     p = sub.add_parser("bench", help="measure a backend's latency")
     p.add_argument("--backend", required=True, metavar="B")
     add_common(p)
@@ -199,6 +202,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
     _emit(args, doc, _format_bench(doc))
     doc["times_ms"] = times
     return EXIT_OK
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    cand = Target.parse(args.candidate)
+    _check_available(cand)
+    params = {"model": args.model, "candidate": cand.name, "shapes": _shapes(args), "inputs": input_source(args),
+              "options": _options(args)}
+    doc = _run_job("app.backends.tasks:diagnose_task", params, f"Diagnose {cand.name}")
+    _emit(args, doc, _format_diagnose(doc))
+    return EXIT_OK
+
+
+def _format_diagnose(doc: dict) -> str:
+    lines = [f"{doc['candidate']} against {doc['reference']}: {doc['tensors_compared']:,} tensors compared; "
+             f"inputs: {doc['inputs']}",
+             f"First NaN/Inf: {doc['first_nonfinite'] or 'none'}    Worst layer: {doc['worst'] or '—'}"]
+    rows = sorted((r for r in doc["layers"] if r["cosine"] is not None), key=lambda r: r["cosine"])[:10]
+    lines += [f"  {r['node'][:48]:<48} {r['op']:<18} cos {r['cosine']:.6f}  max|Δ| {_num(r['max_abs'], '.3g')}  "
+              f"nan {r['nan']} inf {r['inf']}" for r in rows]
+    return "\n".join(lines)
 
 
 def _emit(args: argparse.Namespace, doc: dict, text: str) -> None:

