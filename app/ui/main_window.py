@@ -240,7 +240,8 @@ class MainWindow(QMainWindow):
             self.show_error(errors.TrtlabError(f"Cannot write the demo model into {folder}: {exc}",
                                                fix="Check that the folder is writable."))
             return
-        self.open_path(path)
+        # The demo opens ready to run: batch 1, so every edge shows a concrete shape.
+        self.open_path(path, {"image": (1, 3, 64, 64)})
 
     def open_path(self, path: str | Path, shapes: dict[str, tuple[int, ...]] | None = None) -> None:
         p = Path(path)

@@ -249,6 +249,8 @@ def test_demo_model_opens(qtbot, window):
     assert window.opened.summary.producer.startswith("trtlab")
     assert window.opened.summary.ops["Conv"] >= 8
     assert window.view.graph.node_count > 30
+    assert window.opened.input_shapes == {"image": (1, 3, 64, 64)}
+    assert window.opened.shapes.known == window.opened.shapes.total  # every edge has a concrete shape
 
 
 def test_input_shapes_panel_validates_and_applies(qtbot, window, models_dir):
