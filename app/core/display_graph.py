@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 
+from app.core.onnx_walk import node_subgraphs
 from app.core.ops import INPUT, OUTPUT, op_category
 from app.core.shapes import ShapeResult
 from app.core.tensors import graph_inputs
@@ -64,8 +65,6 @@ def _box_width(title: str, name: str) -> float:
 
 def build_display_graph(graph: onnx.GraphProto, shapes: ShapeResult | None = None) -> DisplayGraph:
     """Turn one ONNX graph (top level or a subgraph) into drawable arrays."""
-    from app.core.onnx_walk import node_subgraphs
-
     nodes = graph.node
     inits = {t.name for t in graph.initializer} | {s.values.name for s in graph.sparse_initializer}
     output_names = {o.name for o in graph.output}

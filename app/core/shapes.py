@@ -94,7 +94,7 @@ def dynamic_dims(info: TensorInfo) -> list[int]:
 
 def _skeleton(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]]) -> onnx.ModelProto:
     skel = onnx.ModelProto()
-    skel.CopyFrom(model) if model.ByteSize() < (1 << 28) else _copy_without_data(model, skel)
+    skel.CopyFrom(model)  # external weights are not loaded, so this copies the graph, not the data
     g = skel.graph
     keep, lifted = [], []
     for t in g.initializer:
@@ -120,15 +120,6 @@ def _skeleton(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]]) 
             for d in dims:
                 shape.dim.add().dim_value = d
     return skel
-
-
-def _copy_without_data(model: onnx.ModelProto, out: onnx.ModelProto) -> None:
-    """Copy a big model, dropping large weight payloads (their dims stay)."""
-    out.CopyFrom(model)
-    for t in out.graph.initializer:
-        if tensor_numel(t) > _KEEP_VALUES_UP_TO:
-            t.ClearField("raw_data")
-            t.ClearField("float_data")
 
 
 def infer_shapes(model: onnx.ModelProto,

@@ -38,7 +38,6 @@ class GraphView(QGraphicsView):
         self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
         self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontSavePainterState, True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        self.setToolTip("")
         self.setStatusTip("Drag to pan · wheel to zoom · click to select, Ctrl+click to add, Shift+drag for a "
                           "rectangle · double-click an If/Loop/Scan node to open its subgraph")
         self.item: GraphItem | None = None

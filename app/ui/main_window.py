@@ -221,7 +221,6 @@ class MainWindow(QMainWindow):
         self.properties_panel.jumpToNode.connect(lambda n: self.view.center_on_node(n))
         self.properties_panel.openSubgraph.connect(self.open_subgraph)
         self.shapes_panel.applied.connect(self.apply_shapes)
-        self._selection_source = self.view.selection
         self.view.selection.subscribe(self._on_selection)
 
     # ----------------------------------------------------------------- opening

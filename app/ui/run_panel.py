@@ -132,7 +132,6 @@ class RunPanel(QWidget):
             a = table.get(name, Availability(False, "unknown"))
             cb.setEnabled(a.available)
             cb.setChecked(a.available and name != "ort-cpu")
-            cb.setToolTip("")
             why = self.reasons[name]
             why.setText("" if a.available else f"{a.reason} {('Install: ' + a.install_hint) if a.install_hint else ''}")
             why.setVisible(not a.available)
