@@ -36,6 +36,14 @@ def _models_dir_candidates() -> list[Path]:
     return candidates
 
 
+@pytest.fixture(scope="session", autouse=True)
+def variant_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Variants built by tests go to a fresh cache, never the user's; job processes inherit it."""
+    folder = tmp_path_factory.mktemp("trtlab-cache")
+    os.environ["TRTLAB_CACHE_DIR"] = str(folder)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def models_dir() -> Path:
     """The folder of real pretrained models (TRTLAB_MODELS overrides the repo-relative default)."""

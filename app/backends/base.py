@@ -38,7 +38,7 @@ class Availability:
 
 @dataclass(frozen=True)
 class Target:
-    """`B:P`: a backend running the variant graph for a precision."""
+    """`B:P`: a backend running the variant graph for a precision (`B:plan`: for the job's precision plan)."""
 
     backend: str
     precision: str = "fp32"
@@ -54,9 +54,9 @@ class Target:
         if backend not in BACKEND_NAMES:
             raise BackendSpecError(f"Unknown backend '{backend}' in '{text}'.",
                                    fix=f"Use one of {', '.join(BACKEND_NAMES)}, e.g. ort-cpu:fp32.")
-        if precision not in PRECISIONS:
+        if precision not in PRECISIONS and precision != "plan":
             raise BackendSpecError(f"Unknown precision '{precision}' in '{text}'.",
-                                   fix=f"Use one of {', '.join(PRECISIONS)}.")
+                                   fix=f"Use one of {', '.join(PRECISIONS)}, or 'plan' with a precision plan.")
         return cls(backend, precision)
 
 

@@ -14,6 +14,7 @@ import onnx
 
 from app.backends import Target, get_backend
 from app.core.errors import TrtlabError
+from app.core.precision import PrecisionPlan
 from app.core.tensors import graph_inputs, value_info_to_tensor_info
 
 log = logging.getLogger(__name__)
@@ -32,36 +33,55 @@ class _Prepared:
     shapes: dict[str, tuple[int, ...]]
 
 
-def variant_path(model_path: str, target: Target, ctx: object | None = None) -> tuple[str, list[str]]:
-    """The graph a target runs, and notes about it: the model itself for FP32, a half-precision variant
-    (written into the job's folder) for FP16/BF16. INT8 comes with calibration."""
+def target_plan(target: Target, params: dict) -> PrecisionPlan:
+    """The plan a target runs: the params' plan for `B:plan`, else every node in the target's precision."""
+    from app.core.precision import PrecisionPlan
+
+    if target.precision == "plan":
+        if not params.get("plan"):
+            raise PrecisionNotAvailable(f"{target.name} needs a precision plan, and none was given.",
+                                        fix="Pass --plan PLAN.json, or use a precision such as "
+                                            f"{target.backend}:fp16.")
+        return PrecisionPlan.from_json(params["plan"])
+    return PrecisionPlan(default=target.precision)
+
+
+def _calibration(params: dict, ctx: object | None):
+    """A callable making the INT8 calibration samples: `--calib`, else the `--inputs` source."""
+    def make() -> tuple[list[dict[str, np.ndarray]], bool]:
+        source = params.get("calib") or params.get("inputs")
+        random = not source or source.get("kind") == "random"
+        count = int(params.get("calib_samples") or (CALIB_SAMPLES if random else CALIB_MAX))
+        prep = prepare_samples({**params, "inputs": source, "samples": count}, ctx)
+        return prep.samples, prep.random_data
+    return make
+
+
+CALIB_SAMPLES = 16   # random calibration samples when no data is given
+CALIB_MAX = 512      # a folder of samples or images calibrates on up to this many
+
+
+def variant_path(model_path: str, target: Target, ctx: object | None = None,
+                 params: dict | None = None) -> tuple[str, list[str]]:
+    """The graph a target runs, and notes about it: the model itself for FP32, else the variant for its
+    precision or plan (built once, then taken from the variant cache)."""
+    from app.core.variants import build_variant
+
+    params = params or {}
+    plan = target_plan(target, params)
     if target.precision == "fp32":
         return model_path, []
-    if target.precision == "int8":
-        raise PrecisionNotAvailable(
-            f"{target.name}: INT8 variants (Q/DQ with calibration) are not in this version of trtlab yet.",
-            fix=f"Use {target.backend}:fp32 or {target.backend}:fp16 for now.")
-    from pathlib import Path
-
-    from app.core.fileio import atomic_write_bytes
-    from app.core.precision import PrecisionPlan
-    from app.core.transforms.half import to_half
-
-    folder = Path(getattr(ctx, "workdir", None) or Path(model_path).parent)
-    out = folder / f"{Path(model_path).stem}.{target.precision}.onnx"
-    model = onnx.load(model_path)
-    variant, report = to_half(model, PrecisionPlan(default=target.precision), target.precision)
-    atomic_write_bytes(out, variant.SerializeToString())
-    notes = [f"{target.precision} variant: {len(report.half_nodes)} nodes in {target.precision}, "
-             f"{len(report.kept_fp32)} kept FP32, {report.casts_added} casts"]
-    if report.overflow:
-        notes.append(f"{sum(report.overflow.values())} weight values overflow {target.precision} (clamped)")
-    if report.flushed:
-        notes.append(f"{sum(report.flushed.values())} small weight values flush to zero in {target.precision}")
-    if target.backend == "ort-cpu":
+    variant = build_variant(
+        model_path, plan, calib=_calibration({**params, "model": model_path}, ctx),
+        calib_method=str(params.get("calib_method") or "minmax"),
+        progress=(lambda f, m: ctx.progress(f, m)) if ctx is not None else None,
+        cancelled=getattr(ctx, "cancelled", None), workdir=getattr(ctx, "workdir", None),
+        cache_dir=params.get("cache_dir"))
+    notes = list(variant.notes)
+    if target.backend == "ort-cpu" and "half" in variant.report:
         notes.append("ONNX Runtime's CPU provider computes FP32 between Casts: this measures rounding of weights "
                      "and activations, not half-precision arithmetic or speed")
-    return str(out), notes
+    return variant.path, notes
 
 
 def prepare_samples(params: dict, ctx: object | None = None) -> _Prepared:
@@ -84,13 +104,13 @@ def _progress(ctx: object | None, fraction: float | None, message: str) -> None:
         ctx.check_cancelled()
 
 
-def run_outputs(target: Target, prep: _Prepared, options: dict, ctx: object | None,
+def run_outputs(target: Target, prep: _Prepared, params: dict, ctx: object | None,
                 span: tuple[float, float] = (0.0, 1.0)) -> tuple[list[dict[str, np.ndarray]], list[str]]:
     """Run every sample on one target; returns the outputs per sample and the session's notes."""
     lo, hi = span
     _progress(ctx, lo, f"Preparing {target.name}…")
-    path, variant_notes = variant_path(prep.model_path, target, ctx)
-    session = get_backend(target.backend).prepare(path, options)
+    path, variant_notes = variant_path(prep.model_path, target, ctx, params)
+    session = get_backend(target.backend).prepare(path, params.get("options") or {})
     try:
         outs = []
         for i, feeds in enumerate(prep.samples):
@@ -106,7 +126,7 @@ def run_task(params: dict, ctx: object) -> dict:
     """`trtlab run`: one target on the input samples; outputs saved to outputs.npz."""
     target = Target.parse(params["target"])
     prep = prepare_samples(params, ctx)
-    outs, notes = run_outputs(target, prep, params.get("options") or {}, ctx)
+    outs, notes = run_outputs(target, prep, params, ctx)
     arrays = {f"{name}" if len(outs) == 1 else f"{name}__{i}": arr
               for i, sample in enumerate(outs) for name, arr in sample.items()}
     npz = ctx.save_arrays("outputs", arrays)
@@ -124,13 +144,12 @@ def compare_task(params: dict, ctx: object) -> dict:
     reference = Target.parse(params.get("reference") or "ort-cpu:fp32")
     candidates = [Target.parse(c) for c in params["candidates"]]
     tolerances = [Tolerance.parse(t) for t in params.get("tolerances") or []]
-    options = params.get("options") or {}
     prep = prepare_samples(params, ctx)
     steps = 1 + len(candidates)
-    ref_out, ref_notes = run_outputs(reference, prep, options, ctx, (0.0, 1.0 / steps))
+    ref_out, ref_notes = run_outputs(reference, prep, params, ctx, (0.0, 1.0 / steps))
     reports, notes = [], {reference.name: ref_notes}
     for k, cand in enumerate(candidates):
-        out, cand_notes = run_outputs(cand, prep, options, ctx, ((k + 1) / steps, (k + 2) / steps))
+        out, cand_notes = run_outputs(cand, prep, params, ctx, ((k + 1) / steps, (k + 2) / steps))
         notes[cand.name] = cand_notes
         _progress(ctx, None, f"Comparing {cand.name} with {reference.name}…")
         reports.append(compare_samples(ref_out, out, cand.name, tolerances))
@@ -175,7 +194,7 @@ def bench_task(params: dict, ctx: object) -> dict:
     mode = params.get("mode") or "end_to_end"
     prep = prepare_samples({**params, "samples": 1}, ctx)
     _progress(ctx, 0.0, f"Preparing {target.name}…")
-    path, variant_notes = variant_path(prep.model_path, target, ctx)
+    path, variant_notes = variant_path(prep.model_path, target, ctx, params)
     session = get_backend(target.backend).prepare(path, params.get("options") or {})
     try:
         fn = session.timed_runner(prep.samples[0], mode)
@@ -206,7 +225,7 @@ def diagnose_task(params: dict, ctx: object) -> dict:
     folder = Path(getattr(ctx, "workdir", None) or Path(prep.model_path).parent)
     _progress(ctx, 0.1, "Exposing intermediate tensors…")
     ref_model = onnx.load(prep.model_path)
-    cand_path, notes = variant_path(prep.model_path, candidate, ctx)
+    cand_path, notes = variant_path(prep.model_path, candidate, ctx, params)
     cand_model = onnx.load(cand_path)
     ref_exposed, names = expose_all(ref_model)
     cand_exposed, cand_names = expose_all(cand_model, names)
@@ -231,3 +250,33 @@ def diagnose_task(params: dict, ctx: object) -> dict:
             "worst": worst.node if worst else None, "layers": [r.to_json() for r in rows],
             "tensors_compared": len(rows), "tensors_missing_in_candidate": len(names) - len(cand_names),
             "inputs": prep.source_text, "random_data": prep.random_data, "notes": notes}
+
+
+def plan_summary(plan: PrecisionPlan) -> str:
+    """A plan in a few words: 'fp16', or 'fp16 with 3 nodes overridden, rules for Conv'."""
+    parts = [plan.default]
+    if plan.overrides:
+        parts.append(f"{len(plan.overrides)} node override{'s' if len(plan.overrides) != 1 else ''}")
+    if plan.op_rules:
+        parts.append("rules for " + ", ".join(f"{op} {p}" for op, p in sorted(plan.op_rules.items())))
+    return parts[0] + (" with " + ", ".join(parts[1:]) if parts[1:] else "")
+
+
+def variant_task(params: dict, ctx: object) -> dict:
+    """`trtlab variant`: build (or take from the cache) the variant graph and save it where asked."""
+    from app.core.variants import build_variant, save_model
+
+    target = Target.parse(params["target"])
+    plan = target_plan(target, params)
+    model_path = str(params["model"])
+    _progress(ctx, 0.0, "Building the variant…")
+    variant = build_variant(
+        model_path, plan, calib=_calibration(params, ctx), calib_method=str(params.get("calib_method") or "minmax"),
+        progress=lambda f, m: ctx.progress(f, m), cancelled=ctx.cancelled, workdir=ctx.workdir,
+        cache_dir=params.get("cache_dir"))
+    out = str(params["out"])
+    _progress(ctx, 0.95, f"Saving {out}…")
+    save_model(onnx.load(variant.path), out)
+    return {"model": model_path, "out": out, "plan": plan.to_json(), "plan_summary": plan_summary(plan),
+            "key": variant.key, "cached": variant.cached, "identity": variant.identity, "notes": variant.notes,
+            "report": variant.report}

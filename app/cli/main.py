@@ -20,7 +20,8 @@ EXIT_OK, EXIT_NOT_MET, EXIT_BAD_INPUT, EXIT_UNAVAILABLE, EXIT_JOB_FAILED = 0, 1,
 # Every subcommand of the public interface; those not built yet say so and exit 2.
 SUBCOMMANDS = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check",
                "build", "report")
-_PLANNED = frozenset(SUBCOMMANDS) - {"inspect", "run", "compare", "bench", "diagnose"}
+_BUILT = ("inspect", "run", "compare", "bench", "variant", "diagnose")
+_PLANNED = frozenset(SUBCOMMANDS) - set(_BUILT)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,14 +52,14 @@ def run_cli(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.command in _PLANNED:
         sys.stderr.write(f"trtlab {args.command}: this command is not available in trtlab {__version__} yet; "
-                         "`trtlab inspect`, `run`, `compare`, `bench`, `diagnose` and the GUI are.\n")
+                         f"`trtlab {'`, `'.join(_BUILT)}` and the GUI are.\n")
         return EXIT_BAD_INPUT
     try:
         if args.command == "inspect":
             from app.cli.inspect_cmd import cmd_inspect
 
             return cmd_inspect(args)
-        if args.command in ("run", "compare", "bench", "diagnose"):
+        if args.command in _BUILT:
             from app.cli import run_cmds
 
             return getattr(run_cmds, f"cmd_{args.command}")(args)

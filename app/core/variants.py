@@ -1,0 +1,168 @@
+"""Variant graphs: a model with a precision plan applied, built once and cached.
+
+A variant is keyed by (model bytes, plan, calibration data, calibration method, transform version), so
+running the same plan twice — or comparing, benchmarking and diagnosing it — transforms the model once.
+INT8 nodes get Q/DQ first (calibrated on the FP32 graph), then FP16/BF16 nodes are converted; the Q/DQ
+nodes are fixed for the half-precision pass and keep their FP32 scales.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from app.core.fileio import atomic_write_bytes, atomic_write_text
+from app.core.precision import PlanError, PrecisionPlan
+
+# Bump when a transform changes what it writes: older cached variants are then rebuilt.
+TRANSFORM_VERSION = 3
+_MAX_PROTO = 1_800_000_000  # protobuf refuses to serialize ≥ 2 GiB; larger variants keep weights outside
+
+Progress = Callable[[float | None, str], None]
+
+
+def cache_root() -> Path:
+    """`$TRTLAB_CACHE_DIR`, else `$XDG_CACHE_HOME/trtlab`, else `~/.cache/trtlab`."""
+    if env := os.environ.get("TRTLAB_CACHE_DIR"):
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "trtlab"
+
+
+def file_hash(path: str | os.PathLike[str]) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def samples_hash(samples: Sequence[dict[str, np.ndarray]]) -> str:
+    """A digest of calibration data: names, dtypes, shapes and bytes of every array, in order."""
+    h = hashlib.sha256()
+    for sample in samples:
+        for name in sorted(sample):
+            arr = np.ascontiguousarray(sample[name])
+            h.update(f"{name}|{arr.dtype.str}|{arr.shape}|".encode())
+            h.update(arr.tobytes())
+    return h.hexdigest()
+
+
+def precisions_used(model: onnx.ModelProto, plan: PrecisionPlan) -> set[str]:
+    """The precisions the plan asks of this model's changeable nodes."""
+    return {row.precision for row in plan.resolve(model.graph) if row.precision != "fixed"}
+
+
+def variant_key(model_digest: str, plan: PrecisionPlan, calib_digest: str = "", method: str = "") -> str:
+    doc = {k: v for k, v in plan.to_json().items() if k != "model"}
+    text = json.dumps({"model": model_digest, "plan": doc, "calib": calib_digest, "method": method,
+                       "transform": TRANSFORM_VERSION}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+@dataclass
+class Variant:
+    path: str
+    key: str
+    notes: list[str] = field(default_factory=list)
+    report: dict = field(default_factory=dict)
+    cached: bool = False
+    identity: bool = False   # the plan changes nothing: `path` is the model itself
+
+
+def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
+                  calib: Callable[[], tuple[list[dict[str, np.ndarray]], bool]] | None = None,
+                  calib_method: str = "minmax", progress: Progress | None = None,
+                  cancelled: Callable[[], bool] | None = None, cache_dir: str | os.PathLike[str] | None = None,
+                  workdir: str | os.PathLike[str] | None = None) -> Variant:
+    """The variant graph for `plan`, from the cache when it was built before.
+
+    `calib` returns (calibration samples, whether they are random data); it is called only when the plan
+    has INT8 nodes. `cancelled` is polled during calibration.
+    """
+    model_path = str(model_path)
+    say = progress or (lambda f, m: None)
+    say(None, "Reading the model…")
+    model = onnx.load(model_path)
+    used = precisions_used(model, plan)
+    half = sorted(used & {"fp16", "bf16"})
+    if len(half) > 1:
+        raise PlanError("The plan mixes FP16 and BF16 nodes; a variant computes in one half type.",
+                        fix="Set the BF16 nodes to FP16 (or the reverse); keep FP32 where neither is safe.")
+    if not used - {"fp32"}:
+        return Variant(model_path, "", ["every node is planned FP32: the model runs as it is"], {}, identity=True)
+
+    samples: list[dict[str, np.ndarray]] = []
+    random_calib = False
+    calib_digest = ""
+    if "int8" in used:
+        if calib is None:
+            raise PlanError("The plan has INT8 nodes but no calibration data was given.",
+                            fix="Give calibration samples (--calib SRC), or plan those nodes FP16/FP32.")
+        say(None, "Preparing calibration data…")
+        samples, random_calib = calib()
+        calib_digest = samples_hash(samples)
+    key = variant_key(file_hash(model_path), plan, calib_digest, calib_method if "int8" in used else "")
+    folder = Path(cache_dir) if cache_dir is not None else cache_root() / "variants"
+    out = folder / f"{Path(model_path).stem}.{key}.onnx"
+    meta = out.with_suffix(".json")
+    if out.exists() and meta.exists():
+        try:
+            doc = json.loads(meta.read_text(encoding="utf-8"))
+            return Variant(str(out), key, list(doc.get("notes", [])) + ["variant from the cache"],
+                           dict(doc.get("report", {})), cached=True)
+        except (OSError, ValueError):
+            pass  # a damaged cache entry is rebuilt
+
+    notes: list[str] = []
+    report: dict = {}
+    if "int8" in used:
+        from app.core.transforms.int8 import to_int8
+
+        model, int8_report = to_int8(model, plan, samples, calib_method, random_calibration=random_calib,
+                                     progress=progress, cancelled=cancelled, workdir=workdir)
+        report["int8"] = int8_report.to_json()
+        notes.append(f"int8: {len(int8_report.quantized_nodes)} nodes quantized (Q/DQ, {calib_method} calibration "
+                     f"on {len(samples)} samples)")
+        if int8_report.skipped:
+            notes.append(f"int8: {len(int8_report.skipped)} planned nodes left unquantized (not quantizable)")
+        if random_calib:
+            notes.append("INT8 CALIBRATED ON RANDOM DATA: the scales do not reflect real inputs, so errors and "
+                         "accuracy measured on this variant say little about real use")
+    if half:
+        from app.core.transforms.half import to_half
+
+        precision = half[0]
+        say(None, f"Converting to {precision.upper()}…")
+        model, half_report = to_half(model, plan, precision)
+        report["half"] = half_report.to_json()
+        notes.append(f"{precision}: {len(half_report.half_nodes)} nodes in {precision}, "
+                     f"{len(half_report.kept_fp32)} kept FP32, {half_report.casts_added} casts"
+                     + (f", {half_report.fixed} integer/shape nodes unchanged" if half_report.fixed else ""))
+        if half_report.overflow:
+            notes.append(f"{sum(half_report.overflow.values())} weight values overflow {precision} (clamped)")
+        if half_report.flushed:
+            notes.append(f"{sum(half_report.flushed.values())} small weight values flush to zero in {precision}")
+    say(None, "Saving the variant…")
+    save_model(model, out)
+    atomic_write_text(meta, json.dumps({"notes": notes, "report": report, "plan": plan.to_json(),
+                                        "model": model_path}, indent=1))
+    return Variant(str(out), key, notes, report)
+
+
+def save_model(model: onnx.ModelProto, path: str | os.PathLike[str]) -> None:
+    """Write a model atomically; one too large for a single protobuf keeps its weights in a side file."""
+    path = Path(path)
+    if model.ByteSize() < _MAX_PROTO:
+        atomic_write_bytes(path, model.SerializeToString())
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=f"{path.name}.data")
