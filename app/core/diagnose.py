@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
+from app.core.precision import node_keys
+
 FLOAT_ELEM = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
 
 
@@ -81,14 +83,14 @@ def diagnose_outputs(model: onnx.ModelProto, ref: dict[str, np.ndarray], cand: d
     """Errors per node output in the model's node order; and the first node whose output turns NaN/Inf."""
     rows: list[LayerError] = []
     first = None
-    for node in model.graph.node:
+    for key, node in zip(node_keys(model.graph), model.graph.node, strict=True):
         for t in node.output:
             if t not in ref or t not in cand:
                 continue
             a, b = ref[t], cand[t]
             max_abs, cosine, snr = tensor_error(a, b)
             fa, fb = a.astype(np.float64), b.astype(np.float64)
-            row = LayerError(node.name or f"{node.op_type}:{t}", node.op_type, t, max_abs, cosine, snr,
+            row = LayerError(key, node.op_type, t, max_abs, cosine, snr,
                              int(np.isnan(fb).sum()), int(np.isinf(fb).sum()),
                              int(np.isnan(fa).sum()), int(np.isinf(fa).sum()))
             if first is None and (row.nan + row.inf) > (row.ref_nan + row.ref_inf):

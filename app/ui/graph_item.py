@@ -48,6 +48,7 @@ class GraphItem(QGraphicsItem):
         self._cat_colors = [style.CATEGORY_COLORS.get(c, style.CATEGORY_COLORS["Other"])
                             for c in graph.categories]
         self._cat_groups = self._group_by_color()
+        self._groups = self._cat_groups
         self._prepare_edges()
         self._title_font, self._name_font, self._label_font = (
             style.title_font(), style.name_font(), style.label_font())
@@ -126,11 +127,21 @@ class GraphItem(QGraphicsItem):
         px1 = np.clip(((self.x1 - b.left()) * scale).astype(int), 0, w - 1)
         py0 = np.clip(((self.y0 - b.top()) * scale).astype(int), 0, h - 1)
         py1 = np.clip(((self.y1 - b.top()) * scale).astype(int), 0, h - 1)
-        for color, ids in self._cat_groups:
+        for color, ids in self._fill_groups():
             bgra = np.array([color.blue(), color.green(), color.red(), 255], dtype=np.uint8)
             for i in ids:
                 arr[py0[i]:py1[i] + 1, px0[i]:px1[i] + 1] = bgra
         return img, scale
+
+    def _fill_groups(self) -> list[tuple[QColor, np.ndarray]]:
+        if self.node_fill is None:
+            return self._cat_groups
+        groups: dict[int, list[int]] = {}
+        first: dict[int, QColor] = {}
+        for i, c in enumerate(self.node_fill):
+            groups.setdefault(c.rgba(), []).append(i)
+            first.setdefault(c.rgba(), c)
+        return [(first[k], np.asarray(v, dtype=np.int64)) for k, v in groups.items()]
 
     # ----------------------------------------------------------------- queries
     def boundingRect(self) -> QRectF:  # noqa: N802 (Qt API)
@@ -231,12 +242,7 @@ class GraphItem(QGraphicsItem):
         vis = set(visible.tolist()) if len(visible) < len(self.x) else None
         pen = QPen(style.NODE_BORDER, 0) if lod >= LOD_BOXES else Qt.PenStyle.NoPen
         painter.setPen(pen)
-        if self.node_fill is not None:
-            for i in visible:
-                painter.setBrush(self.node_fill[i])
-                painter.drawRect(self.node_rect(int(i)))
-            return
-        for color, ids in self._cat_groups:
+        for color, ids in self._groups:
             sel = ids if vis is None else [i for i in ids if i in vis]
             if len(sel) == 0:
                 continue
@@ -292,6 +298,11 @@ class GraphItem(QGraphicsItem):
             painter.drawRect(self.node_rect(self.current_match).adjusted(-g, -g, g, g))
 
     def set_node_fill(self, colors: list[QColor] | None) -> None:
+        """Colour boxes by something else than their op category (None: back to categories)."""
+        if colors is not None and len(colors) != self.graph.node_count:
+            raise ValueError(f"{len(colors)} colours for {self.graph.node_count} nodes")
         self.node_fill = colors
+        self._groups = self._fill_groups()
+        self.overview, self.overview_scale = self._render_overview()
         self.update()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QPoint, QPointF, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QImage, QKeyEvent, QMouseEvent, QPainter, QResizeEvent, QWheelEvent
+from PySide6.QtGui import QContextMenuEvent, QImage, QKeyEvent, QMouseEvent, QPainter, QResizeEvent, QWheelEvent
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QWidget
 
 from app.core.display_graph import DisplayGraph
@@ -26,6 +26,7 @@ class GraphView(QGraphicsView):
 
     nodeActivated = Signal(int)      # double-click on a node
     zoomChanged = Signal(float)
+    contextMenuRequested = Signal(object, QPoint)   # node under the cursor (or None), global position
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -257,6 +258,14 @@ class GraphView(QGraphicsView):
                 self.nodeActivated.emit(hit)
                 return
         super().mouseDoubleClickEvent(event)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:  # noqa: N802
+        """Right-click: a node outside the selection becomes the selection, then the menu is asked for."""
+        hit = self.item.node_at(self.mapToScene(event.pos())) if self.item is not None else None
+        if hit is not None and hit not in self.selection:
+            self.selection.set([hit], hit)
+        self.contextMenuRequested.emit(hit, event.globalPos())
+        event.accept()
 
     def _on_rubber_band(self, rect: QPoint, from_scene: QPointF, to_scene: QPointF) -> None:
         if not rect.isNull():

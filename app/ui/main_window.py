@@ -33,6 +33,9 @@ from app.ui.graph_page import GraphPage
 from app.ui.job_bridge import JobBridge
 from app.ui.jobs_panel import JobsPanel
 from app.ui.loader_thread import ModelLoader
+from app.ui.node_colors import error_colors, precision_colors
+from app.ui.plan_controller import PRECISION_LABELS, PlanController
+from app.ui.precision_panel import PrecisionPanel, fill_precision_menu, node_errors
 from app.ui.properties_panel import PropertiesPanel
 from app.ui.results_view import ResultsView
 from app.ui.run_controller import RunController
@@ -91,10 +94,16 @@ class MainWindow(QMainWindow):
         self.properties_dock.raise_()
         self.results_view = ResultsView()
         self.results_dock = self._dock("Results", self.results_view, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.plan = PlanController(self)
+        self.diagnosis: dict | None = None
+        self.color_mode = "op"
+        self.precision_panel = PrecisionPanel(self.plan)
+        self.precision_dock = self._dock("Precision", self.precision_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.jobs = JobBridge(self)
         self.jobs_panel = JobsPanel(self.jobs)
         self.jobs_dock = self._dock("Jobs", self.jobs_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.tabifyDockWidget(self.results_dock, self.jobs_dock)
+        self.tabifyDockWidget(self.results_dock, self.precision_dock)
         self.run_controller = RunController(self)
 
         self.status_label = QLabel("Ready")
@@ -140,7 +149,8 @@ class MainWindow(QMainWindow):
             self.resizeDocks([self.results_dock], [int(self.height() * 0.55)], Qt.Orientation.Vertical)
 
     def _model_docks(self) -> list[QDockWidget]:
-        return [self.summary_dock, self.properties_dock, self.run_dock, self.results_dock, self.jobs_dock]
+        return [self.summary_dock, self.properties_dock, self.run_dock, self.precision_dock, self.results_dock,
+                self.jobs_dock]
 
     # ----------------------------------------------------------------- construction
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
@@ -177,6 +187,13 @@ class MainWindow(QMainWindow):
         self.act_close = self._action(f, "&Close Model", self.close_model, QKeySequence.StandardKey.Close)
         self._action(f, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         e = mb.addMenu("&Edit")
+        self.act_undo = self.plan.undo_stack.createUndoAction(self, "&Undo")
+        self.act_undo.setShortcut(QKeySequence.StandardKey.Undo)
+        self.act_redo = self.plan.undo_stack.createRedoAction(self, "&Redo")
+        self.act_redo.setShortcuts([QKeySequence.StandardKey.Redo, QKeySequence("Ctrl+Shift+Z")])
+        e.addAction(self.act_undo)
+        e.addAction(self.act_redo)
+        e.addSeparator()
         self.act_find = self._action(e, "&Find…", self.open_find, QKeySequence.StandardKey.Find)
         self._action(e, "Find &Next", lambda: self.graph_page.search.next(), QKeySequence.StandardKey.FindNext)
         self._action(e, "Find &Previous", lambda: self.graph_page.search.previous(),
@@ -197,9 +214,36 @@ class MainWindow(QMainWindow):
         v.addSeparator()
         for dock in self._model_docks():
             v.addAction(dock.toggleViewAction())
+        pm = mb.addMenu("&Precision")
+        self.precision_actions = []
+        for k, p in enumerate(("fp32", "fp16", "bf16", "int8")):
+            act = self._action(pm, f"Set Selected Nodes to {PRECISION_LABELS[p]}",
+                               lambda _=False, p=p: self.set_selected_precision(p), f"Alt+{k + 1}")
+            self.precision_actions.append(act)
+        self.precision_actions.append(self._action(pm, "Selected Nodes Use the &Default",
+                                                   lambda: self.set_selected_precision(None), "Alt+0"))
+        pm.addSeparator()
+        color_menu = pm.addMenu("&Colour Graph By")
+        self.color_actions = {}
+        for mode, text, key in (("op", "&Op Type", "Ctrl+Shift+1"), ("precision", "&Planned Precision", "Ctrl+Shift+2"),
+                                ("error", "Diagnosis &Error", "Ctrl+Shift+3")):
+            act = self._action(color_menu, text, lambda _=False, m=mode: self.set_color_mode(m), key, checkable=True)
+            self.color_actions[mode] = act
+        self.color_actions["op"].setChecked(True)
+        pm.addSeparator()
+        self.act_first_bad = self._action(pm, "Go to First &NaN/Inf", self.go_first_nonfinite, "Ctrl+Shift+N")
+        self.act_worst = self._action(pm, "Go to &Worst Layer", self.go_worst, "Ctrl+Shift+W")
+        pm.addSeparator()
+        self.act_save_plan = self._action(pm, "&Save Plan…", self.save_plan_dialog, "Ctrl+Shift+S")
+        self.act_load_plan = self._action(pm, "&Load Plan…", self.load_plan_dialog, "Ctrl+Shift+O")
+        self.act_save_variant = self._action(pm, "Save &Variant as ONNX…", self.save_variant_dialog)
+        pm.addSeparator()
+        pm.addAction(self.precision_dock.toggleViewAction())
         r = mb.addMenu("&Run")
         self.act_compare = self._action(r, "&Compare Outputs", lambda: self.run_panel.compare_button.click(), "Ctrl+R")
         self.act_bench = self._action(r, "&Benchmark", lambda: self.run_panel.bench_button.click(), "Ctrl+B")
+        self.act_diagnose = self._action(r, "&Diagnose Layers", lambda: self.run_panel.diagnose_button.click(),
+                                         "Ctrl+D")
         self._action(r, "Cancel &All Jobs", lambda: self.run_controller.cancel_all(), "Ctrl+.")
         h = mb.addMenu("&Help")
         self._action(h, "&Keyboard and Mouse", self.show_shortcuts, "F1")
@@ -222,6 +266,14 @@ class MainWindow(QMainWindow):
         self.properties_panel.openSubgraph.connect(self.open_subgraph)
         self.shapes_panel.applied.connect(self.apply_shapes)
         self.view.selection.subscribe(self._on_selection)
+        self.view.contextMenuRequested.connect(self._graph_menu)
+        self.plan.changed.connect(self._on_plan_changed)
+        self.precision_panel.nodeActivated.connect(self._show_onnx_node)
+        self.precision_panel.goFirstNonfinite.connect(self.go_first_nonfinite)
+        self.precision_panel.goWorst.connect(self.go_worst)
+        self.precision_panel.save_button.clicked.connect(self.save_plan_dialog)
+        self.precision_panel.load_button.clicked.connect(self.load_plan_dialog)
+        self.precision_panel.fallbackRequested.connect(self.request_fallback)
 
     # ----------------------------------------------------------------- opening
     def open_dialog(self) -> None:
@@ -273,7 +325,12 @@ class MainWindow(QMainWindow):
             self.progress.setRange(0, 0)
 
     def _on_loaded(self, opened: OpenedModel) -> None:
+        same = self.opened is not None and self.opened.path == opened.path
         self.opened = opened
+        # Reloading the same file (or new input shapes) keeps the plan: it is keyed by node name.
+        self.plan.set_model(opened.doc.model.graph, opened.shapes, opened.path.name, keep_plan=same)
+        if not same:
+            self.set_diagnosis(None)
         s = opened.summary
         self.summary_panel.show_summary(s, opened.shapes, opened.timings.get("total"))
         self.shapes_panel.set_inputs(s.inputs, opened.input_shapes)
@@ -318,6 +375,8 @@ class MainWindow(QMainWindow):
         self.summary_panel.show_summary(None)
         self.shapes_panel.set_inputs([], {})
         self.properties_panel.set_context(None, None, None)
+        self.plan.set_model(None, None)
+        self.set_diagnosis(None)
         self._show_start_page()
         self.setWindowTitle("trtlab")
         self.status_label.setText("Ready")
@@ -329,6 +388,7 @@ class MainWindow(QMainWindow):
         self.properties_panel.set_context(pic.graph if pic else None, self.opened.shapes if self.opened else None,
                                           self.opened.path if self.opened else None)
         self._apply_overlay_visibility()
+        self._apply_colors()
 
     def _on_selection(self) -> None:
         sel = self.view.selection
@@ -371,6 +431,205 @@ class MainWindow(QMainWindow):
         has = self.view.item is not None
         self.view.minimap.setVisible(has and self.act_minimap.isChecked())
         self.view.legend.setVisible(has and self.act_legend.isChecked())
+
+    # ----------------------------------------------------------------- precision plan
+    def _at_root(self) -> bool:
+        return len(self.graph_page.levels) == 1
+
+    def selected_node_keys(self) -> list[str]:
+        """Plan keys of what the user points at: the table's rows when it has focus, else the graph's nodes."""
+        if self.precision_panel.table.hasFocus():
+            return self.precision_panel.selected_keys()
+        pic = self.graph_page.picture
+        if pic is None or not self._at_root():
+            return []
+        idx = pic.graph.onnx_index
+        return [k for n in sorted(self.view.selection.selected) if (k := self.plan.key_of(int(idx[n]))) is not None]
+
+    def set_selected_precision(self, precision: str | None) -> None:
+        keys = self.selected_node_keys()
+        if not keys:
+            self.status_label.setText("Select nodes in the graph (or rows in the Precision table) first."
+                                      if self._at_root() else "Precision is planned on the main graph: go back "
+                                      "(Alt+Left) to set it.")
+            return
+        self.plan.set_nodes(keys, precision)
+        if self.color_mode == "op":
+            self.set_color_mode("precision")
+        what = PRECISION_LABELS[precision] if precision else "the default precision"
+        self.status_label.setText(f"{len(keys):,} node{'s' if len(keys) != 1 else ''} set to {what} "
+                                  "(Ctrl+Z undoes)")
+
+    def _graph_menu(self, node: int | None, pos: object) -> None:
+        pic = self.graph_page.picture
+        if pic is None:
+            return
+        menu = QMenu(self)
+        keys = self.selected_node_keys()
+        if keys and self._at_root():
+            ops = sorted({pic.graph.titles[n] for n in self.view.selection.selected
+                          if pic.graph.onnx_index[n] >= 0})
+            fill_precision_menu(menu, self.plan, keys, ops)
+            if self.color_mode == "op":
+                menu.triggered.connect(lambda _a: self.set_color_mode("precision"))
+            menu.addSeparator()
+            if node is not None and pic.graph.onnx_index[node] >= 0:
+                menu.addAction("Show in Precision Table",
+                               lambda: self._show_in_table(int(pic.graph.onnx_index[node])))
+        elif not self._at_root():
+            menu.addAction("Precision is planned on the main graph").setEnabled(False)
+        menu.addAction(self.act_first_bad)
+        menu.addAction(self.act_worst)
+        menu.exec(pos)
+
+    def _show_in_table(self, onnx_index: int) -> None:
+        self.precision_dock.show()
+        self.precision_dock.raise_()
+        self.precision_panel.select_node(onnx_index)
+
+    def _show_onnx_node(self, onnx_index: int) -> None:
+        """Show an ONNX node of the main graph in the canvas, going back up from a subgraph if needed."""
+        while len(self.graph_page.levels) > 1:
+            self.graph_page.go_back()
+        pic = self.graph_page.picture
+        node = pic.graph.node_of_onnx(onnx_index) if pic is not None else None
+        if node is not None:
+            self.view.center_on_node(node)
+
+    def _on_plan_changed(self) -> None:
+        self._apply_colors()
+        if self.opened is not None:
+            self.setWindowTitle(f"{self.opened.path.name}{' •' if self.plan.dirty else ''} — trtlab")
+
+    def set_color_mode(self, mode: str) -> None:
+        if mode == "error" and not self.diagnosis:
+            self.status_label.setText("No diagnosis yet: Run ▸ Diagnose Layers (Ctrl+D) measures each layer.")
+            mode = self.color_mode
+        self.color_mode = mode
+        for m, act in self.color_actions.items():
+            act.setChecked(m == mode)
+        self._apply_colors()
+
+    def _apply_colors(self) -> None:
+        pic = self.graph_page.picture
+        item = self.view.item
+        if pic is None or item is None:
+            return
+        mode = self.color_mode if self._at_root() else "op"
+        if mode == "precision" and self.plan.rows:
+            colors, legend = precision_colors(pic.graph, [r.precision for r in self.plan.rows])
+            item.set_node_fill(colors)
+            self.view.legend.set_entries("Planned precision", legend)
+        elif mode == "error" and self.diagnosis:
+            errs = node_errors(self.diagnosis.get("layers", []))
+            by_index = {r.index: (errs[r.key].cosine, errs[r.key].nonfinite > 0) for r in self.plan.rows
+                        if r.key in errs}
+            colors, legend = error_colors(pic.graph, by_index)
+            item.set_node_fill(colors)
+            self.view.legend.set_entries(f"Error of {self.diagnosis.get('candidate', '')}", legend)
+        else:
+            if item.node_fill is not None:
+                item.set_node_fill(None)
+            self.view.legend.set_graph(pic.graph)
+        self.view.minimap.update()
+        self._apply_overlay_visibility()
+
+    def set_diagnosis(self, doc: dict | None) -> None:
+        """Show a diagnosis: errors in the table, the graph coloured by them."""
+        self.diagnosis = doc or None
+        self.precision_panel.set_diagnosis(self.diagnosis)
+        if self.diagnosis:
+            self.precision_dock.show()
+            self.precision_dock.raise_()
+            if self.precision_dock.height() < self.height() * 0.3:
+                self.resizeDocks([self.precision_dock], [int(self.height() * 0.35)], Qt.Orientation.Vertical)
+            self.set_color_mode("error")
+        elif self.color_mode == "error":
+            self.set_color_mode("precision" if not self.plan.is_trivial() else "op")
+        self._update_actions()
+
+    def _go_to_key(self, key: str | None, what: str) -> None:
+        row = next((r for r in self.plan.rows if r.key == key), None) if key else None
+        if row is None:
+            self.status_label.setText(f"No {what} in the diagnosis.")
+            return
+        self._show_onnx_node(row.index)
+        self.precision_panel.select_node(row.index)
+        self.status_label.setText(f"{what.capitalize()}: {key}")
+
+    def go_first_nonfinite(self) -> None:
+        self._go_to_key((self.diagnosis or {}).get("first_nonfinite"), "first NaN/Inf")
+
+    def go_worst(self) -> None:
+        self._go_to_key((self.diagnosis or {}).get("worst"), "worst layer")
+
+    def request_fallback(self) -> None:
+        self.run_controller.start_fallback()
+
+    def _plan_dir(self) -> str:
+        return str(self.settings.value("paths/plan_dir", str(self.opened.path.parent if self.opened else Path.home())))
+
+    def save_plan_dialog(self) -> None:
+        if self.opened is None:
+            return
+        start = str(Path(self._plan_dir()) / f"{self.opened.path.stem}.plan.json")
+        path, _ = QFileDialog.getSaveFileName(self, "Save precision plan", start, "Precision plans (*.json)")
+        if path:
+            self.save_plan(Path(path))
+
+    def save_plan(self, path: Path) -> bool:
+        try:
+            self.plan.plan.model_name = self.opened.path.name if self.opened else ""
+            self.plan.plan.save(path)
+        except OSError as exc:
+            self.show_error(errors.TrtlabError(f"Could not save the plan to '{path}': {exc.strerror or exc}.",
+                                               fix="Choose a folder you can write to."))
+            return False
+        self.plan.undo_stack.setClean()
+        self.settings.setValue("paths/plan_dir", str(path.parent))
+        self.status_label.setText(f"Plan saved to {path} (use it with trtlab run/compare/bench --plan)")
+        self._on_plan_changed()
+        return True
+
+    def load_plan_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Load precision plan", self._plan_dir(),
+                                              "Precision plans (*.json);;All files (*)")
+        if path:
+            self.load_plan(Path(path))
+
+    def load_plan(self, path: Path) -> bool:
+        from app.core.precision import PrecisionPlan
+
+        try:
+            plan = PrecisionPlan.load(path)
+        except errors.TrtlabError as exc:
+            self.show_error(exc)
+            return False
+        unknown = plan.unknown_keys(self.plan.graph) if self.plan.graph is not None else []
+        self.plan.load(plan, path.name)
+        self.settings.setValue("paths/plan_dir", str(path.parent))
+        if unknown:
+            self.banner.show_message("Plan loaded with warnings",
+                                     f"{len(unknown)} node(s) in the plan are not in this model (e.g. "
+                                     f"'{unknown[0]}'); they are ignored.",
+                                     "Was the plan made for another model? Ctrl+Z undoes the load.", level="warning")
+        if self.color_mode == "op":
+            self.set_color_mode("precision")
+        self.status_label.setText(f"Loaded plan {path.name}: {self.plan.summary()}")
+        return True
+
+    def save_variant_dialog(self) -> None:
+        if self.opened is None:
+            return
+        start = str(Path(self._plan_dir()) / f"{self.opened.path.stem}.variant.onnx")
+        path, _ = QFileDialog.getSaveFileName(self, "Save variant as ONNX", start, "ONNX models (*.onnx)")
+        if not path:
+            return
+        if not path.lower().endswith(".onnx"):
+            path += ".onnx"
+        params = self.run_panel._common()
+        if params is not None:
+            self.run_controller.save_variant(path, params)
 
     # ----------------------------------------------------------------- export
     def _export_target(self, kind: str) -> Path | None:
@@ -448,8 +707,11 @@ class MainWindow(QMainWindow):
     def _update_actions(self) -> None:
         has = self.opened is not None
         for act in (self.act_reload, self.act_export_png, self.act_export_svg, self.act_close, self.act_find,
-                    self.act_compare, self.act_bench):
+                    self.act_compare, self.act_bench, self.act_diagnose, self.act_save_plan, self.act_load_plan,
+                    self.act_save_variant, *self.precision_actions):
             act.setEnabled(has)
+        self.act_first_bad.setEnabled(bool(self.diagnosis and self.diagnosis.get("first_nonfinite")))
+        self.act_worst.setEnabled(bool(self.diagnosis and self.diagnosis.get("worst")))
 
     # ----------------------------------------------------------------- drag and drop, help, close
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802
@@ -501,5 +763,11 @@ SHORTCUTS_HTML = """
 <tr><td>Double-click</td><td>Open an If/Loop/Scan node's subgraph; <b>Alt+Left</b> goes back</td></tr>
 <tr><td><b>Ctrl+E</b> / <b>Ctrl+Shift+E</b></td><td>Export the graph as PNG / SVG</td></tr>
 <tr><td><b>Ctrl+M</b> / <b>Ctrl+L</b></td><td>Minimap / legend</td></tr>
+<tr><td>Right-click, <b>Alt+1…4</b>, <b>Alt+0</b></td><td>Set the selected nodes to FP32 / FP16 / BF16 / INT8;
+back to the default</td></tr>
+<tr><td><b>Ctrl+Z</b> / <b>Ctrl+Shift+Z</b></td><td>Undo / redo plan edits</td></tr>
+<tr><td><b>Ctrl+Shift+1/2/3</b></td><td>Colour the graph by op type / planned precision / diagnosis error</td></tr>
+<tr><td><b>Ctrl+D</b>, <b>Ctrl+Shift+N</b>, <b>Ctrl+Shift+W</b></td><td>Diagnose layers; go to the first NaN/Inf;
+go to the worst layer</td></tr>
 </table>
 """

@@ -103,23 +103,36 @@ class LegendOverlay(QFrame):
         self.hide()
 
     def set_graph(self, graph: DisplayGraph | None) -> None:
+        """The op-category key for a graph (None: nothing to show)."""
+        if graph is None:
+            self.set_entries("", [])
+            return
+        counts = Counter(graph.categories)
+        order = [c for c in style.CATEGORY_COLORS if c in counts]
+        self.set_entries("", [(c, style.CATEGORY_COLORS[c], counts[c]) for c in order])
+
+    def set_entries(self, title: str, entries: list[tuple[str, QColor, int]]) -> None:
+        """Any colour key: a title (e.g. 'Planned precision') and (label, colour, count) rows."""
         while self._grid.count():
             w = self._grid.takeAt(0).widget()
             if w is not None:
                 w.deleteLater()
-        self.entries = []
-        if graph is None:
+        self.entries = [(label, n) for label, _, n in entries]
+        self.title = title
+        if not entries:
             self.hide()
             return
-        counts = Counter(graph.categories)
-        order = [c for c in style.CATEGORY_COLORS if c in counts]
-        self.entries = [(c, counts[c]) for c in order]
-        for row, (cat, n) in enumerate(self.entries):
+        row0 = 0
+        if title:
+            head = QLabel(f"<b>{title}</b>")
+            self._grid.addWidget(head, 0, 0, 1, 3)
+            row0 = 1
+        for row, (label, color, n) in enumerate(entries, start=row0):
             swatch = QLabel()
             swatch.setFixedSize(12, 12)
-            swatch.setStyleSheet(f"background: {style.CATEGORY_COLORS[cat].name()}; border-radius: 2px;")
+            swatch.setStyleSheet(f"background: {color.name()}; border-radius: 2px;")
             self._grid.addWidget(swatch, row, 0)
-            self._grid.addWidget(QLabel(f"{cat}"), row, 1)
+            self._grid.addWidget(QLabel(label), row, 1)
             count = QLabel(f"{n:,}")
             count.setAlignment(Qt.AlignmentFlag.AlignRight)
             self._grid.addWidget(count, row, 2)

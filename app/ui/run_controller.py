@@ -27,6 +27,7 @@ class RunController(QObject):
         self.running: set[str] = set()
         window.run_panel.compareRequested.connect(self.start_compare)
         window.run_panel.benchRequested.connect(self.start_bench)
+        window.run_panel.diagnoseRequested.connect(self.start_diagnose)
         window.jobs.finished.connect(self._finished)
         self._availability_loaded = False
 
@@ -50,19 +51,45 @@ class RunController(QObject):
             self.w.run_panel.message.setText(f"{exc.message} {exc.fix}".strip())
             self.w.summary_dock.raise_()
             return None
-        return {**params, "model": str(opened.path), "shapes": {k: list(v) for k, v in shapes.items()}}
+        full = {**params, "model": str(opened.path), "shapes": {k: list(v) for k, v in shapes.items()}}
+        targets = [*full.get("candidates", []), full.get("candidate", ""), *full.get("targets", []),
+                   full.get("target", "")]
+        if any(str(t).endswith(":plan") for t in targets):
+            if self.w.plan.is_trivial():
+                # An all-FP32 plan is the model itself: say so in the results rather than "B:plan".
+                full = _rename_targets(full, lambda t: t.replace(":plan", ":fp32"))
+            else:
+                full["plan"] = self.w.plan.plan.to_json()
+        return full
+
+    def _start(self, kind: str, func: str, params: dict, title: str) -> str:
+        job = self.w.jobs.start(JobSpec(func=func, params=params, title=title))
+        self.kinds[job] = kind
+        self.running.add(job)
+        self.w.show_jobs()
+        self.w.status_label.setText(f"Started: {title}")
+        return job
+
+    def start_diagnose(self, params: dict) -> str | None:
+        full = self._base_params(params)
+        if full is None:
+            return None
+        return self._start("diagnose", "app.backends.tasks:diagnose_task", full,
+                           f"Diagnose {full['candidate']} against {full['reference']}")
+
+    def save_variant(self, out: str, params: dict) -> str | None:
+        """Build the plan's variant (or take it from the cache) and save it as `out`."""
+        full = self._base_params({**params, "target": "ort-cpu:plan", "out": out})
+        if full is None:
+            return None
+        return self._start("variant", "app.backends.tasks:variant_task", full, f"Save variant as {out}")
 
     def start_compare(self, params: dict) -> str | None:
         full = self._base_params(params)
         if full is None:
             return None
         title = f"Compare {', '.join(full['candidates'])} with {full['reference']}"
-        job = self.w.jobs.start(JobSpec(func="app.backends.tasks:compare_task", params=full, title=title))
-        self.kinds[job] = "compare"
-        self.running.add(job)
-        self.w.show_jobs()
-        self.w.status_label.setText(f"Started: {title}")
-        return job
+        return self._start("compare", "app.backends.tasks:compare_task", full, title)
 
     def start_bench(self, params: dict) -> None:
         full = self._base_params(params)
@@ -97,6 +124,13 @@ class RunController(QObject):
         status = getattr(result, "status", "failed")
         if status == "done":
             data = result.data or {}
+            if kind == "diagnose":
+                self.w.set_diagnosis(data)
+                self.w.status_label.setText(f"Diagnosis of {data.get('candidate', '')} finished.")
+                return
+            if kind == "variant":
+                self.w.status_label.setText(f"Variant saved to {data.get('out', '')}.")
+                return
             if kind == "compare":
                 self.w.results_view.set_compare(data)
                 self.w.status_label.setText("Comparison finished.")
@@ -116,3 +150,14 @@ class RunController(QObject):
                                        f"Exit: {reason}. The Jobs panel has its log." if reason else
                                        "The Jobs panel has its log.")
             self.w.show_jobs()
+
+
+def _rename_targets(params: dict, fn: object) -> dict:
+    out = dict(params)
+    for key in ("candidates", "targets"):
+        if key in out:
+            out[key] = [fn(t) for t in out[key]]  # type: ignore[operator]
+    for key in ("candidate", "target"):
+        if key in out:
+            out[key] = fn(out[key])  # type: ignore[operator]
+    return out

@@ -25,11 +25,16 @@ SOURCES = [("random", "Random data (seeded)"), ("npz", "A .npz / .npy file"), ("
            ("images", "A folder of images")]
 
 
+CANDIDATE_PRECISIONS = (("plan", "the precision plan"), ("fp32", "FP32"), ("fp16", "FP16 everywhere"),
+                        ("bf16", "BF16 everywhere"), ("int8", "INT8 everywhere"))
+
+
 class RunPanel(QWidget):
     """Emits `compareRequested(params)` / `benchRequested(params)` with JSON-safe job parameters (model added later)."""
 
     compareRequested = Signal(dict)
     benchRequested = Signal(dict)
+    diagnoseRequested = Signal(dict)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -39,7 +44,7 @@ class RunPanel(QWidget):
         self.checks: dict[str, QCheckBox] = {}
         self.reasons: dict[str, QLabel] = {}
         for name in BACKEND_NAMES:
-            cb = QCheckBox(f"{name}:fp32")
+            cb = QCheckBox(f"{name}:plan")
             self.checks[name] = cb
             bl.addWidget(cb)
             why = QLabel()
@@ -49,6 +54,13 @@ class RunPanel(QWidget):
             self.reasons[name] = why
             bl.addWidget(why)
         form = QFormLayout()
+        self.precision = QComboBox()
+        for key, text in CANDIDATE_PRECISIONS:
+            self.precision.addItem(text, key)
+        self.precision.setToolTip("What the checked backends run: the precision plan (Precision panel) or one "
+                                  "precision for every node")
+        self.precision.currentIndexChanged.connect(self._relabel)
+        form.addRow("Candidates run", self.precision)
         self.reference = QComboBox()
         form.addRow("Reference", self.reference)
         self.tf32 = QCheckBox("Allow TF32 on CUDA (faster, not strict FP32)")
@@ -96,6 +108,19 @@ class RunPanel(QWidget):
         self.source.currentIndexChanged.connect(self._source_changed)
         col.addWidget(data)
 
+        calib = QGroupBox("INT8 calibration")
+        cf = QFormLayout(calib)
+        self.calib_method = QComboBox()
+        self.calib_method.addItems(["minmax", "entropy", "percentile"])
+        self.calib_method.setToolTip("How activation ranges are chosen from the calibration data")
+        cf.addRow("Method", self.calib_method)
+        self.calib_samples = QSpinBox()
+        self.calib_samples.setRange(1, 512)
+        self.calib_samples.setValue(16)
+        self.calib_samples.setToolTip("Samples of the input data above used to calibrate INT8 nodes")
+        cf.addRow("Samples", self.calib_samples)
+        col.addWidget(calib)
+
         tol = QGroupBox("Pass when")
         tf = QFormLayout(tol)
         self.min_cos = QDoubleSpinBox()
@@ -116,8 +141,13 @@ class RunPanel(QWidget):
         self.bench_button = QPushButton("Benchmark")
         self.bench_button.setToolTip("Measure the latency of the reference and each checked backend (Ctrl+B)")
         self.bench_button.clicked.connect(self._bench)
+        self.diagnose_button = QPushButton("Diagnose")
+        self.diagnose_button.setToolTip("Measure every layer's error of the first checked backend against the "
+                                        "reference, shown in the Precision panel and on the graph (Ctrl+D)")
+        self.diagnose_button.clicked.connect(self._diagnose)
         buttons.addWidget(self.compare_button)
         buttons.addWidget(self.bench_button)
+        buttons.addWidget(self.diagnose_button)
         col.addLayout(buttons)
         self.message = QLabel()
         self.message.setWordWrap(True)
@@ -178,7 +208,13 @@ class RunPanel(QWidget):
         return src
 
     def candidates(self) -> list[str]:
-        return [f"{n}:fp32" for n, cb in self.checks.items() if cb.isChecked()]
+        p = self.precision.currentData()
+        return [f"{n}:{p}" for n, cb in self.checks.items() if cb.isChecked()]
+
+    def _relabel(self) -> None:
+        p = self.precision.currentData()
+        for name, cb in self.checks.items():
+            cb.setText(f"{name}:{p}")
 
     def _common(self) -> dict | None:
         try:
@@ -187,7 +223,8 @@ class RunPanel(QWidget):
             self.message.setText(str(exc))
             return None
         self.message.setText("")
-        return {"inputs": src, "samples": self.samples.value(), "options": {"tf32": self.tf32.isChecked()}}
+        return {"inputs": src, "samples": self.samples.value(), "options": {"tf32": self.tf32.isChecked()},
+                "calib_method": self.calib_method.currentText(), "calib_samples": self.calib_samples.value()}
 
     def _compare(self) -> None:
         params = self._common()
@@ -200,6 +237,17 @@ class RunPanel(QWidget):
         params.update({"reference": self.reference.currentText(), "candidates": cands,
                        "tolerances": [f"cos:{self.min_cos.value()}"]})
         self.compareRequested.emit(params)
+
+    def _diagnose(self) -> None:
+        params = self._common()
+        if params is None:
+            return
+        cands = self.candidates()
+        if not cands:
+            self.message.setText("Check the backend to diagnose.")
+            return
+        params.update({"reference": self.reference.currentText(), "candidate": cands[0], "samples": 1})
+        self.diagnoseRequested.emit(params)
 
     def _bench(self) -> None:
         params = self._common()

@@ -1,0 +1,130 @@
+"""The precision plan being edited: undoable edits, the resolved rows, and the graph's colours for them.
+
+Every edit goes through a QUndoCommand on one QUndoStack, so Edit ▸ Undo/Redo (Ctrl+Z / Ctrl+Shift+Z)
+works for node overrides, op-type rules, the default precision and loading a plan alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import onnx
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QColor, QUndoCommand, QUndoStack
+
+from app.core.precision import PlannedNode, PrecisionPlan
+from app.core.shapes import ShapeResult
+
+PRECISION_COLORS = {
+    "fp32": QColor("#8d99ae"),
+    "fp16": QColor("#2a9d8f"),
+    "bf16": QColor("#7b61c9"),
+    "int8": QColor("#e76f51"),
+    "fixed": QColor("#d9dce1"),
+}
+PRECISION_LABELS = {"fp32": "FP32", "fp16": "FP16", "bf16": "BF16", "int8": "INT8", "fixed": "fixed (cannot change)"}
+
+
+class _PlanEdit(QUndoCommand):
+    """One edit, stored as the whole plan before and after: plans are small, and this cannot drift."""
+
+    def __init__(self, ctl: PlanController, text: str, after: PrecisionPlan) -> None:
+        super().__init__(text)
+        self.ctl = ctl
+        self.before = ctl.plan.to_json()
+        self.after = after.to_json()
+
+    def redo(self) -> None:
+        self.ctl._replace(PrecisionPlan.from_json(self.after))
+
+    def undo(self) -> None:
+        self.ctl._replace(PrecisionPlan.from_json(self.before))
+
+
+class PlanController(QObject):
+    changed = Signal()
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.plan = PrecisionPlan()
+        self.undo_stack = QUndoStack(self)
+        self.graph: onnx.GraphProto | None = None
+        self.shapes: ShapeResult | None = None
+        self.rows: list[PlannedNode] = []
+        self.undo_stack.cleanChanged.connect(self.changed)
+
+    @property
+    def dirty(self) -> bool:
+        """Edited since the plan was opened or last saved."""
+        return not self.undo_stack.isClean()
+
+    # ----------------------------------------------------------------- model
+    def set_model(self, graph: onnx.GraphProto | None, shapes: ShapeResult | None, model_name: str = "",
+                  keep_plan: bool = False) -> None:
+        """A new model (or the same one reloaded, with `keep_plan`): the plan's keys survive a reload."""
+        self.graph, self.shapes = graph, shapes
+        if not keep_plan:
+            self.plan = PrecisionPlan(model_name=model_name)
+            self.undo_stack.clear()
+        self._resolve()
+
+    def _resolve(self) -> None:
+        self.rows = self.plan.resolve(self.graph, self.shapes) if self.graph is not None else []
+        self.changed.emit()
+
+    def _replace(self, plan: PrecisionPlan) -> None:
+        self.plan = plan
+        self._resolve()
+
+    def _edit(self, text: str, mutate: object) -> None:
+        after = PrecisionPlan.from_json(self.plan.to_json())
+        mutate(after)  # type: ignore[operator]
+        if after.to_json() != self.plan.to_json():
+            self.undo_stack.push(_PlanEdit(self, text, after))
+
+    # ----------------------------------------------------------------- edits
+    def set_nodes(self, keys: Iterable[str], precision: str | None) -> None:
+        keys = [k for k in keys if k]
+        if not keys:
+            return
+        what = f"{len(keys)} nodes" if len(keys) > 1 else keys[0]
+        text = f"Set {what} to {precision.upper()}" if precision else f"{what}: use the default"
+        self._edit(text, lambda p: p.set_nodes(keys, precision))
+
+    def set_op_rule(self, op_type: str, precision: str | None) -> None:
+        text = f"All {op_type} nodes: {precision.upper()}" if precision else f"All {op_type} nodes: no rule"
+        self._edit(text, lambda p: p.set_op_rule(op_type, precision))
+
+    def set_default(self, precision: str) -> None:
+        self._edit(f"Default precision {precision.upper()}", lambda p: setattr(p, "default", precision))
+
+    def load(self, plan: PrecisionPlan, name: str = "plan") -> None:
+        self._edit(f"Load {name}", lambda p: (setattr(p, "default", plan.default),
+                                              p.op_rules.clear(), p.op_rules.update(plan.op_rules),
+                                              p.overrides.clear(), p.overrides.update(plan.overrides)))
+
+    def clear_overrides(self) -> None:
+        self._edit("Clear overrides and rules", lambda p: (p.overrides.clear(), p.op_rules.clear()))
+
+    # ----------------------------------------------------------------- queries
+    def key_of(self, onnx_index: int) -> str | None:
+        return self.rows[onnx_index].key if 0 <= onnx_index < len(self.rows) else None
+
+    def precision_of(self, onnx_index: int) -> str | None:
+        return self.rows[onnx_index].precision if 0 <= onnx_index < len(self.rows) else None
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.rows:
+            out[r.precision] = out.get(r.precision, 0) + 1
+        return out
+
+    def is_trivial(self) -> bool:
+        """True when every changeable node is planned FP32 (the plan changes nothing)."""
+        return all(r.precision in ("fp32", "fixed") for r in self.rows)
+
+    def summary(self) -> str:
+        counts = self.counts()
+        parts = [f"{counts[p]:,} {PRECISION_LABELS[p].split()[0]}" for p in ("fp32", "fp16", "bf16", "int8", "fixed")
+                 if counts.get(p)]
+        return " · ".join(parts) or "no model"
