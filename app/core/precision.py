@@ -59,6 +59,8 @@ def fixed_reason(node: onnx.NodeProto, shapes: ShapeResult | None) -> str | None
         return "existing quantization node (its precision is set by its own scales)"
     if node.domain not in ("", "ai.onnx"):
         return f"custom-domain op ({node.domain}): its kernels decide its types"
+    if node.op_type == "Constant":
+        return "constant: its values are stored in the precision of the nodes that read them"
     if node.op_type in ("Shape", "Size", "NonZero", "ArgMax", "ArgMin"):
         return "produces integers (shape or index path)"
     if shapes is None:

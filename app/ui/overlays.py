@@ -136,5 +136,9 @@ class LegendOverlay(QFrame):
             count = QLabel(f"{n:,}")
             count.setAlignment(Qt.AlignmentFlag.AlignRight)
             self._grid.addWidget(count, row, 2)
+        for i in range(self._grid.count()):
+            # New children of a visible frame are shown only later (queued): show them now, so the
+            # size computed next counts them.
+            self._grid.itemAt(i).widget().show()
         self.adjustSize()
         self.setVisible(self.property("wanted") is not False)
