@@ -175,3 +175,24 @@ def opened_paths(monkeypatch: pytest.MonkeyPatch) -> set[Path]:
     monkeypatch.setattr(os, "open", spy_os_open)
     monkeypatch.setattr(pathlib.Path, "open", spy_path_open)
     return seen
+
+
+def weight_overflow_model(path: Path) -> Path:
+    """Two MatMuls; the second has weights beyond FP16's range, so FP16 clamps them: keeping it FP32 is the fix."""
+    rng = np.random.default_rng(0)
+    w1 = rng.standard_normal((16, 16)).astype(np.float32)
+    w2 = rng.standard_normal((16, 16)).astype(np.float32)
+    w2[3, 5], w2[7, 1] = 2e5, -3e5
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"),
+         helper.make_node("Relu", ["h"], ["r"], name="relu"),
+         helper.make_node("MatMul", ["r", "w2"], ["z"], name="mm2"),
+         helper.make_node("Mul", ["z", "s"], ["y"], name="scale")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])],
+        initializer=[numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2"),
+                     numpy_helper.from_array(np.array([1e-3], np.float32), "s")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 10
+    onnx.save(m, str(path))
+    return path

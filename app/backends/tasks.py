@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -211,19 +212,20 @@ def bench_task(params: dict, ctx: object) -> dict:
     return doc
 
 
-def diagnose_task(params: dict, ctx: object) -> dict:
-    """`trtlab diagnose`: every float intermediate tensor of the reference and the candidate, compared."""
+def layer_errors(prep: _Prepared, reference: Target, candidate: Target, params: dict, ctx: object | None,
+                 span: tuple[float, float] = (0.0, 1.0)) -> tuple[list, str | None, dict]:
+    """Every float intermediate tensor of the reference and the candidate on the first sample, compared.
+
+    Returns the rows (node order), the first node turning NaN/Inf, and facts about the run."""
     from pathlib import Path
 
     from app.core.diagnose import diagnose_outputs, expose_all
     from app.core.fileio import atomic_write_bytes
 
-    reference = Target.parse(params.get("reference") or "ort-cpu:fp32")
-    candidate = Target.parse(params["candidate"])
-    prep = prepare_samples({**params, "samples": 1}, ctx)
+    lo, hi = span
     feeds = prep.samples[0]
     folder = Path(getattr(ctx, "workdir", None) or Path(prep.model_path).parent)
-    _progress(ctx, 0.1, "Exposing intermediate tensors…")
+    _progress(ctx, lo, "Exposing intermediate tensors…")
     ref_model = onnx.load(prep.model_path)
     cand_path, notes = variant_path(prep.model_path, candidate, ctx, params)
     cand_model = onnx.load(cand_path)
@@ -236,20 +238,135 @@ def diagnose_task(params: dict, ctx: object) -> dict:
         paths.append(str(path))
     outs = []
     for k, (target, path) in enumerate(((reference, paths[0]), (candidate, paths[1]))):
-        _progress(ctx, 0.2 + 0.35 * k, f"Running {target.name} with {len(names):,} tensors exposed…")
+        _progress(ctx, lo + (hi - lo) * (0.1 + 0.4 * k), f"Running {target.name} with {len(names):,} tensors "
+                  "exposed…")
         session = get_backend(target.backend).prepare(path, params.get("options") or {})
         try:
             outs.append(session.run(feeds))
         finally:
             session.close()
-    _progress(ctx, 0.9, "Measuring each tensor…")
+    _progress(ctx, lo + (hi - lo) * 0.9, "Measuring each tensor…")
     rows, first = diagnose_outputs(ref_model, outs[0], outs[1])
+    return rows, first, {"notes": notes, "tensors_missing_in_candidate": len(names) - len(cand_names)}
+
+
+def diagnose_task(params: dict, ctx: object) -> dict:
+    """`trtlab diagnose`: every float intermediate tensor of the reference and the candidate, compared."""
+    reference = Target.parse(params.get("reference") or "ort-cpu:fp32")
+    candidate = Target.parse(params["candidate"])
+    prep = prepare_samples({**params, "samples": 1}, ctx)
+    rows, first, facts = layer_errors(prep, reference, candidate, params, ctx)
     finite = [r for r in rows if r.cosine is not None]
     worst = min(finite, key=lambda r: r.cosine) if finite else None
     return {"candidate": candidate.name, "reference": reference.name, "first_nonfinite": first,
             "worst": worst.node if worst else None, "layers": [r.to_json() for r in rows],
-            "tensors_compared": len(rows), "tensors_missing_in_candidate": len(names) - len(cand_names),
-            "inputs": prep.source_text, "random_data": prep.random_data, "notes": notes}
+            "tensors_compared": len(rows), "tensors_missing_in_candidate": facts["tensors_missing_in_candidate"],
+            "inputs": prep.source_text, "random_data": prep.random_data, "notes": facts["notes"]}
+
+
+def fallback_task(params: dict, ctx: object) -> dict:
+    """`trtlab fallback`: a small set of nodes to keep in FP32 (or unquantized) so the candidate meets a target.
+
+    Ranks the plan's changeable nodes by a per-layer diagnosis, then searches (app.core.fallback); each
+    evaluation builds the variant with some nodes kept FP32, runs it on every sample on the candidate's
+    backend and compares it with the reference's outputs."""
+    import shutil
+    import time
+
+    from app.core.compare import Tolerance, compare_samples
+    from app.core.fallback import rank_candidates, search, with_high_precision
+    from app.core.variants import build_variant
+
+    t0 = time.monotonic()
+    reference = Target.parse(params.get("reference") or "ort-cpu:fp32")
+    candidate = Target.parse(params["candidate"])
+    target = Tolerance.parse(str(params["target"]))
+    plan = target_plan(candidate, params)
+    model_path = str(params["model"])
+    graph = onnx.load(model_path, load_external_data=False).graph
+    plannable = {r.key for r in plan.resolve(graph) if r.precision not in ("fp32", "fixed")}
+    if not plannable:
+        raise PrecisionNotAvailable(f"{candidate.name}: every node is already FP32, so there is nothing to fall "
+                                    "back from.", fix="Give a candidate such as ort-cpu:fp16 or a plan with "
+                                                      "FP16/BF16/INT8 nodes.")
+    budget = float(params["budget_s"]) if params.get("budget_s") else None
+    prep = prepare_samples(params, ctx)
+    ref_out, ref_notes = run_outputs(reference, prep, params, ctx, (0.0, 0.05))
+    # Diagnose on the sample the candidate gets most wrong: a sample where nothing breaks ranks by noise.
+    cand_out, _ = run_outputs(candidate, prep, params, ctx, (0.05, 0.1))
+    worst = _worst_sample(ref_out, cand_out)
+    diag_prep = _Prepared(prep.model_path, [prep.samples[worst]], prep.source_text, prep.random_data, prep.shapes)
+    rows, first, facts = layer_errors(diag_prep, reference, candidate, params, ctx, (0.1, 0.2))
+    ranked = _overflowing_first(rank_candidates(rows, plannable, graph=graph), graph, model_path, candidate, params)
+    options = params.get("options") or {}
+    folder = Path(getattr(ctx, "workdir", None) or Path(model_path).parent) / "fallback-variants"
+    calib = _calibration({**params, "model": model_path}, ctx)
+    calib_method = str(params.get("calib_method") or "minmax")
+
+    def evaluate(keep: frozenset[str]):
+        variant = build_variant(model_path, with_high_precision(plan, keep), calib=calib, calib_method=calib_method,
+                                cancelled=ctx.cancelled, workdir=getattr(ctx, "workdir", None), cache_dir=folder)
+        session = get_backend(candidate.backend).prepare(variant.path, options)
+        try:
+            outs = [session.run(feeds) for feeds in prep.samples]
+        finally:
+            session.close()
+            if not variant.identity:
+                shutil.rmtree(folder, ignore_errors=True)  # one evaluation's variant at a time on disk
+        return compare_samples(ref_out, outs, candidate.name, [target])
+
+    remaining = None if budget is None else max(0.0, budget - (time.monotonic() - t0))
+    result = search(ranked, evaluate, target, budget_s=remaining, cancelled=ctx.cancelled,
+                    progress=lambda f, m: ctx.progress(None if f is None else 0.2 + 0.8 * f, m))
+    result.seconds = time.monotonic() - t0
+    if result.stopped == "cancelled":
+        ctx.check_cancelled()
+    final = with_high_precision(plan, result.keep)
+    doc = {"candidate": candidate.name, "reference": reference.name, **result.to_json(),
+           "plan": final.to_json(), "first_nonfinite": first, "ranked": ranked[:50], "samples": len(prep.samples),
+           "inputs": prep.source_text, "random_data": prep.random_data,
+           "notes": {reference.name: ref_notes, candidate.name: facts["notes"]}}
+    doc["target"] = str(target)
+    return doc
+
+
+def _worst_sample(ref: list[dict[str, np.ndarray]], cand: list[dict[str, np.ndarray]]) -> int:
+    """The sample whose lowest output cosine (NaN/Inf counting as the worst) is lowest."""
+    from app.core.diagnose import tensor_error
+
+    def score(k: int) -> float:
+        worst = 1.0
+        for name, r in ref[k].items():
+            c = cand[k].get(name)
+            if c is None:
+                continue
+            if np.isfinite(r).all() and not np.isfinite(c).all():
+                return -2.0
+            cos = tensor_error(r, c)[1]
+            worst = min(worst, -1.0 if cos is None else cos)
+        return worst
+
+    return min(range(len(ref)), key=score)
+
+
+def _overflowing_first(ranked: list[str], graph: onnx.GraphProto, model_path: str, candidate: Target,
+                       params: dict) -> list[str]:
+    """Nodes reading weights that overflow the half type are the likeliest culprits: they go first."""
+    from app.core.precision import PlanError, node_keys
+    from app.core.variants import build_variant
+
+    if candidate.precision not in ("fp16", "bf16", "plan"):
+        return ranked
+    try:  # the candidate's variant is in the cache by now; INT8 plans (no calibration here) have no half weights
+        report = build_variant(model_path, target_plan(candidate, params), cache_dir=params.get("cache_dir")).report
+    except PlanError:
+        return ranked
+    overflow = set((report.get("half") or {}).get("overflow") or {})
+    if not overflow:
+        return ranked
+    readers = [k for k, n in zip(node_keys(graph), graph.node, strict=True) if overflow & set(n.input)]
+    front = [k for k in readers if k in ranked]
+    return front + [k for k in ranked if k not in front]
 
 
 def plan_summary(plan: PrecisionPlan) -> str:

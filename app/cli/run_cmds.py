@@ -60,6 +60,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("diagnose", help="per-layer error of a candidate against the FP32 reference")
     add_common(p, precision=False)
     p.add_argument("--candidate", required=True, metavar="B:P")
+    p = sub.add_parser("fallback", help="find a few nodes to keep in high precision so a candidate meets a target")
+    add_common(p, precision=False)
+    p.add_argument("--candidate", required=True, metavar="B:P")
+    p.add_argument("--reference", default="ort-cpu:fp32", metavar="B[:P]")
+    p.add_argument("--target", required=True, metavar="METRIC:VALUE", help="e.g. cos:0.999 or max_abs:0.01")
+    p.add_argument("--samples", type=int, default=1, metavar="N", help="samples every evaluation runs (default 1)")
+    p.add_argument("--budget", default=None, metavar="Ts", help="stop searching after this long, e.g. 120s")
+    p.add_argument("-o", "--out", metavar="PLAN.json", help="save the resulting precision plan here")
     p = sub.add_parser("variant", help="write the variant ONNX graph for a precision or a plan")
     add_common(p, inputs=False)
     p.add_argument("-o", "--out", required=True, metavar="OUT.onnx", help="where to save the variant")
@@ -253,6 +261,61 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     doc = _run_job("app.backends.tasks:diagnose_task", params, f"Diagnose {cand.name}")
     _emit(args, doc, _format_diagnose(doc))
     return EXIT_OK
+
+
+def _seconds(text: str | None, flag: str) -> float | None:
+    if not text:
+        return None
+    try:
+        value = float(text.lower().removesuffix("s"))
+    except ValueError as exc:
+        raise CliInputError(f"{flag} '{text}' is not a time.", fix=f"Write e.g. {flag} 120s") from exc
+    if value <= 0:
+        raise CliInputError(f"{flag} must be positive.", fix=f"Write e.g. {flag} 120s")
+    return value
+
+
+def cmd_fallback(args: argparse.Namespace) -> int:
+    from app.core.compare import Tolerance
+
+    ref, cand = Target.parse(args.reference), Target.parse(args.candidate)
+    _check_available(ref, cand)
+    Tolerance.parse(args.target)
+    if args.out and not args.out.lower().endswith(".json"):
+        raise CliInputError(f"-o '{args.out}' does not end in .json.", fix="Give a path such as model.plan.json.")
+    params = {"model": args.model, "reference": ref.name, "candidate": cand.name, "target": args.target,
+              "budget_s": _seconds(args.budget, "--budget"), "shapes": _shapes(args), "inputs": input_source(args),
+              "samples": args.samples, "options": _options(args), **_variant_params(args, [ref, cand])}
+    doc = _run_job("app.backends.tasks:fallback_task", params, f"Fallback search for {cand.name}")
+    if args.out:
+        from app.core.precision import PrecisionPlan
+
+        plan = PrecisionPlan.from_json(doc["plan"])
+        plan.model_name = Path(args.model).name
+        try:
+            plan.save(args.out)
+        except OSError as exc:
+            raise CliInputError(f"Cannot write the plan '{args.out}': {exc.strerror or exc}.",
+                                fix="Give -o a path in a folder you can write to.") from exc
+        doc["plan_file"] = str(Path(args.out).resolve())
+    _emit(args, doc, _format_fallback(doc))
+    return EXIT_OK if doc["met"] else EXIT_NOT_MET
+
+
+def _format_fallback(doc: dict) -> str:
+    metric = doc["target"].split(":")[0]
+    b, a = doc["before"].get(metric), doc["after"].get(metric)
+    lines = [f"{doc['candidate']} against {doc['reference']}, target {doc['target']}: "
+             f"{'MET' if doc['met'] else 'NOT MET'}"
+             + (f" (stopped: {doc['stopped']})" if doc.get("stopped") else ""),
+             f"  {metric}: {_num(b, '.6g')} → {_num(a, '.6g')} keeping {len(doc['keep_high_precision'])} node(s) in "
+             f"high precision; {doc['evaluations']} evaluations in {doc['seconds']:.1f} s"]
+    lines += [f"    {k}" for k in doc["keep_high_precision"]]
+    if doc.get("random_data"):
+        lines.append("NOTE: measured on random inputs; real data may need a different set.")
+    if doc.get("plan_file"):
+        lines.append(f"Plan saved to {doc['plan_file']} (use it with --plan)")
+    return "\n".join(lines)
 
 
 def cmd_variant(args: argparse.Namespace) -> int:

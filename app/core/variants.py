@@ -22,7 +22,7 @@ from app.core.fileio import atomic_write_bytes, atomic_write_text
 from app.core.precision import PlanError, PrecisionPlan
 
 # Bump when a transform changes what it writes: older cached variants are then rebuilt.
-TRANSFORM_VERSION = 3
+TRANSFORM_VERSION = 4
 _MAX_PROTO = 1_800_000_000  # protobuf refuses to serialize ≥ 2 GiB; larger variants keep weights outside
 
 Progress = Callable[[float | None, str], None]
@@ -129,10 +129,11 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
         model, int8_report = to_int8(model, plan, samples, calib_method, random_calibration=random_calib,
                                      progress=progress, cancelled=cancelled, workdir=workdir)
         report["int8"] = int8_report.to_json()
-        notes.append(f"int8: {len(int8_report.quantized_nodes)} nodes quantized (Q/DQ, {calib_method} calibration "
-                     f"on {len(samples)} samples)")
+        notes.append(f"int8: {len(int8_report.quantized_nodes)} nodes quantized (Q/DQ on their inputs, {calib_method} "
+                     f"calibration on {len(samples)} samples)")
         if int8_report.skipped:
-            notes.append(f"int8: {len(int8_report.skipped)} planned nodes left unquantized (not quantizable)")
+            notes.append(f"int8: {len(int8_report.skipped)} other planned nodes get no Q/DQ of their own (activations, "
+                         "normalisations, reshapes: they run between the quantized layers in float)")
         if random_calib:
             notes.append("INT8 CALIBRATED ON RANDOM DATA: the scales do not reflect real inputs, so errors and "
                          "accuracy measured on this variant say little about real use")

@@ -237,6 +237,8 @@ class MainWindow(QMainWindow):
         self.act_save_plan = self._action(pm, "&Save Plan…", self.save_plan_dialog, "Ctrl+Shift+S")
         self.act_load_plan = self._action(pm, "&Load Plan…", self.load_plan_dialog, "Ctrl+Shift+O")
         self.act_save_variant = self._action(pm, "Save &Variant as ONNX…", self.save_variant_dialog)
+        self.act_fallback = self._action(pm, "&Find Fallback…", self.request_fallback, "Ctrl+Shift+F",
+                                         tip="Find a few nodes to keep in FP32 so the candidate meets the target")
         pm.addSeparator()
         pm.addAction(self.precision_dock.toggleViewAction())
         r = mb.addMenu("&Run")
@@ -274,6 +276,7 @@ class MainWindow(QMainWindow):
         self.precision_panel.save_button.clicked.connect(self.save_plan_dialog)
         self.precision_panel.load_button.clicked.connect(self.load_plan_dialog)
         self.precision_panel.fallbackRequested.connect(self.request_fallback)
+        self.precision_panel.applyFallback.connect(self.apply_fallback)
 
     # ----------------------------------------------------------------- opening
     def open_dialog(self) -> None:
@@ -566,6 +569,19 @@ class MainWindow(QMainWindow):
     def request_fallback(self) -> None:
         self.run_controller.start_fallback()
 
+    def apply_fallback(self, doc: dict) -> None:
+        """Make a fallback result the plan (one undo step)."""
+        from app.core.precision import PrecisionPlan
+
+        if not doc.get("plan"):
+            return
+        self.plan.load(PrecisionPlan.from_json(doc["plan"]), "fallback result")
+        if self.color_mode == "op":
+            self.set_color_mode("precision")
+        n = len(doc.get("keep_high_precision", []))
+        self.status_label.setText(f"Plan updated: {n} node{'s' if n != 1 else ''} kept in FP32 (Ctrl+Z undoes). "
+                                  "Run ▸ Compare checks it.")
+
     def _plan_dir(self) -> str:
         return str(self.settings.value("paths/plan_dir", str(self.opened.path.parent if self.opened else Path.home())))
 
@@ -708,7 +724,7 @@ class MainWindow(QMainWindow):
         has = self.opened is not None
         for act in (self.act_reload, self.act_export_png, self.act_export_svg, self.act_close, self.act_find,
                     self.act_compare, self.act_bench, self.act_diagnose, self.act_save_plan, self.act_load_plan,
-                    self.act_save_variant, *self.precision_actions):
+                    self.act_save_variant, self.act_fallback, *self.precision_actions):
             act.setEnabled(has)
         self.act_first_bad.setEnabled(bool(self.diagnosis and self.diagnosis.get("first_nonfinite")))
         self.act_worst.setEnabled(bool(self.diagnosis and self.diagnosis.get("worst")))
@@ -769,5 +785,6 @@ back to the default</td></tr>
 <tr><td><b>Ctrl+Shift+1/2/3</b></td><td>Colour the graph by op type / planned precision / diagnosis error</td></tr>
 <tr><td><b>Ctrl+D</b>, <b>Ctrl+Shift+N</b>, <b>Ctrl+Shift+W</b></td><td>Diagnose layers; go to the first NaN/Inf;
 go to the worst layer</td></tr>
+<tr><td><b>Ctrl+Shift+F</b></td><td>Find a fallback: nodes to keep in FP32 so the target is met</td></tr>
 </table>
 """

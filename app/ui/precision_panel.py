@@ -182,6 +182,7 @@ class PrecisionPanel(QWidget):
     goFirstNonfinite = Signal()
     goWorst = Signal()
     fallbackRequested = Signal()
+    applyFallback = Signal(dict)
 
     def __init__(self, ctl: PlanController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -238,6 +239,17 @@ class PrecisionPanel(QWidget):
         for b in (self.first_button, self.worst_button, self.fallback_button):
             diag.addWidget(b)
         col.addLayout(diag)
+        fb = QHBoxLayout()
+        self.fallback_label = QLabel()
+        self.fallback_label.setWordWrap(True)
+        self.apply_button = QPushButton("Apply to plan")
+        self.apply_button.setToolTip("Keep these nodes in FP32 in the plan (Ctrl+Z undoes)")
+        self.apply_button.clicked.connect(lambda: self.applyFallback.emit(self.fallback or {}))
+        fb.addWidget(self.fallback_label, 1)
+        fb.addWidget(self.apply_button)
+        col.addLayout(fb)
+        self.fallback: dict | None = None
+        self.show_fallback(None)
         self.first_button.setEnabled(False)
         self.worst_button.setEnabled(False)
 
@@ -310,6 +322,27 @@ class PrecisionPanel(QWidget):
         if idx.isValid():
             self.table.selectRow(idx.row())
             self.table.scrollTo(idx, QAbstractItemView.ScrollHint.PositionAtCenter)
+
+    def show_fallback(self, doc: dict | None) -> None:
+        """A fallback search's result, with the button that applies it."""
+        self.fallback = doc
+        self.fallback_label.setVisible(doc is not None)
+        self.apply_button.setVisible(bool(doc and doc.get("keep_high_precision")))
+        if doc is None:
+            return
+        metric = doc["target"].split(":")[0]
+        before, after = doc["before"].get(metric), doc["after"].get(metric)
+        keep = doc["keep_high_precision"]
+        fmt = (lambda v: "—" if v is None else f"{v:.6g}")
+        verdict = ("<span style='color:#2b8a3e'><b>target met</b></span>" if doc["met"] else
+                   f"<span style='color:#b3261e'><b>target not met</b></span>"
+                   f"{' (' + doc['stopped'] + ')' if doc.get('stopped') else ''}")
+        names = ", ".join(keep[:6]) + (f" and {len(keep) - 6} more" if len(keep) > 6 else "")
+        self.fallback_label.setText(
+            f"Fallback for <b>{doc['candidate']}</b>, {doc['target']}: {verdict} — keep {len(keep)} node"
+            f"{'s' if len(keep) != 1 else ''} in FP32{': ' + names if keep else ''}. {metric} {fmt(before)} → "
+            f"{fmt(after)}; {doc['evaluations']} evaluations in {doc['seconds']:.1f} s"
+            + (" · <span style='color:#b3261e'>random inputs</span>" if doc.get("random_data") else ""))
 
     # ----------------------------------------------------------------- diagnosis
     def set_diagnosis(self, doc: dict | None) -> None:

@@ -77,6 +77,30 @@ class RunController(QObject):
         return self._start("diagnose", "app.backends.tasks:diagnose_task", full,
                            f"Diagnose {full['candidate']} against {full['reference']}")
 
+    def start_fallback(self) -> str | None:
+        """Search for nodes to keep in FP32 so the first checked candidate meets the Run panel's cosine."""
+        panel = self.w.run_panel
+        params = panel._common()
+        if params is None:
+            return None
+        cands = panel.candidates()
+        if not cands:
+            panel.message.setText("Check the backend to search a fallback for.")
+            self.w.run_dock.raise_()
+            return None
+        full = self._base_params({**params, "reference": panel.reference.currentText(), "candidate": cands[0],
+                                  "target": f"cos:{panel.min_cos.value():g}"})
+        if full is None:
+            return None
+        if full["candidate"].endswith(":fp32"):
+            self.w.banner.show_message("Nothing to fall back from",
+                                       f"{full['candidate']} runs every node in FP32.",
+                                       "Plan some nodes FP16/BF16/INT8 (or pick a precision in the Run panel) first.",
+                                       level="warning")
+            return None
+        return self._start("fallback", "app.backends.tasks:fallback_task", full,
+                           f"Fallback search for {full['candidate']} ({full['target']})")
+
     def save_variant(self, out: str, params: dict) -> str | None:
         """Build the plan's variant (or take it from the cache) and save it as `out`."""
         full = self._base_params({**params, "target": "ort-cpu:plan", "out": out})
@@ -127,6 +151,13 @@ class RunController(QObject):
             if kind == "diagnose":
                 self.w.set_diagnosis(data)
                 self.w.status_label.setText(f"Diagnosis of {data.get('candidate', '')} finished.")
+                return
+            if kind == "fallback":
+                self.w.precision_panel.show_fallback(data)
+                self.w.precision_dock.show()
+                self.w.precision_dock.raise_()
+                self.w.status_label.setText(f"Fallback search finished: {len(data.get('keep_high_precision', []))} "
+                                            f"node(s) to keep in FP32{'' if data.get('met') else ' (target not met)'}.")
                 return
             if kind == "variant":
                 self.w.status_label.setText(f"Variant saved to {data.get('out', '')}.")

@@ -11,6 +11,8 @@ import numpy as np
 import onnx
 import pytest
 
+from tests.conftest import weight_overflow_model
+
 ROOT = Path(__file__).resolve().parents[2]
 COMPARE_KEYS = {"name", "shape", "max_abs", "mean_abs", "median_abs", "p99_abs", "max_rel", "mean_rel", "cosine",
                 "snr_db", "nan", "inf", "ref_nan", "ref_inf", "top1"}
@@ -162,3 +164,38 @@ def test_diagnose_json(model_paths):
     layer = doc["layers"][0]
     assert {"node", "op", "tensor", "max_abs", "cosine", "snr_db", "nan", "inf"} <= set(layer)
     assert "Worst layer" in r.stderr
+
+
+def test_fallback_finds_the_overflowing_matmul_and_saves_a_plan(tmp_path):
+    model = weight_overflow_model(tmp_path / "wov.onnx")
+    plan_path = tmp_path / "fixed.plan.json"
+    r = trtlab("fallback", model, "--candidate", "ort-cpu:fp16", "--target", "cos:0.9999", "--samples", "4",
+               "-o", plan_path, "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["met"] and doc["keep_high_precision"] == ["mm2"]
+    assert doc["before"]["cos"] < 0.9999 <= doc["after"]["cos"]
+    assert 1 < doc["evaluations"] <= 6 and doc["seconds"] > 0 and doc["target"] == "cos:0.9999"
+    assert json.loads(plan_path.read_text())["overrides"] == {"mm2": "fp32"}
+    # The saved plan really meets the target.
+    r = trtlab("compare", model, "--candidate", "ort-cpu:plan", "--plan", plan_path, "--samples", "4",
+               "--tol", "cos:0.9999")
+    assert r.returncode == 0, r.stdout + r.stderr
+    # Without the fallback the FP16 variant fails the same comparison.
+    r = trtlab("compare", model, "--candidate", "ort-cpu:fp16", "--samples", "4", "--tol", "cos:0.9999")
+    assert r.returncode == 1
+
+
+def test_fallback_budget_and_bad_arguments(tmp_path):
+    model = weight_overflow_model(tmp_path / "wov.onnx")
+    r = trtlab("fallback", model, "--candidate", "ort-cpu:fp16", "--target", "cos:2x")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    r = trtlab("fallback", model, "--candidate", "ort-cpu:fp16", "--target", "cos:0.9999", "--budget", "soon")
+    assert r.returncode == 2 and "--budget" in r.stderr
+    r = trtlab("fallback", model, "--candidate", "ort-cpu:fp32", "--target", "cos:0.9999")
+    assert r.returncode == 2 and "nothing to fall back" in r.stderr
+    # A budget too small for more than the first evaluation: reported, not met, exit 1.
+    r = trtlab("fallback", model, "--candidate", "ort-cpu:fp16", "--target", "cos:0.9999", "--budget", "0.001s",
+               "--samples", "4", "--json", "-")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 1 and not doc["met"] and doc["stopped"] == "budget" and doc["evaluations"] == 1

@@ -153,3 +153,37 @@ def test_diagnose_the_plan_through_the_window(qtbot, window, tmp_path):
     assert _fill(window, node) == NONFINITE.name()
     relu = g.node_of_onnx(0)  # before the overflow: FP16 rounding only
     assert _fill(window, relu) in {band[2].name() for band in ERROR_BANDS[:3]}
+
+
+def test_fallback_search_through_the_window_and_apply(qtbot, window, tmp_path):
+    from tests.conftest import weight_overflow_model
+
+    open_and_wait(qtbot, window, weight_overflow_model(tmp_path / "wov.onnx"))
+    window.plan.set_default("fp16")
+    panel = window.run_panel
+    for name, cb in panel.checks.items():
+        cb.setChecked(name == "ort-cpu")
+    panel.min_cos.setValue(0.9999)
+    panel.samples.setValue(4)
+    with qtbot.waitSignal(window.jobs.finished, timeout=120_000) as sig:
+        window.precision_panel.fallback_button.click()
+    result = sig.args[1]
+    assert result.status == "done", (result.error, result.log_tail)
+    pp = window.precision_panel
+    assert pp.fallback["keep_high_precision"] == ["mm2"] and pp.fallback["met"]
+    assert pp.apply_button.isVisible() and "target met" in pp.fallback_label.text()
+    pp.apply_button.click()
+    assert window.plan.plan.overrides == {"mm2": "fp32"} and window.plan.plan.default == "fp16"
+    assert window.color_mode == "precision"
+    window.act_undo.trigger()
+    assert window.plan.plan.overrides == {}
+
+
+def test_fallback_on_an_all_fp32_plan_says_why(qtbot, window, tmp_path):
+    from tests.conftest import weight_overflow_model
+
+    open_and_wait(qtbot, window, weight_overflow_model(tmp_path / "wov.onnx"))
+    for name, cb in window.run_panel.checks.items():
+        cb.setChecked(name == "ort-cpu")
+    assert window.run_controller.start_fallback() is None
+    assert window.banner.isVisible() and "FP32" in window.banner.message
