@@ -196,3 +196,27 @@ def weight_overflow_model(path: Path) -> Path:
     m.ir_version = 10
     onnx.save(m, str(path))
     return path
+
+
+def outlier_int8_model(path: Path) -> Path:
+    """x · [1000, 1, …, 1] feeds MatMul `mm1`: per-tensor INT8 on that input rounds every small value to zero,
+    so quantizing `mm1` ruins the output; `mm2` reads a well-scaled tensor and quantizes fine."""
+    rng = np.random.default_rng(1)
+    scale = np.ones((1, 32), np.float32)
+    scale[0, 0] = 1000.0
+    w1 = (rng.standard_normal((32, 32)) / 6).astype(np.float32)
+    w1[0, :] = 0.0  # the outlier channel's contribution stays out of the output
+    w2 = (rng.standard_normal((32, 16)) / 6).astype(np.float32)
+    g = helper.make_graph(
+        [helper.make_node("Mul", ["x", "scale"], ["xs"], name="spread"),
+         helper.make_node("MatMul", ["xs", "w1"], ["h"], name="mm1"),
+         helper.make_node("Relu", ["h"], ["r"], name="relu"),
+         helper.make_node("MatMul", ["r", "w2"], ["y"], name="mm2")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])],
+        initializer=[numpy_helper.from_array(scale, "scale"), numpy_helper.from_array(w1, "w1"),
+                     numpy_helper.from_array(w2, "w2")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 10
+    onnx.save(m, str(path))
+    return path

@@ -284,7 +284,8 @@ def fallback_task(params: dict, ctx: object) -> dict:
     plan = target_plan(candidate, params)
     model_path = str(params["model"])
     graph = onnx.load(model_path, load_external_data=False).graph
-    plannable = {r.key for r in plan.resolve(graph) if r.precision not in ("fp32", "fixed")}
+    planned = {r.key: r.precision for r in plan.resolve(graph) if r.precision not in ("fp32", "fixed")}
+    plannable = set(planned)
     if not plannable:
         raise PrecisionNotAvailable(f"{candidate.name}: every node is already FP32, so there is nothing to fall "
                                     "back from.", fix="Give a candidate such as ort-cpu:fp16 or a plan with "
@@ -297,15 +298,20 @@ def fallback_task(params: dict, ctx: object) -> dict:
     worst = _worst_sample(ref_out, cand_out)
     diag_prep = _Prepared(prep.model_path, [prep.samples[worst]], prep.source_text, prep.random_data, prep.shapes)
     rows, first, facts = layer_errors(diag_prep, reference, candidate, params, ctx, (0.1, 0.2))
-    ranked = _overflowing_first(rank_candidates(rows, plannable, graph=graph), graph, model_path, candidate, params)
-    options = params.get("options") or {}
-    folder = Path(getattr(ctx, "workdir", None) or Path(model_path).parent) / "fallback-variants"
     calib = _calibration({**params, "model": model_path}, ctx)
     calib_method = str(params.get("calib_method") or "minmax")
+    # The candidate's variant (from the cache by now) says which nodes really changed: only those can help.
+    report = build_variant(model_path, plan, calib=calib, calib_method=calib_method,
+                           cache_dir=params.get("cache_dir")).report
+    plannable = _changed_nodes(planned, report)
+    ranked = _overflowing_first(rank_candidates(rows, plannable, graph=graph), graph, report)
+    options = params.get("options") or {}
+    folder = Path(getattr(ctx, "workdir", None) or Path(model_path).parent) / "fallback-variants"
 
     def evaluate(keep: frozenset[str]):
         variant = build_variant(model_path, with_high_precision(plan, keep), calib=calib, calib_method=calib_method,
-                                cancelled=ctx.cancelled, workdir=getattr(ctx, "workdir", None), cache_dir=folder)
+                                cancelled=ctx.cancelled, workdir=getattr(ctx, "workdir", None), cache_dir=folder,
+                                allow_no_int8=True)
         session = get_backend(candidate.backend).prepare(variant.path, options)
         try:
             outs = [session.run(feeds) for feeds in prep.samples]
@@ -349,18 +355,17 @@ def _worst_sample(ref: list[dict[str, np.ndarray]], cand: list[dict[str, np.ndar
     return min(range(len(ref)), key=score)
 
 
-def _overflowing_first(ranked: list[str], graph: onnx.GraphProto, model_path: str, candidate: Target,
-                       params: dict) -> list[str]:
-    """Nodes reading weights that overflow the half type are the likeliest culprits: they go first."""
-    from app.core.precision import PlanError, node_keys
-    from app.core.variants import build_variant
+def _changed_nodes(planned: dict[str, str], report: dict) -> set[str]:
+    """The planned nodes the variant really changed: quantized INT8 nodes, half nodes not kept FP32."""
+    quantized = set((report.get("int8") or {}).get("quantized_nodes") or [])
+    kept = set((report.get("half") or {}).get("kept_fp32") or {})
+    return {k for k, p in planned.items() if (k in quantized if p == "int8" else "half" in report and k not in kept)}
 
-    if candidate.precision not in ("fp16", "bf16", "plan"):
-        return ranked
-    try:  # the candidate's variant is in the cache by now; INT8 plans (no calibration here) have no half weights
-        report = build_variant(model_path, target_plan(candidate, params), cache_dir=params.get("cache_dir")).report
-    except PlanError:
-        return ranked
+
+def _overflowing_first(ranked: list[str], graph: onnx.GraphProto, report: dict) -> list[str]:
+    """Nodes reading weights that overflow the half type are the likeliest culprits: they go first."""
+    from app.core.precision import node_keys
+
     overflow = set((report.get("half") or {}).get("overflow") or {})
     if not overflow:
         return ranked

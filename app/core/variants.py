@@ -81,11 +81,13 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
                   calib: Callable[[], tuple[list[dict[str, np.ndarray]], bool]] | None = None,
                   calib_method: str = "minmax", progress: Progress | None = None,
                   cancelled: Callable[[], bool] | None = None, cache_dir: str | os.PathLike[str] | None = None,
-                  workdir: str | os.PathLike[str] | None = None) -> Variant:
+                  workdir: str | os.PathLike[str] | None = None, allow_no_int8: bool = False) -> Variant:
     """The variant graph for `plan`, from the cache when it was built before.
 
     `calib` returns (calibration samples, whether they are random data); it is called only when the plan
-    has INT8 nodes. `cancelled` is polled during calibration.
+    has INT8 nodes. `cancelled` is polled during calibration. With `allow_no_int8`, a plan whose INT8 nodes
+    can carry no Q/DQ (a fallback that keeps them all in float) gives the variant without INT8 instead of
+    an error.
     """
     model_path = str(model_path)
     say = progress or (lambda f, m: None)
@@ -123,11 +125,18 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
 
     notes: list[str] = []
     report: dict = {}
+    int8_report = None
     if "int8" in used:
-        from app.core.transforms.int8 import to_int8
+        from app.core.transforms.int8 import NothingToQuantize, to_int8
 
-        model, int8_report = to_int8(model, plan, samples, calib_method, random_calibration=random_calib,
-                                     progress=progress, cancelled=cancelled, workdir=workdir)
+        try:
+            model, int8_report = to_int8(model, plan, samples, calib_method, random_calibration=random_calib,
+                                         progress=progress, cancelled=cancelled, workdir=workdir)
+        except NothingToQuantize as exc:
+            if not allow_no_int8:
+                raise
+            notes.append(f"int8: nothing quantized ({exc.message})")
+    if int8_report is not None:
         report["int8"] = int8_report.to_json()
         notes.append(f"int8: {len(int8_report.quantized_nodes)} nodes quantized (Q/DQ on their inputs, {calib_method} "
                      f"calibration on {len(samples)} samples)")

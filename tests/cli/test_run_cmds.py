@@ -199,3 +199,42 @@ def test_fallback_budget_and_bad_arguments(tmp_path):
                "--samples", "4", "--json", "-")
     doc = json.loads(r.stdout)
     assert r.returncode == 1 and not doc["met"] and doc["stopped"] == "budget" and doc["evaluations"] == 1
+
+
+def test_int8_fallback_leaves_the_outlier_matmul_unquantized(tmp_path):
+    from tests.conftest import outlier_int8_model
+
+    model = outlier_int8_model(tmp_path / "oi8.onnx")
+    r = trtlab("fallback", model, "--candidate", "ort-cpu:int8", "--target", "cos:0.999", "--samples", "4",
+               "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["keep_high_precision"] == ["mm1"] and doc["before"]["cos"] < 0.5 and doc["after"]["cos"] >= 0.999
+    assert doc["plan"]["default"] == "int8" and doc["plan"]["overrides"] == {"mm1": "fp32"}
+
+
+def test_int8_variant_calibrated_on_a_folder_obeys_tensorrt_rules(tmp_path):
+    from app.core.transforms.int8 import check_trt_qdq
+    from tests.conftest import outlier_int8_model
+
+    model = outlier_int8_model(tmp_path / "oi8.onnx")
+    calib = tmp_path / "calib"
+    calib.mkdir()
+    rng = np.random.default_rng(3)
+    for i in range(6):
+        np.savez(calib / f"s{i}.npz", x=rng.standard_normal((1, 32)).astype(np.float32))
+    out = tmp_path / "oi8.int8.onnx"
+    r = trtlab("variant", model, "--precision", "int8", "--calib", calib, "--calib-method", "percentile", "-o", out,
+               "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    rep = doc["report"]["int8"]
+    assert rep["samples"] == 6 and rep["method"] == "percentile" and not rep["random_calibration"]
+    assert sorted(rep["quantized_nodes"]) == ["mm1", "mm2"]
+    assert not any("RANDOM" in n for n in doc["notes"])
+    q = onnx.load(str(out))
+    onnx.checker.check_model(q, full_check=True)
+    assert check_trt_qdq(q) == []
+    # Random calibration is said loudly.
+    r = trtlab("compare", model, "--candidate", "ort-cpu:int8")
+    assert "CALIBRATED ON RANDOM DATA" in r.stdout

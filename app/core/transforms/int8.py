@@ -57,7 +57,7 @@ from app.core.transforms.fold import fold_constants
 log = logging.getLogger(__name__)
 
 __all__ = ["CALIB_METHODS", "QUANTIZABLE_OPS", "CalibrationCancelled", "CalibrationError", "Int8Error",
-           "Int8Report", "check_trt_qdq", "to_int8"]
+           "Int8Report", "NothingToQuantize", "check_trt_qdq", "to_int8"]
 
 QDQ_OPSET = 13  # DequantizeLinear's `axis` (per-channel weights) arrived in opset 13
 WEIGHTED_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm"})
@@ -77,6 +77,10 @@ _SCALE_TYPES = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16}
 
 class Int8Error(TrtlabError):
     """The model (or the plan) cannot be turned into a TensorRT-ready INT8 variant."""
+
+
+class NothingToQuantize(Int8Error):
+    """No node planned INT8 can carry Q/DQ (e.g. a fallback keeps every quantizable node in float)."""
 
     title = "INT8 quantization failed"
 
@@ -160,7 +164,7 @@ def to_int8(model: onnx.ModelProto, plan: PrecisionPlan, samples: Iterable[Mappi
     planned_int8 = {k for k, r in rows.items() if r.precision == "int8"}
     report.fixed = sum(1 for k, r in rows.items() if r.precision == "fixed" and plan.planned(k, r.op_type) == "int8")
     if not planned_int8:
-        raise Int8Error("The plan has no INT8 node that can change precision.",
+        raise NothingToQuantize("The plan has no INT8 node that can change precision.",
                         fix="Set some Conv, MatMul or Gemm nodes to INT8.")
 
     opset = _opset(work)
@@ -188,7 +192,7 @@ def to_int8(model: onnx.ModelProto, plan: PrecisionPlan, samples: Iterable[Mappi
         else:
             wanted.append(node.name)
     if not wanted:
-        raise Int8Error(f"None of the {len(planned_int8)} node(s) planned INT8 can carry Q/DQ for TensorRT "
+        raise NothingToQuantize(f"None of the {len(planned_int8)} node(s) planned INT8 can carry Q/DQ for TensorRT "
                         f"({', '.join(sorted({rows[k].op_type for k in planned_int8}))}).",
                         fix="Set Conv, ConvTranspose, MatMul, Gemm, residual Add or pooling nodes to INT8.")
 
