@@ -99,6 +99,16 @@ def prepare_samples(params: dict, ctx: object | None = None) -> _Prepared:
     return _Prepared(model_path, samples, source.describe(), source.is_random, shapes)
 
 
+def _workdir(ctx: object | None) -> Path:
+    """The job's folder; a fresh temporary one outside a job. Never the model's folder: it may be the user's."""
+    workdir = getattr(ctx, "workdir", None)
+    if workdir:
+        return Path(workdir)
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="trtlab-"))
+
+
 def _progress(ctx: object | None, fraction: float | None, message: str) -> None:
     if ctx is not None:
         ctx.progress(fraction, message)
@@ -217,14 +227,13 @@ def layer_errors(prep: _Prepared, reference: Target, candidate: Target, params: 
     """Every float intermediate tensor of the reference and the candidate on the first sample, compared.
 
     Returns the rows (node order), the first node turning NaN/Inf, and facts about the run."""
-    from pathlib import Path
 
     from app.core.diagnose import diagnose_outputs, expose_all
     from app.core.fileio import atomic_write_bytes
 
     lo, hi = span
     feeds = prep.samples[0]
-    folder = Path(getattr(ctx, "workdir", None) or Path(prep.model_path).parent)
+    folder = _workdir(ctx)
     _progress(ctx, lo, "Exposing intermediate tensors…")
     ref_model = onnx.load(prep.model_path)
     cand_path, notes = variant_path(prep.model_path, candidate, ctx, params)
@@ -306,7 +315,7 @@ def fallback_task(params: dict, ctx: object) -> dict:
     plannable = _changed_nodes(planned, report)
     ranked = _overflowing_first(rank_candidates(rows, plannable, graph=graph), graph, report)
     options = params.get("options") or {}
-    folder = Path(getattr(ctx, "workdir", None) or Path(model_path).parent) / "fallback-variants"
+    folder = _workdir(ctx) / "fallback-variants"
 
     def evaluate(keep: frozenset[str]):
         variant = build_variant(model_path, with_high_precision(plan, keep), calib=calib, calib_method=calib_method,
