@@ -251,6 +251,12 @@ class ResultsView(QWidget):
         if self.compare and self.compare.get("random_data"):
             warn.append("These results come from random input data, not real inputs: accuracy on real data may "
                         "differ. Choose an input folder for a real measure.")
+        notes = dict((self.compare or {}).get("notes") or {})
+        notes.update({t: d.get("notes") or [] for t, d in self.bench.items()})
+        for t, ns in notes.items():
+            if any("CALIBRATED ON RANDOM DATA" in n for n in ns):
+                warn.append(f"{t}: INT8 calibrated on random data — its scales, errors and speed say little about "
+                            "real inputs. Choose an input folder (used for calibration too) for a real measure.")
         for t, d in self.bench.items():
             if d.get("warning"):
                 warn.append(f"{t}: {d['warning']}")

@@ -187,3 +187,29 @@ def test_fallback_on_an_all_fp32_plan_says_why(qtbot, window, tmp_path):
         cb.setChecked(name == "ort-cpu")
     assert window.run_controller.start_fallback() is None
     assert window.banner.isVisible() and "FP32" in window.banner.message
+
+
+def test_int8_plan_compared_through_the_window_says_random_calibration(qtbot, window, tmp_path):
+    from tests.conftest import outlier_int8_model
+
+    open_and_wait(qtbot, window, outlier_int8_model(tmp_path / "oi8.onnx"))
+    ctl = window.plan
+    ctl.set_default("int8")
+    ctl.set_nodes(["mm1"], "fp32")  # the outlier MatMul stays float: the rest is INT8
+    panel = window.run_panel
+    for name, cb in panel.checks.items():
+        cb.setChecked(name == "ort-cpu")
+    panel.calib_method.setCurrentText("entropy")
+    panel.calib_samples.setValue(8)
+    panel.min_cos.setValue(0.99)
+    with qtbot.waitSignal(window.jobs.finished, timeout=120_000) as sig:
+        panel.compare_button.click()
+    result = sig.args[1]
+    assert result.status == "done", (result.error, result.log_tail)
+    cand = result.data["candidates"][0]
+    assert cand["name"] == "ort-cpu:plan" and cand["passed"]
+    notes = " ".join(result.data["notes"]["ort-cpu:plan"])
+    assert "1 nodes quantized" in notes and "entropy calibration on 8 samples" in notes
+    assert "CALIBRATED ON RANDOM DATA" in notes
+    warning = window.results_view.warning
+    assert warning.isVisible() and "ort-cpu:plan: INT8 calibrated on random data" in warning.text()
