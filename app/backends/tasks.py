@@ -47,15 +47,38 @@ def target_plan(target: Target, params: dict) -> PrecisionPlan:
     return PrecisionPlan(default=target.precision)
 
 
+CALIB_SEED_OFFSET = 7919  # random calibration data never repeats the random samples it is then tested on
+
+
 def _calibration(params: dict, ctx: object | None):
-    """A callable making the INT8 calibration samples: `--calib`, else the `--inputs` source."""
+    """A callable making the INT8 calibration samples (once): `--calib`, else the `--inputs` source; random
+    calibration data comes from its own seed, so a variant is not tested on the samples it was calibrated on."""
+    made: list[tuple[list[dict[str, np.ndarray]], bool]] = []
+
     def make() -> tuple[list[dict[str, np.ndarray]], bool]:
-        source = params.get("calib") or params.get("inputs")
-        random = not source or source.get("kind") == "random"
+        if made:
+            return made[0]
+        source = dict(params.get("calib") or params.get("inputs") or {"kind": "random",
+                                                                      "seed": int(params.get("seed", 0))})
+        random = source.get("kind", "random") == "random"
+        if random and not params.get("calib"):
+            source["seed"] = int(source.get("seed", 0) or 0) + CALIB_SEED_OFFSET
         count = int(params.get("calib_samples") or (CALIB_SAMPLES if random else CALIB_MAX))
         prep = prepare_samples({**params, "inputs": source, "samples": count}, ctx)
-        return prep.samples, prep.random_data
+        made.append((prep.samples, prep.random_data))
+        return made[0]
     return make
+
+
+def _cancel_check(ctx: object | None):
+    """`cancelled()` for long core work inside a job: raises the job's own cancel, so it ends as cancelled."""
+    if ctx is None:
+        return None
+
+    def cancelled() -> bool:
+        ctx.check_cancelled()
+        return False
+    return cancelled
 
 
 CALIB_SAMPLES = 16   # random calibration samples when no data is given
@@ -76,7 +99,7 @@ def variant_path(model_path: str, target: Target, ctx: object | None = None,
         model_path, plan, calib=_calibration({**params, "model": model_path}, ctx),
         calib_method=str(params.get("calib_method") or "minmax"),
         progress=(lambda f, m: ctx.progress(f, m)) if ctx is not None else None,
-        cancelled=getattr(ctx, "cancelled", None), workdir=getattr(ctx, "workdir", None),
+        cancelled=_cancel_check(ctx), workdir=getattr(ctx, "workdir", None),
         cache_dir=params.get("cache_dir"))
     notes = list(variant.notes)
     if target.backend == "ort-cpu" and "half" in variant.report:
@@ -231,6 +254,9 @@ def layer_errors(prep: _Prepared, reference: Target, candidate: Target, params: 
     from app.core.diagnose import diagnose_outputs, expose_all
     from app.core.fileio import atomic_write_bytes
 
+    if reference.precision != "fp32":
+        raise PrecisionNotAvailable(f"A per-layer diagnosis compares against an FP32 reference, not {reference.name}.",
+                                    fix=f"Use --reference {reference.backend}:fp32 (the default is ort-cpu:fp32).")
     lo, hi = span
     feeds = prep.samples[0]
     folder = _workdir(ctx)
@@ -318,8 +344,11 @@ def fallback_task(params: dict, ctx: object) -> dict:
     folder = _workdir(ctx) / "fallback-variants"
 
     def evaluate(keep: frozenset[str]):
+        if not keep:  # the variant as planned: its outputs are already here
+            return compare_samples(ref_out, cand_out, candidate.name, [target])
         variant = build_variant(model_path, with_high_precision(plan, keep), calib=calib, calib_method=calib_method,
-                                cancelled=ctx.cancelled, workdir=getattr(ctx, "workdir", None), cache_dir=folder,
+                                cancelled=_cancel_check(ctx), workdir=getattr(ctx, "workdir", None),
+                                cache_dir=folder,
                                 allow_no_int8=True)
         session = get_backend(candidate.backend).prepare(variant.path, options)
         try:
@@ -341,7 +370,6 @@ def fallback_task(params: dict, ctx: object) -> dict:
            "plan": final.to_json(), "first_nonfinite": first, "ranked": ranked[:50], "samples": len(prep.samples),
            "inputs": prep.source_text, "random_data": prep.random_data,
            "notes": {reference.name: ref_notes, candidate.name: facts["notes"]}}
-    doc["target"] = str(target)
     return doc
 
 
@@ -367,8 +395,8 @@ def _worst_sample(ref: list[dict[str, np.ndarray]], cand: list[dict[str, np.ndar
 def _changed_nodes(planned: dict[str, str], report: dict) -> set[str]:
     """The planned nodes the variant really changed: quantized INT8 nodes, half nodes not kept FP32."""
     quantized = set((report.get("int8") or {}).get("quantized_nodes") or [])
-    kept = set((report.get("half") or {}).get("kept_fp32") or {})
-    return {k for k, p in planned.items() if (k in quantized if p == "int8" else "half" in report and k not in kept)}
+    half = set((report.get("half") or {}).get("half_nodes") or [])
+    return {k for k, p in planned.items() if k in (quantized if p == "int8" else half)}
 
 
 def _overflowing_first(ranked: list[str], graph: onnx.GraphProto, report: dict) -> list[str]:
@@ -403,7 +431,7 @@ def variant_task(params: dict, ctx: object) -> dict:
     _progress(ctx, 0.0, "Building the variant…")
     variant = build_variant(
         model_path, plan, calib=_calibration(params, ctx), calib_method=str(params.get("calib_method") or "minmax"),
-        progress=lambda f, m: ctx.progress(f, m), cancelled=ctx.cancelled, workdir=ctx.workdir,
+        progress=lambda f, m: ctx.progress(f, m), cancelled=_cancel_check(ctx), workdir=ctx.workdir,
         cache_dir=params.get("cache_dir"))
     out = str(params["out"])
     _progress(ctx, 0.95, f"Saving {out}…")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -21,7 +22,7 @@ def add_common(p: argparse.ArgumentParser, *, precision: bool = True, inputs: bo
     p.add_argument("model", metavar="MODEL")
     if precision:
         g = p.add_mutually_exclusive_group()
-        g.add_argument("--precision", default="fp32", metavar="P", help="fp32 (default), fp16, bf16, int8")
+        g.add_argument("--precision", default=None, metavar="P", help="fp32 (default), fp16, bf16, int8")
         g.add_argument("--plan", metavar="PLAN.json", help="a precision plan (saved from the GUI or written by hand)")
     else:
         p.add_argument("--plan", metavar="PLAN.json", help="the precision plan that B:plan candidates run")
@@ -134,10 +135,34 @@ def _shapes(args: argparse.Namespace) -> dict[str, list[int]]:
 
 
 def _target(args: argparse.Namespace) -> Target:
-    backend = args.backend
+    backend, _, given = args.backend.partition(":")
+    precision = (args.precision or "fp32").lower()
     if getattr(args, "plan", None):
-        return Target.parse(f"{backend.partition(':')[0]}:plan")
-    return Target.parse(backend if ":" in backend else f"{backend}:{args.precision}")
+        if given and given.lower() != "plan":
+            raise CliInputError(f"--backend {args.backend} names a precision and --plan gives another.",
+                                fix=f"Use --backend {backend} --plan PLAN.json, or drop --plan.")
+        return Target.parse(f"{backend}:plan")
+    if given and args.precision and given.lower() != precision:
+        raise CliInputError(f"--backend {args.backend} and --precision {args.precision} disagree.",
+                            fix=f"Use --backend {backend} --precision P, or --backend {backend}:P alone.")
+    return Target.parse(f"{backend}:{given or precision}")
+
+
+def check_out_path(path: str | Path, flag: str, model: str | None = None) -> Path:
+    """An output file path that can be written, checked before any work starts."""
+    p = Path(path)
+    if model is not None and p.resolve() == Path(model).resolve():
+        raise CliInputError(f"{flag} '{p}' is the model itself; writing there would replace it.",
+                            fix=f"Give {flag} another file name.")
+    if p.is_dir():
+        raise CliInputError(f"{flag} '{p}' is a folder.", fix=f"Give {flag} a file path.")
+    parent = p.resolve().parent
+    if not parent.is_dir():
+        raise CliInputError(f"{flag} '{p}': the folder '{parent}' does not exist.", fix="Create it, or write "
+                            "somewhere else.")
+    if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise CliInputError(f"{flag} '{p}' cannot be written.", fix="Choose a folder you can write to.")
+    return p
 
 
 def _plan(args: argparse.Namespace, targets: list[Target]) -> dict | None:
@@ -146,12 +171,11 @@ def _plan(args: argparse.Namespace, targets: list[Target]) -> dict | None:
         if any(t.precision == "plan" for t in targets):
             raise CliInputError("A 'B:plan' candidate needs --plan PLAN.json.", fix="Add --plan PLAN.json.")
         return None
-    import onnx
-
+    from app.core.loader import load_model
     from app.core.precision import PrecisionPlan
 
     plan = PrecisionPlan.load(args.plan)
-    unknown = plan.unknown_keys(onnx.load(args.model, load_external_data=False).graph)
+    unknown = plan.unknown_keys(load_model(args.model).model.graph)
     if unknown:
         sys.stderr.write(f"warning: the plan names {len(unknown)} node(s) this model does not have "
                          f"(e.g. '{unknown[0]}'); they are ignored\n")
@@ -161,6 +185,9 @@ def _plan(args: argparse.Namespace, targets: list[Target]) -> dict | None:
 def _variant_params(args: argparse.Namespace, targets: list[Target]) -> dict:
     """Plan and calibration settings for the job (INT8 calibrates on --calib, else on --inputs)."""
     out: dict = {"calib_method": args.calib_method}
+    if args.calib_samples is not None and args.calib_samples <= 0:
+        raise CliInputError(f"--calib-samples {args.calib_samples}: give a positive count.",
+                            fix="Write e.g. --calib-samples 64.")
     if (plan := _plan(args, targets)) is not None:
         out["plan"] = plan
     if args.calib:
@@ -177,7 +204,9 @@ def _check_available(*targets: Target) -> None:
             raise BackendUnavailable(f"{t.backend}: {a.reason}", fix=a.install_hint)
 
 
-def _run_job(func: str, params: dict, title: str) -> dict:
+def _run_job(func: str, params: dict, title: str, keep_workdir: bool = False) -> dict:
+    """Run a job in a child process, showing its progress on stderr; its folder is removed afterwards
+    unless the result points into it (`run` without --out keeps its outputs there)."""
     from app.jobs import JobRunner, JobSpec
 
     last = [""]
@@ -192,6 +221,10 @@ def _run_job(func: str, params: dict, title: str) -> dict:
             sys.stderr.write(f"  {ev.level}: {msg}\n")
 
     result = JobRunner().run(JobSpec(func=func, params=params, title=title), on_event=on_event)
+    if not keep_workdir and getattr(result, "workdir", ""):
+        import shutil
+
+        shutil.rmtree(result.workdir, ignore_errors=True)
     if result.status != "done":
         raise JobFailed(result)
     return result.data or {}
@@ -207,16 +240,33 @@ def _options(args: argparse.Namespace) -> dict:
     return {"tf32": bool(args.tf32)}
 
 
+def _early_checks(args: argparse.Namespace, out_flag: str = "") -> None:
+    """What can be refused before any job starts: the model, the output paths."""
+    from app.core.loader import load_model
+
+    load_model(args.model)
+    if out_flag and getattr(args, "out", None):
+        check_out_path(args.out, out_flag, args.model)
+    if args.json and args.json != "-":
+        check_out_path(args.json, "--json", args.model)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    _early_checks(args, "--out")
     target = _target(args)
     _check_available(target)
     params = {"model": args.model, "target": target.name, "shapes": _shapes(args), "inputs": input_source(args),
               "options": _options(args), **_variant_params(args, [target])}
-    doc = _run_job("app.backends.tasks:run_task", params, f"Run {target.name}")
+    doc = _run_job("app.backends.tasks:run_task", params, f"Run {target.name}", keep_workdir=True)
     if args.out:
         import shutil
 
-        shutil.copyfile(doc["npz"], args.out)
+        try:
+            shutil.copyfile(doc["npz"], args.out)
+            shutil.rmtree(Path(doc["npz"]).parent, ignore_errors=True)  # the job's folder: now copied out
+        except OSError as exc:
+            raise CliInputError(f"Cannot write --out '{args.out}': {exc.strerror or exc}. The outputs are in "
+                                f"{doc['npz']}.", fix="Give --out a path in a folder you can write to.") from exc
         doc["npz"] = str(Path(args.out).resolve())
     _emit(args, doc, _format_run(doc))
     return EXIT_OK
@@ -230,6 +280,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     for t in args.tol:
         Tolerance.parse(t)  # bad tolerances are usage errors, found before any work
+    if args.plan and not any(c.precision == "plan" for c in cands):
+        raise CliInputError("--plan is given but no candidate runs it.",
+                            fix="Add a candidate such as --candidate ort-cpu:plan.")
+    _early_checks(args)
     params = {"model": args.model, "reference": ref.name, "candidates": [c.name for c in cands],
               "shapes": _shapes(args), "inputs": input_source(args), "samples": args.samples,
               "tolerances": args.tol, "options": _options(args), **_variant_params(args, [ref, *cands])}
@@ -240,6 +294,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    _early_checks(args)
     target = _target(args)
     _check_available(target)
     mode = args.mode or ("end_to_end" if target.backend == "ort-cpu" else "device_only")
@@ -254,6 +309,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
+    _early_checks(args)
     cand = Target.parse(args.candidate)
     _check_available(cand)
     params = {"model": args.model, "candidate": cand.name, "shapes": _shapes(args), "inputs": input_source(args),
@@ -283,6 +339,7 @@ def cmd_fallback(args: argparse.Namespace) -> int:
     Tolerance.parse(args.target)
     if args.out and not args.out.lower().endswith(".json"):
         raise CliInputError(f"-o '{args.out}' does not end in .json.", fix="Give a path such as model.plan.json.")
+    _early_checks(args, "-o")
     params = {"model": args.model, "reference": ref.name, "candidate": cand.name, "target": args.target,
               "budget_s": _seconds(args.budget, "--budget"), "shapes": _shapes(args), "inputs": input_source(args),
               "samples": args.samples, "options": _options(args), **_variant_params(args, [ref, cand])}
@@ -319,14 +376,18 @@ def _format_fallback(doc: dict) -> str:
 
 
 def cmd_variant(args: argparse.Namespace) -> int:
-    if not args.plan and args.precision not in ("fp16", "bf16", "int8", "fp32"):
+    if not args.plan and not args.precision:
+        raise CliInputError("variant needs --precision P or --plan PLAN.json.", fix="Add e.g. --precision fp16.")
+    precision = (args.precision or "").lower()
+    if not args.plan and precision not in ("fp16", "bf16", "int8", "fp32"):
         raise CliInputError(f"Unknown precision '{args.precision}'.", fix="Use fp32, fp16, bf16 or int8.")
-    target = Target.parse("ort-cpu:plan" if args.plan else f"ort-cpu:{args.precision}")
+    target = Target.parse("ort-cpu:plan" if args.plan else f"ort-cpu:{precision}")
     out = Path(args.out)
     if out.suffix.lower() != ".onnx":
         raise CliInputError(f"-o '{out}' does not end in .onnx.", fix="Give a path such as model.fp16.onnx.")
+    _early_checks(args, "-o")
     extra = _variant_params(args, [target])
-    plan = extra.get("plan") or {"default": args.precision}
+    plan = extra.get("plan") or {"default": precision}
     int8 = "int8" in (plan["default"], *(plan.get("op_rules") or {}).values(), *(plan.get("overrides") or {}).values())
     params = {"model": args.model, "target": target.name, "out": str(out.resolve()),
               # shapes matter only for calibration data; a half-precision variant keeps the model's dynamic dims

@@ -22,7 +22,8 @@ from app.core.fileio import atomic_write_bytes, atomic_write_text
 from app.core.precision import PlanError, PrecisionPlan
 
 # Bump when a transform changes what it writes: older cached variants are then rebuilt.
-TRANSFORM_VERSION = 4
+TRANSFORM_VERSION = 5
+CACHE_MAX_BYTES = int(float(os.environ.get("TRTLAB_CACHE_MAX_GB", "5")) * 1e9)  # oldest variants go beyond this
 _MAX_PROTO = 1_800_000_000  # protobuf refuses to serialize ≥ 2 GiB; larger variants keep weights outside
 
 Progress = Callable[[float | None, str], None]
@@ -41,6 +42,24 @@ def file_hash(path: str | os.PathLike[str]) -> str:
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
+    return h.hexdigest()
+
+
+def model_digest(path: str | os.PathLike[str]) -> str:
+    """The model file's bytes, plus name, size and modification time of each external-data file it uses
+    (hashing gigabytes of weights on every run would cost more than the transform)."""
+    from app.core.loader import external_refs
+
+    h = hashlib.sha256(file_hash(path).encode())
+    model = onnx.load(str(path), load_external_data=False)
+    folder = Path(path).resolve().parent
+    for location in sorted({r.location for r in external_refs(model)}):
+        f = folder / location
+        try:
+            st = f.stat()
+            h.update(f"|{location}|{st.st_size}|{st.st_mtime_ns}".encode())
+        except OSError:
+            h.update(f"|{location}|missing".encode())
     return h.hexdigest()
 
 
@@ -93,6 +112,7 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
     say = progress or (lambda f, m: None)
     say(None, "Reading the model…")
     model = onnx.load(model_path)
+    notes: list[str] = []
     used = precisions_used(model, plan)
     half = sorted(used & {"fp16", "bf16"})
     if len(half) > 1:
@@ -111,19 +131,27 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
         say(None, "Preparing calibration data…")
         samples, random_calib = calib()
         calib_digest = samples_hash(samples)
-    key = variant_key(file_hash(model_path), plan, calib_digest, calib_method if "int8" in used else "")
+    key = variant_key(model_digest(model_path), plan, calib_digest, calib_method if "int8" in used else "")
     folder = Path(cache_dir) if cache_dir is not None else cache_root() / "variants"
+    if not _writable(folder):
+        if workdir is None:
+            from app.core.errors import TrtlabError
+
+            raise TrtlabError(f"The variant cache folder '{folder}' cannot be written.",
+                              fix="Set TRTLAB_CACHE_DIR to a folder you can write to.")
+        notes.append(f"the variant cache '{folder}' is not writable: the variant is built in the job's folder")
+        folder = Path(workdir) / "variants"
     out = folder / f"{Path(model_path).stem}.{key}.onnx"
     meta = out.with_suffix(".json")
     if out.exists() and meta.exists():
         try:
             doc = json.loads(meta.read_text(encoding="utf-8"))
-            return Variant(str(out), key, list(doc.get("notes", [])) + ["variant from the cache"],
+            os.utime(out)  # recently used: the cache's pruning keeps it
+            return Variant(str(out), key, notes + list(doc.get("notes", [])) + ["variant from the cache"],
                            dict(doc.get("report", {})), cached=True)
         except (OSError, ValueError):
             pass  # a damaged cache entry is rebuilt
 
-    notes: list[str] = []
     report: dict = {}
     int8_report = None
     if "int8" in used:
@@ -164,7 +192,42 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
     save_model(model, out)
     atomic_write_text(meta, json.dumps({"notes": notes, "report": report, "plan": plan.to_json(),
                                         "model": model_path}, indent=1))
+    prune_cache(folder, keep={out, meta})
     return Variant(str(out), key, notes, report)
+
+
+def _writable(folder: Path) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def prune_cache(folder: Path, max_bytes: int | None = None, keep: set[Path] | None = None) -> int:
+    """Delete the least recently used cached variants beyond `max_bytes`; returns how many went."""
+    limit = CACHE_MAX_BYTES if max_bytes is None else max_bytes
+    entries = []
+    for f in folder.glob("*.onnx"):
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        extra = [f.with_suffix(".json"), f.with_name(f.name + ".data")]
+        size = st.st_size + sum(e.stat().st_size for e in extra if e.exists())
+        entries.append((max(st.st_atime, st.st_mtime), f, extra, size))
+    total = sum(e[3] for e in entries)
+    removed = 0
+    for _, f, extra, size in sorted(entries, key=lambda e: e[0]):
+        if total <= limit:
+            break
+        if keep and f in keep:
+            continue
+        for g in (f, *extra):
+            g.unlink(missing_ok=True)
+        total -= size
+        removed += 1
+    return removed
 
 
 def save_model(model: onnx.ModelProto, path: str | os.PathLike[str]) -> None:

@@ -334,6 +334,7 @@ class MainWindow(QMainWindow):
         self.plan.set_model(opened.doc.model.graph, opened.shapes, opened.path.name, keep_plan=same)
         if not same:
             self.set_diagnosis(None)
+            self.precision_panel.show_fallback(None)
         s = opened.summary
         self.summary_panel.show_summary(s, opened.shapes, opened.timings.get("total"))
         self.shapes_panel.set_inputs(s.inputs, opened.input_shapes)
@@ -380,6 +381,7 @@ class MainWindow(QMainWindow):
         self.properties_panel.set_context(None, None, None)
         self.plan.set_model(None, None)
         self.set_diagnosis(None)
+        self.precision_panel.show_fallback(None)
         self._show_start_page()
         self.setWindowTitle("trtlab")
         self.status_label.setText("Ready")
@@ -575,7 +577,12 @@ class MainWindow(QMainWindow):
 
         if not doc.get("plan"):
             return
-        self.plan.load(PrecisionPlan.from_json(doc["plan"]), "fallback result")
+        keep = list(doc.get("keep_high_precision", []))
+        if str(doc.get("candidate", "")).endswith(":plan"):
+            # The search ran the plan: add its nodes to the plan as it is now (edits made meanwhile stay).
+            self.plan.set_nodes(keep, "fp32")
+        else:
+            self.plan.load(PrecisionPlan.from_json(doc["plan"]), "fallback result")
         if self.color_mode == "op":
             self.set_color_mode("precision")
         n = len(doc.get("keep_high_precision", []))
@@ -643,6 +650,10 @@ class MainWindow(QMainWindow):
             return
         if not path.lower().endswith(".onnx"):
             path += ".onnx"
+        if Path(path).resolve() == self.opened.path.resolve():
+            self.show_error(errors.TrtlabError("The variant would replace the model it is made from.",
+                                               fix="Choose another file name."))
+            return
         params = self.run_panel._common()
         if params is not None:
             self.run_controller.save_variant(path, params)

@@ -74,8 +74,14 @@ class PlanTableModel(QAbstractTableModel):
         ctl.changed.connect(self.refresh)
 
     def refresh(self) -> None:
-        self.beginResetModel()
-        self.endResetModel()
+        """New values for the same rows keep the view's selection and sorting; other changes reset."""
+        rows = len(self.ctl.rows)
+        if rows and rows == getattr(self, "_rows", -1):
+            self.dataChanged.emit(self.index(0, 0), self.index(rows - 1, len(COLUMNS) - 1))
+        else:
+            self.beginResetModel()
+            self._rows = rows
+            self.endResetModel()
 
     def set_errors(self, errors: dict[str, NodeError]) -> None:
         self.errors = errors

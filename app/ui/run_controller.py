@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject
@@ -22,7 +23,8 @@ class RunController(QObject):
     def __init__(self, window: MainWindow) -> None:
         super().__init__(window)
         self.w = window
-        self.kinds: dict[str, str] = {}          # job id -> "compare" | "bench"
+        self.kinds: dict[str, str] = {}          # job id -> "compare" | "bench" | "diagnose" | "fallback" | "variant"
+        self.models: dict[str, str] = {}         # job id -> the model it ran on (results for another are dropped)
         self.bench_queue: list[dict] = []
         self.running: set[str] = set()
         window.run_panel.compareRequested.connect(self.start_compare)
@@ -65,6 +67,7 @@ class RunController(QObject):
     def _start(self, kind: str, func: str, params: dict, title: str) -> str:
         job = self.w.jobs.start(JobSpec(func=func, params=params, title=title))
         self.kinds[job] = kind
+        self.models[job] = str(params.get("model", ""))
         self.running.add(job)
         self.w.show_jobs()
         self.w.status_label.setText(f"Started: {title}")
@@ -132,6 +135,7 @@ class RunController(QObject):
         job = self.w.jobs.start(JobSpec(func="app.backends.tasks:bench_task", params=params,
                                         title=f"Benchmark {params['target']}"))
         self.kinds[job] = "bench"
+        self.models[job] = str(params.get("model", ""))
         self.running.add(job)
         self.w.show_jobs()
 
@@ -142,10 +146,17 @@ class RunController(QObject):
 
     def _finished(self, job: str, result: object) -> None:
         kind = self.kinds.pop(job, None)
+        model = self.models.pop(job, "")
         self.running.discard(job)
         if kind is None:
             return
         status = getattr(result, "status", "failed")
+        opened = str(self.w.opened.path) if self.w.opened is not None else ""
+        if status == "done" and kind != "variant" and model != opened:
+            self.bench_queue = []
+            self.w.status_label.setText(f"A {kind} job for {Path(model).name} finished after that model was "
+                                        "closed; its results are in the Jobs panel's log only.")
+            return
         if status == "done":
             data = result.data or {}
             if kind == "diagnose":

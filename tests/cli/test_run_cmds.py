@@ -111,7 +111,7 @@ def test_variant_writes_a_valid_fp16_graph(model_paths, tmp_path):
     r = trtlab("variant", model_paths["ppocr_cls_mobile_v2"], "--precision", "fp16", "-o", out, "--json", "-")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["out"] == str(out) and doc["plan"]["default"] == "fp16" and doc["report"]["half"]["half_nodes"] > 0
+    assert doc["out"] == str(out) and doc["plan"]["default"] == "fp16" and len(doc["report"]["half"]["half_nodes"]) > 0
     model = onnx.load(str(out))
     onnx.checker.check_model(model, full_check=True)
     assert any(t.data_type == onnx.TensorProto.FLOAT16 for t in model.graph.initializer)
@@ -238,3 +238,38 @@ def test_int8_variant_calibrated_on_a_folder_obeys_tensorrt_rules(tmp_path):
     # Random calibration is said loudly.
     r = trtlab("compare", model, "--candidate", "ort-cpu:int8")
     assert "CALIBRATED ON RANDOM DATA" in r.stdout
+
+
+@pytest.mark.parametrize("args, words", [
+    (("variant", "{m}", "--precision", "fp16", "-o", "{m}"), "is the model itself"),
+    (("variant", "{m}", "-o", "{tmp}/v.onnx"), "--precision P or --plan"),
+    (("variant", "{tmp}/missing.onnx", "--precision", "fp16", "-o", "{tmp}/v.onnx"), "does not exist"),
+    (("variant", "{m}", "--precision", "fp16", "-o", "{tmp}/nofolder/v.onnx"), "does not exist"),
+    (("run", "{m}", "--backend", "ort-cpu", "--shapes", "x:1x3x48x192", "--out", "{tmp}"), "is a folder"),
+    (("run", "{m}", "--backend", "ort-cpu:int8", "--precision", "fp16", "--shapes", "x:1x3x48x192"), "disagree"),
+    (("compare", "{m}", "--candidate", "ort-cpu:fp16", "--plan", "{tmp}/p.json", "--shapes", "x:1x3x48x192"),
+     "no candidate runs it"),
+    (("run", "{m}", "--backend", "ort-cpu:int8", "--calib-samples", "0", "--shapes", "x:1x3x48x192"),
+     "--calib-samples 0"),
+    (("diagnose", "{m}", "--candidate", "ort-cpu:fp16", "--shapes", "x:1x3x48x192", "--json", "{tmp}/no/d.json"),
+     "does not exist"),
+])
+def test_refused_before_any_work(model_paths, tmp_path, args, words):
+    (tmp_path / "p.json").write_text('{"default": "fp16"}')
+    m = str(model_paths["ppocr_cls_mobile_v2"])
+    r = trtlab(*[a.format(m=m, tmp=tmp_path) for a in args])
+    assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert model_paths["ppocr_cls_mobile_v2"].stat().st_size == 585532  # the model is untouched
+
+
+def test_variant_accepts_upper_case_precision(model_paths, tmp_path):
+    r = trtlab("variant", model_paths["ppocr_cls_mobile_v2"], "--precision", "FP16", "-o", tmp_path / "v.onnx")
+    assert r.returncode == 0, r.stderr
+
+
+def test_fallback_reports_the_target_as_given(tmp_path):
+    model = weight_overflow_model(tmp_path / "wov.onnx")
+    r = trtlab("fallback", model, "--candidate", "ort-cpu:fp16", "--target", "cos:0.9999999", "--samples", "4",
+               "--json", "-")
+    doc = json.loads(r.stdout)
+    assert doc["target"] == "cos:0.9999999"

@@ -213,3 +213,15 @@ def test_int8_plan_compared_through_the_window_says_random_calibration(qtbot, wi
     assert "CALIBRATED ON RANDOM DATA" in notes
     warning = window.results_view.warning
     assert warning.isVisible() and "ort-cpu:plan: INT8 calibrated on random data" in warning.text()
+
+
+def test_table_selection_survives_plan_edits(qtbot, window, model_paths):
+    open_and_wait(qtbot, window, model_paths["ppocr_cls_mobile_v2"])
+    panel = window.precision_panel
+    panel.table.selectRow(2)
+    before = panel.selected_keys()
+    assert len(before) == 1
+    window.plan.set_nodes(before, "fp16")
+    assert panel.selected_keys() == before
+    window.act_undo.trigger()
+    assert panel.selected_keys() == before

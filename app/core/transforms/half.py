@@ -38,7 +38,7 @@ class HalfReport:
     flushed: dict[str, int] = field(default_factory=dict)          # initializer -> non-zero values that became 0
 
     def to_json(self) -> dict:
-        return {"precision": self.precision, "half_nodes": len(self.half_nodes), "kept_fp32": self.kept_fp32,
+        return {"precision": self.precision, "half_nodes": list(self.half_nodes), "kept_fp32": self.kept_fp32,
                 "fixed": self.fixed, "casts_added": self.casts_added, "folded_constants": self.folded_constants,
                 "overflow": self.overflow, "flushed": self.flushed}
 
