@@ -31,6 +31,7 @@ class JobBridge(QObject):
         self.runner = runner or JobRunner()
         self.handles: dict[str, JobHandle] = {}     # every job started, oldest first
         self.results: dict[str, JobResult] = {}     # the finished ones
+        self.clean_workdirs = True
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self._poll)
@@ -97,6 +98,12 @@ class JobBridge(QObject):
             if result is not None:
                 self.results[job_id] = result
                 self.finished.emit(job_id, result)
+                if self.clean_workdirs and result.workdir:
+                    # Everything the GUI keeps is in the result (and the log lines it holds); variants live in
+                    # the variant cache, so the job's folder (exposed models, temporary variants) can go.
+                    import shutil
+
+                    shutil.rmtree(result.workdir, ignore_errors=True)
         if not self.running():
             self._timer.stop()
 

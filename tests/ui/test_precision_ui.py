@@ -4,6 +4,7 @@ undo/redo, save/load, and a diagnosis of the plan's variant shown as a heat-map.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from PySide6.QtWidgets import QMenu
 
@@ -208,6 +209,7 @@ def test_int8_plan_compared_through_the_window_says_random_calibration(qtbot, wi
     assert result.status == "done", (result.error, result.log_tail)
     cand = result.data["candidates"][0]
     assert cand["name"] == "ort-cpu:plan" and cand["passed"]
+    qtbot.waitUntil(lambda: not Path(result.workdir).exists(), timeout=5_000)  # the job's folder is cleaned
     notes = " ".join(result.data["notes"]["ort-cpu:plan"])
     assert "1 nodes quantized" in notes and "entropy calibration on 8 samples" in notes
     assert "CALIBRATED ON RANDOM DATA" in notes
