@@ -66,3 +66,30 @@ def test_diagnose_task_on_a_real_model(model_paths):
     assert d["tensors_compared"] > 100
     assert all(layer["cosine"] > 0.999 for layer in d["layers"] if layer["cosine"] is not None)
     assert d["worst"] in {layer["node"] for layer in d["layers"]}
+
+
+def test_worst_layer_is_the_planted_high_error_node(tmp_path):
+    """FP16 clamps mm2's out-of-range weights: its output is where the error appears (not inherited)."""
+    import onnxruntime as ort
+
+    from tests.conftest import weight_overflow_model
+
+    model = onnx.load(str(weight_overflow_model(tmp_path / "wov.onnx")))
+    variant, report = to_half(model, PrecisionPlan(default="fp16"))
+    assert report.overflow == {"w2": 2}
+    ref_x, names = expose_all(model)
+    cand_x, _ = expose_all(variant, names)
+    feeds = {"x": np.ones((1, 16), np.float32)}
+
+    def run(m):
+        s = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        return dict(zip([o.name for o in s.get_outputs()], s.run(None, feeds), strict=True))
+
+    rows, first = diagnose_outputs(model, run(ref_x), run(cand_x))
+    by_node = {r.node: r for r in rows}
+    assert by_node["mm1"].cosine > 0.99999 and by_node["relu"].cosine > 0.99999  # before it: rounding only
+    mm2 = by_node["mm2"]
+    assert (mm2.cosine is not None and mm2.cosine < 0.999) or mm2.inf > 0  # there it breaks
+    assert first in (None, "mm2")
+    measured = [r for r in rows if r.cosine is not None]
+    assert min(measured, key=lambda r: r.cosine).node in ("mm2", "scale")

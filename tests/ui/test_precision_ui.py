@@ -227,3 +227,22 @@ def test_table_selection_survives_plan_edits(qtbot, window, model_paths):
     assert panel.selected_keys() == before
     window.act_undo.trigger()
     assert panel.selected_keys() == before
+
+
+def test_click_a_node_then_alt_2_makes_it_fp16(qtbot, window, model_paths):
+    from PySide6.QtCore import Qt
+
+    open_and_wait(qtbot, window, model_paths["ppocr_cls_mobile_v2"])
+    g = window.graph_page.picture.graph
+    conv = _display_nodes(window, "Conv")[0]
+    window.view.center_on_node(conv, select=False)
+    qtbot.wait(20)
+    pos = window.view.mapFromScene(window.view.item.node_rect(conv).center())
+    qtbot.mouseClick(window.view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    assert window.view.selection.selected == frozenset({conv})
+    qtbot.keyClick(window.view, Qt.Key.Key_2, Qt.KeyboardModifier.AltModifier)
+    key = window.plan.key_of(int(g.onnx_index[conv]))
+    assert window.plan.plan.overrides == {key: "fp16"}
+    assert _fill(window, conv) == PRECISION_COLORS["fp16"].name()
+    qtbot.keyClick(window.view, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert window.plan.plan.overrides == {}
