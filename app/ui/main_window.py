@@ -360,6 +360,8 @@ class MainWindow(QMainWindow):
         self._add_recent(opened.path)
         self.view.setFocus()
         self._update_actions()
+        if not same:
+            self._restore_autosaved_plan(opened.path)
 
     def _on_failed(self, error: errors.TrtlabError) -> None:
         self.show_error(error)
@@ -501,7 +503,46 @@ class MainWindow(QMainWindow):
         if node is not None:
             self.view.center_on_node(node)
 
+    def _autosave_path(self, model_path: Path) -> Path:
+        import hashlib
+
+        digest = hashlib.sha1(str(model_path.resolve()).encode()).hexdigest()[:16]
+        return Path(self.settings.fileName()).parent / "plans" / f"{model_path.stem}-{digest}.json"
+
+    def _autosave_plan(self) -> None:
+        """Every plan edit is written at once, so a crash or a closed window loses nothing."""
+        if self.opened is None or self.plan.graph is None:
+            return
+        path = self._autosave_path(self.opened.path)
+        try:
+            if self.plan.undo_stack.count() == 0:
+                return  # nothing edited in this session (a freshly opened model must not wipe the saved edits)
+            self.plan.plan.model_name = self.opened.path.name
+            self.plan.plan.save(path)
+        except OSError as exc:
+            log.warning("could not autosave the plan to %s: %s", path, exc)
+
+    def _restore_autosaved_plan(self, model_path: Path) -> None:
+        from app.core.precision import PlanError, PrecisionPlan
+
+        path = self._autosave_path(model_path)
+        if not path.exists():
+            return
+        try:
+            plan = PrecisionPlan.load(path)
+        except PlanError as exc:
+            log.warning("ignoring a damaged autosaved plan %s: %s", path, exc.message)
+            return
+        if plan.to_json() == PrecisionPlan(model_name=plan.model_name).to_json():
+            return
+        self.plan.load(plan, "the plan you were editing")
+        if self.color_mode == "op":
+            self.set_color_mode("precision")
+        self.status_label.setText(f"Restored the precision plan you were editing ({self.plan.summary()}); "
+                                  "Ctrl+Z discards it.")
+
     def _on_plan_changed(self) -> None:
+        self._autosave_plan()
         self._apply_colors()
         if self.opened is not None:
             self.setWindowTitle(f"{self.opened.path.name}{' •' if self.plan.dirty else ''} — trtlab")

@@ -246,3 +246,29 @@ def test_click_a_node_then_alt_2_makes_it_fp16(qtbot, window, model_paths):
     assert _fill(window, conv) == PRECISION_COLORS["fp16"].name()
     qtbot.keyClick(window.view, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     assert window.plan.plan.overrides == {}
+
+
+def test_plan_edits_survive_closing_the_window(qtbot, model_paths, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    from app.ui.main_window import MainWindow
+
+    def make():
+        w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))
+        qtbot.addWidget(w)
+        w.show()
+        return w
+
+    first = make()
+    open_and_wait(qtbot, first, model_paths["ppocr_cls_mobile_v2"])
+    first.plan.set_default("fp16")
+    key = first.plan.rows[5].key
+    first.plan.set_nodes([key], "fp32")
+    first.close()   # no save dialog, no save: the edits were written as they were made
+    second = make()
+    open_and_wait(qtbot, second, model_paths["ppocr_cls_mobile_v2"])
+    assert second.plan.plan.default == "fp16" and second.plan.plan.overrides == {key: "fp32"}
+    assert "Restored" in second.status_label.text()
+    second.act_undo.trigger()  # the restore is one undo step
+    assert second.plan.plan.default == "fp32"
+    second.close()
