@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 from app.backends.base import Availability, BackendUnavailable
 
 
@@ -13,10 +11,13 @@ class TrtBackend:
     timing_modes = ("end_to_end", "device_only")
 
     def availability(self) -> Availability:
-        if importlib.util.find_spec("tensorrt") is None:
-            return Availability(False, "tensorrt is not installed.", 'pip install "trtlab[tensorrt]"')
+        from app.backends.trt_env import environment
+
+        found = environment().availability()
+        if not found.available:
+            return found
         return Availability(False, "native TensorRT builds are not in this version of trtlab yet.",
-                            "Use ort-trt (ONNX Runtime's TensorRT provider) meanwhile.")
+                            "Use ort-trt (ONNX Runtime's TensorRT provider) meanwhile.", found.details)
 
     def prepare(self, model_path: str, options: dict[str, object] | None = None) -> object:
         a = self.availability()

@@ -1,0 +1,108 @@
+"""What the native TensorRT backend needs, found without importing TensorRT or touching the GPU.
+
+The GUI asks this to grey out `trt` with a reason; it must not load CUDA into the GUI process (TensorRT and
+GPU work run in job processes only), so the GPU is read from `nvidia-smi` and the packages from their
+installed metadata. The job process confirms with cuda-python (`app.backends.cuda_rt.gpu_info`).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+from app.backends.base import Availability
+
+INSTALL_HINT = 'pip install "trtlab[tensorrt]"'
+SUPPORTED_MAJORS = (10, 11)
+
+
+@dataclass(frozen=True)
+class GpuListing:
+    name: str
+    compute_capability: str
+    memory_mib: int
+
+
+@dataclass(frozen=True)
+class TrtEnvironment:
+    tensorrt: str | None                 # version, None when not installed
+    cuda_python: str | None
+    gpus: list[GpuListing] = field(default_factory=list)
+    gpu_error: str = ""
+
+    def availability(self) -> Availability:
+        details = {"tensorrt": self.tensorrt or "not installed", "cuda-python": self.cuda_python or "not installed"}
+        if self.gpus:
+            g = self.gpus[0]
+            details.update({"gpu": g.name, "compute_capability": g.compute_capability,
+                            "gpu_memory": f"{g.memory_mib / 1024:.0f} GiB"})
+        if self.tensorrt is None:
+            return Availability(False, "tensorrt is not installed.", INSTALL_HINT, details)
+        major = trt_major(self.tensorrt)
+        if major not in SUPPORTED_MAJORS:
+            return Availability(False, f"TensorRT {self.tensorrt} is installed; trtlab supports TensorRT 10.x and "
+                                       "11.x.", 'pip install "tensorrt>=10,<12"', details)
+        if self.cuda_python is None:
+            return Availability(False, "cuda-python is not installed (trtlab moves TensorRT's buffers with it).",
+                                INSTALL_HINT, details)
+        if not self.gpus:
+            return Availability(False, f"no NVIDIA GPU found{': ' + self.gpu_error if self.gpu_error else ''}.",
+                                "Run on a machine with an NVIDIA GPU and driver (nvidia-smi must list it).", details)
+        return Availability(True, "", "", details)
+
+
+def trt_major(version: str) -> int | None:
+    try:
+        return int(version.split(".")[0])
+    except ValueError:
+        return None
+
+
+def _dist_version(*names: str) -> str | None:
+    for n in names:
+        try:
+            return importlib.metadata.version(n)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def parse_nvidia_smi(text: str) -> list[GpuListing]:
+    """`nvidia-smi --query-gpu=name,compute_cap,memory.total --format=csv,noheader,nounits` lines."""
+    out = []
+    for line in text.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) < 3 or not parts[0]:
+            continue
+        try:
+            mem = int(float(parts[2]))
+        except ValueError:
+            mem = 0
+        out.append(GpuListing(parts[0], parts[1], mem))
+    return out
+
+
+@functools.cache
+def environment() -> TrtEnvironment:
+    """Installed TensorRT and cuda-python versions and the GPUs nvidia-smi lists (cached for the process)."""
+    trt_version = _dist_version("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt_cu13", "tensorrt_cu12")
+    if trt_version is None and importlib.util.find_spec("tensorrt") is not None:
+        trt_version = "unknown"
+    cuda_version = _dist_version("cuda-python", "cuda-bindings")
+    if cuda_version is None and importlib.util.find_spec("cuda") is not None:
+        cuda_version = "unknown"
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return TrtEnvironment(trt_version, cuda_version, [], "nvidia-smi is not on the PATH")
+    try:
+        r = subprocess.run([smi, "--query-gpu=name,compute_cap,memory.total", "--format=csv,noheader,nounits"],
+                           capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return TrtEnvironment(trt_version, cuda_version, [], f"nvidia-smi failed ({exc})")
+    if r.returncode != 0:
+        return TrtEnvironment(trt_version, cuda_version, [], (r.stderr or r.stdout).strip()[:200])
+    return TrtEnvironment(trt_version, cuda_version, parse_nvidia_smi(r.stdout))
