@@ -1,0 +1,32 @@
+"""The parts of the TensorRT runtime that need no TensorRT: moving BF16/FP8 tensors as raw bits."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from app.backends.trt_runtime import decode, encode
+
+
+def test_bf16_bits_decode_exactly():
+    values = np.array([0.0, 1.0, -2.5, 3.140625, 65504.0, 1e-30, np.inf, -np.inf], np.float32)
+    bits = values.astype(ml_dtypes.bfloat16).view(np.uint16)
+    out = decode(bits, "bf16")
+    assert out.dtype == np.float32
+    assert np.array_equal(out, values.astype(ml_dtypes.bfloat16).astype(np.float32))
+    assert np.isnan(decode(np.array([0x7FC0], np.uint16), "bf16")).all()
+
+
+def test_bf16_and_fp8_round_trip_through_encode():
+    x = np.linspace(-4, 4, 33, dtype=np.float32).reshape(3, 11)
+    raw = encode(x, np.dtype(np.uint16), "bf16")
+    assert raw.dtype == np.uint16 and raw.shape == x.shape
+    assert np.allclose(decode(raw, "bf16"), x, rtol=1 / 128)
+    raw8 = encode(x, np.dtype(np.uint8), "fp8")
+    assert raw8.dtype == np.uint8 and np.allclose(decode(raw8, "fp8"), x, rtol=1 / 8, atol=1 / 64)
+
+
+def test_plain_types_pass_through():
+    x = np.arange(6, dtype=np.int64).reshape(2, 3)
+    assert encode(x, np.dtype(np.int64), None) is not None and decode(x, None) is x
+    assert encode(x.T, np.dtype(np.int64), None).flags.c_contiguous
