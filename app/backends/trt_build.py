@@ -119,10 +119,14 @@ def parser_issues(parser: Any) -> list[dict]:
     return out
 
 
-def build_engine(onnx_path: str, *, logger: Any, workspace_bytes: int, optimization_level: int = 3, tf32: bool = False,
+def build_engine(onnx_path: str, *, logger: Any, workspace_bytes: int | None = None, optimization_level: int = 3,
+                 tf32: bool = False,
                  profiles: list[dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]] | None = None,
-                 timing_cache: bytes = b"", monitor: Any = None) -> BuildResult:
-    """Parse, configure and build; raises BuildFailed with the parser's issues, or BuildCancelled."""
+                 timing_cache: bytes = b"", tracker: Any = None) -> BuildResult:
+    """Parse, configure and build; raises BuildFailed with the parser's issues, or BuildCancelled.
+
+    `tracker` (app.core.engine.progress.PhaseTracker) receives TensorRT's progress callbacks; its
+    `step_complete` returns False once Cancel was asked, which stops the build."""
     trt = import_trt()
     trt.init_libnvinfer_plugins(logger, "")
     builder = trt.Builder(logger)
@@ -136,7 +140,8 @@ def build_engine(onnx_path: str, *, logger: Any, workspace_bytes: int, optimizat
         err.issues = issues  # type: ignore[attr-defined]
         raise err
     config = builder.create_builder_config()
-    config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(workspace_bytes))
+    if workspace_bytes:
+        config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(workspace_bytes))
     config.builder_optimization_level = int(optimization_level)
     config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
     if not tf32:
@@ -148,11 +153,12 @@ def build_engine(onnx_path: str, *, logger: Any, workspace_bytes: int, optimizat
         config.add_optimization_profile(p)
     cache = config.create_timing_cache(bytes(timing_cache))
     config.set_timing_cache(cache, False)  # ignore_mismatch is a required argument
+    monitor = make_monitor(trt, tracker) if tracker is not None else None
     if monitor is not None:
         config.progress_monitor = monitor
     plan = builder.build_serialized_network(network, config)
     if plan is None:
-        if monitor is not None and getattr(monitor, "cancelled", lambda: False)():
+        if tracker is not None and tracker.cancelled():
             raise BuildCancelled("The build was cancelled.", fix="")
         raise BuildFailed("TensorRT could not build the engine (its log above says why).",
                           fix="Look for the first error in the log; unsupported layers, out-of-memory and "
