@@ -107,7 +107,8 @@ def parser_issues(parser: Any) -> list[dict]:
     for i in range(int(parser.num_errors)):
         e = parser.get_error(i)
         fields: dict[str, Any] = {}
-        for key in ("code", "desc", "file", "line", "func", "node", "node_name", "node_operator"):
+        for key in ("code", "desc", "file", "line", "func", "node", "node_name", "node_operator",
+                    "local_function_stack"):
             fn = getattr(e, key, None)
             try:
                 value = fn() if callable(fn) else fn
@@ -176,7 +177,8 @@ def engine_layer_info(trt: Any, logger: Any, engine_bytes: bytes) -> dict | None
     try:
         engine = trt.Runtime(logger).deserialize_cuda_engine(engine_bytes)
         inspector = engine.create_engine_inspector()
-        return json.loads(inspector.get_engine_information(trt.LayerInformationFormat.JSON))
+        # strict=False: layer metadata may carry raw control characters (ONNX names joined by \x1E)
+        return json.loads(inspector.get_engine_information(trt.LayerInformationFormat.JSON), strict=False)
     except Exception as exc:  # introspection must never fail a good build
         log.warning("engine inspection failed: %s", exc)
         return None
