@@ -20,7 +20,7 @@ def get_backend(name: str) -> Backend:
     if name in table:
         return table[name]()
     if name == "trt":
-        from app.backends.trt_stub import TrtBackend
+        from app.backends.trt import TrtBackend
 
         return TrtBackend()
     raise BackendSpecError(f"Unknown backend '{name}'.", fix=f"Use one of {', '.join(BACKEND_NAMES)}.")

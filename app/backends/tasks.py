@@ -138,13 +138,24 @@ def _progress(ctx: object | None, fraction: float | None, message: str) -> None:
         ctx.check_cancelled()
 
 
+def open_session(target: Target, path: str, params: dict, ctx: object | None,
+                 shapes: dict[str, tuple[int, ...]]) -> object:
+    """A backend session on a graph; native TensorRT builds its engine (with progress and Cancel) first."""
+    options = params.get("options") or {}
+    if target.backend == "trt":
+        from app.backends.trt import TrtBackend
+
+        return TrtBackend().prepare(path, options, ctx=ctx, shapes=shapes)
+    return get_backend(target.backend).prepare(path, options)
+
+
 def run_outputs(target: Target, prep: _Prepared, params: dict, ctx: object | None,
                 span: tuple[float, float] = (0.0, 1.0)) -> tuple[list[dict[str, np.ndarray]], list[str]]:
     """Run every sample on one target; returns the outputs per sample and the session's notes."""
     lo, hi = span
     _progress(ctx, lo, f"Preparing {target.name}…")
     path, variant_notes = variant_path(prep.model_path, target, ctx, params)
-    session = get_backend(target.backend).prepare(path, params.get("options") or {})
+    session = open_session(target, path, params, ctx, prep.shapes)
     try:
         outs = []
         for i, feeds in enumerate(prep.samples):
@@ -229,7 +240,7 @@ def bench_task(params: dict, ctx: object) -> dict:
     prep = prepare_samples({**params, "samples": 1}, ctx)
     _progress(ctx, 0.0, f"Preparing {target.name}…")
     path, variant_notes = variant_path(prep.model_path, target, ctx, params)
-    session = get_backend(target.backend).prepare(path, params.get("options") or {})
+    session = open_session(target, path, params, ctx, prep.shapes)
     try:
         fn = session.timed_runner(prep.samples[0], mode)
         batch = next(iter(prep.shapes.values()), (1,))[0] if prep.shapes else 1
@@ -275,7 +286,7 @@ def layer_errors(prep: _Prepared, reference: Target, candidate: Target, params: 
     for k, (target, path) in enumerate(((reference, paths[0]), (candidate, paths[1]))):
         _progress(ctx, lo + (hi - lo) * (0.1 + 0.4 * k), f"Running {target.name} with {len(names):,} tensors "
                   "exposed…")
-        session = get_backend(target.backend).prepare(path, params.get("options") or {})
+        session = open_session(target, path, params, ctx, prep.shapes)
         try:
             outs.append(session.run(feeds))
         finally:
@@ -340,7 +351,6 @@ def fallback_task(params: dict, ctx: object) -> dict:
                            cache_dir=params.get("cache_dir")).report
     plannable = _changed_nodes(planned, report)
     ranked = _overflowing_first(rank_candidates(rows, plannable, graph=graph), graph, report)
-    options = params.get("options") or {}
     folder = _workdir(ctx) / "fallback-variants"
 
     def evaluate(keep: frozenset[str]):
@@ -350,7 +360,7 @@ def fallback_task(params: dict, ctx: object) -> dict:
                                 cancelled=_cancel_check(ctx), workdir=getattr(ctx, "workdir", None),
                                 cache_dir=folder,
                                 allow_no_int8=True)
-        session = get_backend(candidate.backend).prepare(variant.path, options)
+        session = open_session(candidate, variant.path, params, ctx, prep.shapes)
         try:
             outs = [session.run(feeds) for feeds in prep.samples]
         finally:
@@ -439,3 +449,66 @@ def variant_task(params: dict, ctx: object) -> dict:
     return {"model": model_path, "out": out, "plan": plan.to_json(), "plan_summary": plan_summary(plan),
             "key": variant.key, "cached": variant.cached, "identity": variant.identity, "notes": variant.notes,
             "report": variant.report}
+
+
+def engine_report(layer_info: dict | None, variant_graph: onnx.GraphProto, plan: PrecisionPlan,
+                  model_graph: onnx.GraphProto) -> dict:
+    """The engine's layers (the precision that ran, tactic, ONNX nodes fused in) and what differs from the plan."""
+    from app.core.engine.inspect import map_to_onnx, parse_engine_info, plan_mismatches
+    from app.core.precision import node_keys
+
+    if not layer_info:
+        return {"layers": [], "ran": {}, "mismatches": [], "notes": ["the engine gave no layer information"]}
+    info = parse_engine_info(layer_info)
+    layers = [layer for layer in info.layers if layer.profile == 0]
+    mapping = map_to_onnx(layers, variant_graph)
+    planned = {r.key: r.precision for r in plan.resolve(model_graph)}
+    op_types = dict(zip(node_keys(model_graph), (n.op_type for n in model_graph.node), strict=True))
+    mismatches = plan_mismatches(mapping.precision, planned, mapping=mapping, op_types=op_types)
+    return {"layers": [{"name": layer.name, "type": layer.type, "precision": layer.precision, "tactic": layer.tactic,
+                        "onnx_nodes": mapping.nodes.get(layer.name, []), "kind": layer.kind,
+                        "inputs": [[t.name, t.dtype, list(t.dims)] for t in layer.inputs],
+                        "outputs": [[t.name, t.dtype, list(t.dims)] for t in layer.outputs]} for layer in layers],
+            "ran": mapping.precision, "notes": list(info.notes),
+            "mismatches": [{"node": m.key, "planned": m.planned, "ran": m.ran, "severity": m.severity,
+                            "message": m.message, "layers": list(m.layers)} for m in mismatches]}
+
+
+def build_task(params: dict, ctx: object) -> dict:
+    """`trtlab build`: the variant graph for the precision or plan, built into a TensorRT engine (or taken
+    from the engine cache), saved where asked, with its layers mapped to the ONNX nodes."""
+    import shutil
+
+    from app.backends.trt import build_config_from, ensure_engine
+    from app.backends.trt_build import BuildFailed
+    from app.core.engine.parser_errors import issue_from_fields, map_issues_to_graph, parse_failure
+
+    target = Target.parse(params["target"])
+    plan = target_plan(target, params)
+    model_path = str(params["model"])
+    path, notes = variant_path(model_path, target, ctx, params)
+    variant_graph = onnx.load(path, load_external_data=False).graph
+    inputs = [value_info_to_tensor_info(v) for v in graph_inputs(variant_graph)]
+    shapes = {k: tuple(v) for k, v in (params.get("shapes") or {}).items()}
+    config = build_config_from(params.get("options") or {}, inputs, shapes)
+    try:
+        outcome = ensure_engine(path, config, ctx)
+    except BuildFailed as exc:
+        issues = getattr(exc, "issues", None)
+        if issues:
+            resolved = map_issues_to_graph([issue_from_fields(**i) for i in issues], variant_graph)
+            raise parse_failure(resolved) from exc
+        raise
+    out = params.get("out")
+    if out:
+        from app.core.fileio import atomic_write_bytes
+
+        _progress(ctx, 0.98, f"Saving {out}…")
+        atomic_write_bytes(out, outcome.path.read_bytes())
+        shutil.copyfile(outcome.path.with_name(outcome.path.name + ".json"), f"{out}.json")
+    model_graph = onnx.load(model_path, load_external_data=False).graph
+    report = engine_report(outcome.layer_info, variant_graph, plan, model_graph)
+    return {"model": model_path, "target": target.name, "engine": str(outcome.path), "out": out,
+            "cached": outcome.cached, "key": outcome.meta.get("key"), "trt_version": outcome.meta.get("trt_version"),
+            "gpu": outcome.meta.get("gpu_name"), "compute_capability": outcome.meta.get("compute_capability"),
+            "config": config.to_json(), "warnings": outcome.warnings, "notes": notes + report.pop("notes"), **report}

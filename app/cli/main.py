@@ -20,7 +20,7 @@ EXIT_OK, EXIT_NOT_MET, EXIT_BAD_INPUT, EXIT_UNAVAILABLE, EXIT_JOB_FAILED = 0, 1,
 # Every subcommand of the public interface; those not built yet say so and exit 2.
 SUBCOMMANDS = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check",
                "build", "report")
-_BUILT = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback")
+_BUILT = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "build")
 _PLANNED = frozenset(SUBCOMMANDS) - set(_BUILT)
 
 
