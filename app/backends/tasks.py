@@ -248,12 +248,25 @@ def bench_task(params: dict, ctx: object) -> dict:
                         Budget.parse(str(params.get("iterations", "100"))), mode=mode, batch=int(batch or 1),
                         cancel=ctx.cancelled if ctx is not None else None,
                         progress=(lambda f, m: ctx.progress(f, m)) if ctx is not None else None)
+        layer_times = _layer_times(session, prep, ctx) if target.backend == "trt" else None
     finally:
         session.close()
     doc = {"backend": target.name, **stats.to_json()}
     doc.update({"notes": variant_notes + list(session.notes), "inputs": prep.source_text,
                 "times_ms": [round(float(t), 6) for t in stats.times_ms]})
+    if layer_times is not None:
+        doc["layer_times"] = layer_times
     return doc
+
+
+def _layer_times(session: object, prep: _Prepared, ctx: object | None) -> dict:
+    """Per engine layer timing of a TensorRT engine (IProfiler over 20 runs), after the benchmark; the build
+    result maps engine layers to ONNX nodes."""
+    from app.core.engine.inspect import per_layer_times
+
+    _progress(ctx, 0.97, "Timing each engine layer…")
+    times = per_layer_times(session.profile_layers(prep.samples[0], runs=20))  # type: ignore[attr-defined]
+    return {k: {"mean_ms": v.mean_ms, "median_ms": v.median_ms, "share": v.share} for k, v in times.items()}
 
 
 def layer_errors(prep: _Prepared, reference: Target, candidate: Target, params: dict, ctx: object | None,

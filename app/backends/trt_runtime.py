@@ -221,6 +221,33 @@ class TrtSession:
             return (time.perf_counter_ns() - t0) / 1e6
         return once_e2e
 
+    def profile_layers(self, feeds: dict[str, np.ndarray], runs: int = 20) -> list[tuple[str, float]]:
+        """(engine layer, ms) for every layer of `runs` runs, through an IProfiler (TENSORRT.md §7)."""
+        from app.core.engine.inspect import TimingRecorder
+
+        trt = self.trt
+        recorder = TimingRecorder()
+
+        class Profiler(trt.IProfiler):
+            def __init__(self) -> None:
+                trt.IProfiler.__init__(self)
+
+            def report_layer_time(self, layer_name: str, ms: float) -> None:
+                recorder.report_layer_time(layer_name, ms)
+
+        profiler = Profiler()
+        self._bind(feeds)
+        self.context.profiler = profiler
+        try:
+            for _ in range(max(1, runs)):
+                self._execute()
+                self.stream.synchronize()
+                if not getattr(self.context, "enqueue_emits_profile", True):
+                    self.context.report_to_profiler()
+        finally:
+            self.context.profiler = None
+        return list(recorder.records)
+
     def close(self) -> None:
         try:
             if self.stream.handle is not None:

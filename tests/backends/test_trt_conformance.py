@@ -31,7 +31,8 @@ USED = [
     ("ICudaEngine", "get_tensor_profile_shape"), ("ICudaEngine", "is_shape_inference_io"),
     ("IExecutionContext", "set_input_shape"), ("IExecutionContext", "set_tensor_address"),
     ("IExecutionContext", "execute_async_v3"), ("IExecutionContext", "infer_shapes"),
-    ("IExecutionContext", "set_output_allocator"),
+    ("IExecutionContext", "set_output_allocator"), ("IExecutionContext", "profiler"),
+    ("IExecutionContext", "report_to_profiler"),
 ]
 
 
@@ -89,8 +90,10 @@ def test_tiny_model_builds_and_runs_close_to_onnxruntime(tmp_path, precision, to
     session = TrtSession(result.engine, logger)
     try:
         out = session.run({"x": x})["y"]
+        records = session.profile_layers({"x": x}, runs=3)
     finally:
         session.close()
+    assert records and all(ms >= 0 for _, ms in records)
     ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     assert out.shape == ref.shape and np.abs(out - ref).max() < tol, logs[-5:]
     assert result.layer_info is not None and result.timing_cache
