@@ -28,12 +28,13 @@ from app.core import errors
 from app.core.demo import write_demo_model
 from app.core.opened import OpenedModel, lay_out
 from app.core.units import human_bytes
+from app.ui.engine_panel import EnginePanel
 from app.ui.error_banner import ErrorBanner
 from app.ui.graph_page import GraphPage
 from app.ui.job_bridge import JobBridge
 from app.ui.jobs_panel import JobsPanel
 from app.ui.loader_thread import ModelLoader
-from app.ui.node_colors import error_colors, precision_colors
+from app.ui.node_colors import engine_colors, error_colors, precision_colors
 from app.ui.plan_controller import PRECISION_LABELS, PlanController
 from app.ui.precision_panel import PrecisionPanel, fill_precision_menu, node_errors
 from app.ui.properties_panel import PropertiesPanel
@@ -99,11 +100,15 @@ class MainWindow(QMainWindow):
         self.color_mode = "op"
         self.precision_panel = PrecisionPanel(self.plan)
         self.precision_dock = self._dock("Precision", self.precision_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.engine: dict | None = None
+        self.engine_panel = EnginePanel()
+        self.engine_dock = self._dock("Engine", self.engine_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.jobs = JobBridge(self)
         self.jobs_panel = JobsPanel(self.jobs)
         self.jobs_dock = self._dock("Jobs", self.jobs_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.tabifyDockWidget(self.results_dock, self.jobs_dock)
         self.tabifyDockWidget(self.results_dock, self.precision_dock)
+        self.tabifyDockWidget(self.results_dock, self.engine_dock)
         self.run_controller = RunController(self)
 
         self.status_label = QLabel("Ready")
@@ -150,7 +155,7 @@ class MainWindow(QMainWindow):
 
     def _model_docks(self) -> list[QDockWidget]:
         return [self.summary_dock, self.properties_dock, self.run_dock, self.precision_dock, self.results_dock,
-                self.jobs_dock]
+                self.jobs_dock, self.engine_dock]
 
     # ----------------------------------------------------------------- construction
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
@@ -226,7 +231,8 @@ class MainWindow(QMainWindow):
         color_menu = pm.addMenu("&Colour Graph By")
         self.color_actions = {}
         for mode, text, key in (("op", "&Op Type", "Ctrl+Shift+1"), ("precision", "&Planned Precision", "Ctrl+Shift+2"),
-                                ("error", "Diagnosis &Error", "Ctrl+Shift+3")):
+                                ("error", "Diagnosis &Error", "Ctrl+Shift+3"),
+                                ("engine", "Precision That Ran in the &Engine", "Ctrl+Shift+4")):
             act = self._action(color_menu, text, lambda _=False, m=mode: self.set_color_mode(m), key, checkable=True)
             self.color_actions[mode] = act
         self.color_actions["op"].setChecked(True)
@@ -246,6 +252,8 @@ class MainWindow(QMainWindow):
         self.act_bench = self._action(r, "&Benchmark", lambda: self.run_panel.bench_button.click(), "Ctrl+B")
         self.act_diagnose = self._action(r, "&Diagnose Layers", lambda: self.run_panel.diagnose_button.click(),
                                          "Ctrl+D")
+        self.act_build = self._action(r, "Build &TensorRT Engine", lambda: self.run_controller.start_build(),
+                                      "Ctrl+Shift+B", tip="Build the plan's variant into a TensorRT engine")
         self._action(r, "Cancel &All Jobs", lambda: self.run_controller.cancel_all(), "Ctrl+.")
         h = mb.addMenu("&Help")
         self._action(h, "&Keyboard and Mouse", self.show_shortcuts, "F1")
@@ -277,6 +285,8 @@ class MainWindow(QMainWindow):
         self.precision_panel.load_button.clicked.connect(self.load_plan_dialog)
         self.precision_panel.fallbackRequested.connect(self.request_fallback)
         self.precision_panel.applyFallback.connect(self.apply_fallback)
+        self.engine_panel.nodeActivated.connect(self._show_key)
+        self.engine_panel.saveRequested.connect(self.save_engine_dialog)
 
     # ----------------------------------------------------------------- opening
     def open_dialog(self) -> None:
@@ -335,6 +345,7 @@ class MainWindow(QMainWindow):
         if not same:
             self.set_diagnosis(None)
             self.precision_panel.show_fallback(None)
+            self.set_engine(None)
         s = opened.summary
         self.summary_panel.show_summary(s, opened.shapes, opened.timings.get("total"))
         self.shapes_panel.set_inputs(s.inputs, opened.input_shapes)
@@ -551,6 +562,9 @@ class MainWindow(QMainWindow):
         if mode == "error" and not self.diagnosis:
             self.status_label.setText("No diagnosis yet: Run ▸ Diagnose Layers (Ctrl+D) measures each layer.")
             mode = self.color_mode
+        if mode == "engine" and not (self.engine and self.engine.get("ran")):
+            self.status_label.setText("No engine yet: Run ▸ Build TensorRT Engine (Ctrl+Shift+B) builds one.")
+            mode = self.color_mode
         self.color_mode = mode
         for m, act in self.color_actions.items():
             act.setChecked(m == mode)
@@ -573,6 +587,11 @@ class MainWindow(QMainWindow):
             colors, legend = error_colors(pic.graph, by_index)
             item.set_node_fill(colors)
             self.view.legend.set_entries(f"Error of {self.diagnosis.get('candidate', '')}", legend)
+        elif mode == "engine" and self.engine and self.engine.get("ran"):
+            ran = self.engine["ran"]
+            colors, legend = engine_colors(pic.graph, [ran.get(r.key) for r in self.plan.rows])
+            item.set_node_fill(colors)
+            self.view.legend.set_entries("Ran in the engine", legend)
         else:
             if item.node_fill is not None:
                 item.set_node_fill(None)
@@ -608,6 +627,52 @@ class MainWindow(QMainWindow):
 
     def go_worst(self) -> None:
         self._go_to_key((self.diagnosis or {}).get("worst"), "worst layer")
+
+    def set_engine(self, doc: dict | None) -> None:
+        """Show a TensorRT build: its layers in the Engine dock, the graph coloured by what ran."""
+        self.engine = doc or None
+        self.engine_panel.set_build(self.engine)
+        if self.engine:
+            self.engine_dock.show()
+            self.engine_dock.raise_()
+            if self.engine.get("ran"):
+                self.set_color_mode("engine")
+            warn = [m for m in self.engine.get("mismatches", []) if m.get("severity") == "warning"]
+            if warn:
+                self.banner.show_message("The engine did not run as planned",
+                                         f"{len(warn)} node(s) ran in another precision than the plan asked, e.g. "
+                                         f"{warn[0]['message']}", "The Engine panel lists them.", level="warning")
+        elif self.color_mode == "engine":
+            self.set_color_mode("op")
+
+    def _show_key(self, key: str) -> None:
+        row = next((r for r in self.plan.rows if r.key == key), None)
+        if row is not None:
+            self._show_onnx_node(row.index)
+
+    def save_engine_dialog(self) -> None:
+        if not self.engine or not self.engine.get("engine"):
+            return
+        start = str(Path(self._plan_dir()) / f"{Path(self.engine['model']).stem}.engine")
+        path, _ = QFileDialog.getSaveFileName(self, "Save TensorRT engine", start, "TensorRT engines (*.engine *.plan)")
+        if path:
+            self.save_engine(Path(path))
+
+    def save_engine(self, path: Path) -> bool:
+        import shutil
+
+        from app.core.fileio import atomic_write_bytes
+
+        src = Path(self.engine["engine"])
+        try:
+            atomic_write_bytes(path, src.read_bytes())
+            shutil.copyfile(src.with_name(src.name + ".json"), path.with_name(path.name + ".json"))
+        except OSError as exc:
+            self.show_error(errors.TrtlabError(f"Could not save the engine to '{path}': {exc.strerror or exc}.",
+                                               fix="Choose a folder you can write to."))
+            return False
+        self.status_label.setText(f"Engine saved to {path} (with its build facts in {path.name}.json)")
+        return True
 
     def request_fallback(self) -> None:
         self.run_controller.start_fallback()
@@ -776,7 +841,7 @@ class MainWindow(QMainWindow):
         has = self.opened is not None
         for act in (self.act_reload, self.act_export_png, self.act_export_svg, self.act_close, self.act_find,
                     self.act_compare, self.act_bench, self.act_diagnose, self.act_save_plan, self.act_load_plan,
-                    self.act_save_variant, self.act_fallback, *self.precision_actions):
+                    self.act_save_variant, self.act_fallback, self.act_build, *self.precision_actions):
             act.setEnabled(has)
         self.act_first_bad.setEnabled(bool(self.diagnosis and self.diagnosis.get("first_nonfinite")))
         self.act_worst.setEnabled(bool(self.diagnosis and self.diagnosis.get("worst")))
@@ -838,5 +903,7 @@ back to the default</td></tr>
 <tr><td><b>Ctrl+D</b>, <b>Ctrl+Shift+N</b>, <b>Ctrl+Shift+W</b></td><td>Diagnose layers; go to the first NaN/Inf;
 go to the worst layer</td></tr>
 <tr><td><b>Ctrl+Shift+F</b></td><td>Find a fallback: nodes to keep in FP32 so the target is met</td></tr>
+<tr><td><b>Ctrl+Shift+B</b>, <b>Ctrl+Shift+4</b></td><td>Build a TensorRT engine; colour the graph by the precision
+that ran in it</td></tr>
 </table>
 """

@@ -66,3 +66,19 @@ def error_colors(graph: DisplayGraph, node_error: dict[int, tuple[float | None, 
     if -1 in counts:
         legend.append(("no float output", NOT_MEASURED, counts[-1]))
     return colors, legend
+
+
+def engine_colors(graph: DisplayGraph, ran_of: Sequence[str | None]) -> tuple[list[QColor], list]:
+    """Per display node colours for the precision each ONNX node ran in, in a TensorRT engine."""
+    colors, counts = [], {}
+    for idx in graph.onnx_index.tolist():
+        p = ran_of[idx] if 0 <= idx < len(ran_of) else None
+        if idx < 0:
+            colors.append(NOT_AN_OP)
+            continue
+        color = PRECISION_COLORS.get(p or "", NOT_MEASURED)
+        colors.append(color)
+        label = PRECISION_LABELS[p] if p in PRECISION_LABELS and p != "fixed" else "not in the engine / unknown"
+        counts[label] = (color, counts.get(label, (color, 0))[1] + 1)
+    legend = [(label, c, n) for label, (c, n) in counts.items()]
+    return colors, legend

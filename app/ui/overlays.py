@@ -100,6 +100,7 @@ class LegendOverlay(QFrame):
         self._grid.setHorizontalSpacing(6)
         self._grid.setVerticalSpacing(2)
         self.entries: list[tuple[str, int]] = []
+        self.title = ""
         self.hide()
 
     def set_graph(self, graph: DisplayGraph | None) -> None:

@@ -104,6 +104,24 @@ class RunController(QObject):
         return self._start("fallback", "app.backends.tasks:fallback_task", full,
                            f"Fallback search for {full['candidate']} ({full['target']})")
 
+    def start_build(self) -> str | None:
+        """Build the plan's variant into a TensorRT engine (in a job: progress, Cancel, the engine cache)."""
+        from app.backends import get_backend
+
+        a = get_backend("trt").availability()
+        if not a.available:
+            self.w.banner.show_message("TensorRT is not available here", f"trt: {a.reason}",
+                                       f"Install it: {a.install_hint}" if a.install_hint else "", level="warning")
+            return None
+        panel = self.w.run_panel
+        params = panel._common()
+        if params is None:
+            return None
+        full = self._base_params({**params, "target": "trt:plan"})
+        if full is None:
+            return None
+        return self._start("build", "app.backends.tasks:build_task", full, f"Build TensorRT engine ({full['target']})")
+
     def save_variant(self, out: str, params: dict) -> str | None:
         """Build the plan's variant (or take it from the cache) and save it as `out`."""
         full = self._base_params({**params, "target": "ort-cpu:plan", "out": out})
@@ -163,6 +181,10 @@ class RunController(QObject):
                 self.w.set_diagnosis(data)
                 self.w.status_label.setText(f"Diagnosis of {data.get('candidate', '')} finished.")
                 return
+            if kind == "build":
+                self.w.set_engine(data)
+                self.w.status_label.setText(f"TensorRT engine ready ({len(data.get('layers', []))} layers).")
+                return
             if kind == "fallback":
                 self.w.precision_panel.show_fallback(data)
                 self.w.precision_dock.show()
@@ -178,6 +200,8 @@ class RunController(QObject):
                 self.w.status_label.setText("Comparison finished.")
             else:
                 self.w.results_view.set_bench(data["backend"], data)
+                if data.get("layer_times"):
+                    self.w.engine_panel.set_times(data["layer_times"])
                 self.w.status_label.setText(f"Benchmark of {data['backend']} finished.")
             self.w.show_results()
             if kind == "bench":

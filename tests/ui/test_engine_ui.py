@@ -1,0 +1,80 @@
+"""The Engine dock and the TensorRT build flow through the real window. Building needs TensorRT, which no
+machine here has: the build request is checked to refuse clearly, and the engine view is driven by a build
+result made by the real report code from inspector JSON written to TensorRT's documented schemas."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import onnx
+import pytest
+from onnx import helper
+
+from app.backends.tasks import engine_report
+from app.ui.plan_controller import PRECISION_COLORS
+from tests.core.engine.test_inspect import fixture_graph, fixture_plan, load
+from tests.ui.conftest import open_and_wait
+
+
+def _fixture_model(tmp_path):
+    """The fixtures' graph as a loadable model: every tensor it reads but never makes becomes a small weight."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    g = fixture_graph()
+    made = {o for n in g.node for o in n.output} | {i.name for i in g.input}
+    for name in sorted({i for n in g.node for i in n.input if i and i not in made}):
+        int8 = name.endswith(".q") or name.startswith("z") or name.endswith(".z")
+        g.initializer.append(numpy_helper.from_array(np.zeros(1, np.int8 if int8 else np.float32), name))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    path = tmp_path / "fixture.onnx"
+    onnx.save(m, str(path))
+    return path
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorrt") is not None, reason="tensorrt is installed here")
+def test_build_without_tensorrt_says_how_to_install(qtbot, window, model_paths):
+    open_and_wait(qtbot, window, model_paths["ppocr_cls_mobile_v2"])
+    assert window.run_controller.start_build() is None
+    assert window.banner.isVisible() and "trtlab[tensorrt]" in window.banner.fix
+    assert not window.run_controller.running
+
+
+def test_engine_result_fills_the_table_colours_the_graph_and_warns(qtbot, window, tmp_path):
+    path = _fixture_model(tmp_path)
+    open_and_wait(qtbot, window, path)
+    graph = fixture_graph()
+    report = engine_report(json.loads(load("engine_10x_detailed.json"), strict=False), graph, fixture_plan(), graph)
+    doc = {"model": str(path), "target": "trt:plan", "engine": str(tmp_path / "x.engine"), "cached": False,
+           "trt_version": "10.13.0", "gpu": "NVIDIA H100", "compute_capability": "9.0", "warnings": [], **report}
+    window.set_engine(doc)
+    panel = window.engine_panel
+    assert panel.table.rowCount() == len(report["layers"]) > 0
+    assert window.engine_dock.isVisible() and window.color_mode == "engine"
+    assert window.view.legend.title == "Ran in the engine"
+    g = window.graph_page.picture.graph
+    for key, ran in report["ran"].items():
+        if ran in PRECISION_COLORS:
+            row = next(r for r in window.plan.rows if r.key == key)
+            node = g.node_of_onnx(row.index)
+            assert window.view.item.node_fill[node].name() == PRECISION_COLORS[ran].name()
+            break
+    else:
+        pytest.fail("no node ran in a known precision")
+    warnings = [m for m in report["mismatches"] if m["severity"] == "warning"]
+    assert panel.mismatches.isVisible() == bool(warnings)
+    if warnings:
+        assert window.banner.isVisible() and "did not run as planned" in window.banner.title
+    # Double-click a layer: its first ONNX node is shown and selected in the graph.
+    r = next(i for i in range(panel.table.rowCount()) if panel.table.item(i, 6).text())
+    first = panel.table.item(r, 0).data(0x0100)[0]
+    panel._activated(r, 0)
+    key_row = next(x for x in window.plan.rows if x.key == first)
+    assert window.view.selection.selected == frozenset({g.node_of_onnx(key_row.index)})
+    # Per-layer times from a trt benchmark appear in the table.
+    name = report["layers"][0]["name"]
+    panel.set_times({name: {"mean_ms": 0.25, "median_ms": 0.24, "share": 0.5}})
+    texts = {panel.table.item(i, 0).text(): panel.table.item(i, 3).text() for i in range(panel.table.rowCount())}
+    assert texts[name] == "0.2500"
