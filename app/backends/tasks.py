@@ -494,7 +494,7 @@ def build_task(params: dict, ctx: object) -> dict:
 
     from app.backends.trt import build_config_from, ensure_engine
     from app.backends.trt_build import BuildFailed
-    from app.core.engine.parser_errors import issue_from_fields, map_issues_to_graph, parse_failure
+    from app.core.engine.parser_errors import explain, issue_from_fields, map_issues_to_graph
 
     target = Target.parse(params["target"])
     plan = target_plan(target, params)
@@ -508,10 +508,16 @@ def build_task(params: dict, ctx: object) -> dict:
         outcome = ensure_engine(path, config, ctx)
     except BuildFailed as exc:
         issues = getattr(exc, "issues", None)
-        if issues:
-            resolved = map_issues_to_graph([issue_from_fields(**i) for i in issues], variant_graph)
-            raise parse_failure(resolved) from exc
-        raise
+        if not issues:
+            raise
+        # The parser refused the graph: a result that names the nodes, so the GUI can show them on the graph.
+        resolved = map_issues_to_graph([issue_from_fields(**i) for i in issues], variant_graph)
+        errors = []
+        for r in resolved:
+            message, fix = explain(r)
+            errors.append({"node": r.key, "op": r.issue.op, "code": r.issue.code, "message": message, "fix": fix})
+        return {"model": model_path, "target": target.name, "ok": False, "parse_errors": errors, "notes": notes,
+                "layers": [], "ran": {}, "mismatches": [], "warnings": []}
     out = params.get("out")
     if out:
         from app.core.fileio import atomic_write_bytes
@@ -521,7 +527,7 @@ def build_task(params: dict, ctx: object) -> dict:
         shutil.copyfile(outcome.path.with_name(outcome.path.name + ".json"), f"{out}.json")
     model_graph = onnx.load(model_path, load_external_data=False).graph
     report = engine_report(outcome.layer_info, variant_graph, plan, model_graph)
-    return {"model": model_path, "target": target.name, "engine": str(outcome.path), "out": out,
+    return {"model": model_path, "target": target.name, "ok": True, "engine": str(outcome.path), "out": out,
             "cached": outcome.cached, "key": outcome.meta.get("key"), "trt_version": outcome.meta.get("trt_version"),
             "gpu": outcome.meta.get("gpu_name"), "compute_capability": outcome.meta.get("compute_capability"),
             "config": config.to_json(), "warnings": outcome.warnings, "notes": notes + report.pop("notes"), **report}

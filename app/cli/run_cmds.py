@@ -408,8 +408,20 @@ def cmd_build(args: argparse.Namespace) -> int:
                           "profiles": [p.to_json() for p in config.profiles]},
               **_variant_params(args, [target])}
     doc = _run_job("app.backends.tasks:build_task", params, f"Build TensorRT engine ({target.name})")
+    if not doc.get("ok", True):
+        _emit(args, doc, _format_parse_errors(doc))
+        return EXIT_BAD_INPUT
     _emit(args, doc, _format_build(doc))
     return EXIT_OK
+
+
+def _format_parse_errors(doc: dict) -> str:
+    errs = doc.get("parse_errors", [])
+    lines = [f"TensorRT's ONNX parser refused {Path(doc['model']).name} ({len(errs)} error(s)):"]
+    for e in errs[:10]:
+        lines.append(f"  node {e['node'] or '?'} ({e['op'] or '?'}): {e['message']}")
+        lines.append(f"    Fix: {e['fix']}")
+    return "\n".join(lines)
 
 
 def _format_build(doc: dict) -> str:

@@ -84,6 +84,23 @@ class EnginePanel(QWidget):
             f"<b>{doc.get('target', '')}</b>: TensorRT {doc.get('trt_version', '?')} on {doc.get('gpu', '?')} "
             f"(sm {doc.get('compute_capability', '?')}){' · from the engine cache' if doc.get('cached') else ''} · "
             f"{len(layers)} engine layers ({mix or 'no layer information'})")
+        if not doc.get("ok", True):
+            errs = doc.get("parse_errors", [])
+            self.summary.setText(f"<b>TensorRT's ONNX parser refused the graph</b> ({len(errs)} error(s)); the nodes "
+                                 "are marked on the graph. Double-click a row to show its node.")
+            self.mismatches.setText("<br>".join(f"✗ {e['node'] or '?'} ({e['op'] or '?'}): {e['message']} "
+                                                f"<i>Fix: {e['fix']}</i>" for e in errs[:8]))
+            self.mismatches.show()
+            self.table.setSortingEnabled(False)
+            self.table.setRowCount(len(errs))
+            for r, e in enumerate(errs):
+                first = QTableWidgetItem(e["node"] or "?")
+                first.setData(Qt.ItemDataRole.UserRole, [e["node"]] if e["node"] else [])
+                cells = [first, QTableWidgetItem(e.get("op") or ""), QTableWidgetItem("refused"), QTableWidgetItem(""),
+                         QTableWidgetItem(""), QTableWidgetItem(e.get("code") or ""), QTableWidgetItem(e["message"])]
+                for c, item in enumerate(cells):
+                    self.table.setItem(r, c, item)
+            return
         warn = [m for m in doc.get("mismatches", []) if m.get("severity") == "warning"]
         extra = [f"TensorRT: {w}" for w in doc.get("warnings", [])[:5]]
         if warn or extra:

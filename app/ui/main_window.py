@@ -34,7 +34,7 @@ from app.ui.graph_page import GraphPage
 from app.ui.job_bridge import JobBridge
 from app.ui.jobs_panel import JobsPanel
 from app.ui.loader_thread import ModelLoader
-from app.ui.node_colors import engine_colors, error_colors, precision_colors
+from app.ui.node_colors import engine_colors, error_colors, node_time_shares, precision_colors, time_colors
 from app.ui.plan_controller import PRECISION_LABELS, PlanController
 from app.ui.precision_panel import PrecisionPanel, fill_precision_menu, node_errors
 from app.ui.properties_panel import PropertiesPanel
@@ -232,7 +232,8 @@ class MainWindow(QMainWindow):
         self.color_actions = {}
         for mode, text, key in (("op", "&Op Type", "Ctrl+Shift+1"), ("precision", "&Planned Precision", "Ctrl+Shift+2"),
                                 ("error", "Diagnosis &Error", "Ctrl+Shift+3"),
-                                ("engine", "Precision That Ran in the &Engine", "Ctrl+Shift+4")):
+                                ("engine", "Precision That Ran in the &Engine", "Ctrl+Shift+4"),
+                                ("time", "Engine Layer &Time", "Ctrl+Shift+5")):
             act = self._action(color_menu, text, lambda _=False, m=mode: self.set_color_mode(m), key, checkable=True)
             self.color_actions[mode] = act
         self.color_actions["op"].setChecked(True)
@@ -562,6 +563,9 @@ class MainWindow(QMainWindow):
         if mode == "error" and not self.diagnosis:
             self.status_label.setText("No diagnosis yet: Run ▸ Diagnose Layers (Ctrl+D) measures each layer.")
             mode = self.color_mode
+        if mode == "time" and not (self.engine and self.engine_panel.times):
+            self.status_label.setText("No engine timing yet: benchmark the trt backend (Ctrl+B) after a build.")
+            mode = self.color_mode
         if mode == "engine" and not (self.engine and self.engine.get("ran")):
             self.status_label.setText("No engine yet: Run ▸ Build TensorRT Engine (Ctrl+Shift+B) builds one.")
             mode = self.color_mode
@@ -587,6 +591,11 @@ class MainWindow(QMainWindow):
             colors, legend = error_colors(pic.graph, by_index)
             item.set_node_fill(colors)
             self.view.legend.set_entries(f"Error of {self.diagnosis.get('candidate', '')}", legend)
+        elif mode == "time" and self.engine and self.engine_panel.times:
+            shares = node_time_shares(self.engine.get("layers", []), self.engine_panel.times)
+            colors, legend = time_colors(pic.graph, [shares.get(r.key) for r in self.plan.rows])
+            item.set_node_fill(colors)
+            self.view.legend.set_entries("Share of the engine's time", legend)
         elif mode == "engine" and self.engine and self.engine.get("ran"):
             ran = self.engine["ran"]
             colors, legend = engine_colors(pic.graph, [ran.get(r.key) for r in self.plan.rows])
@@ -632,7 +641,22 @@ class MainWindow(QMainWindow):
         """Show a TensorRT build: its layers in the Engine dock, the graph coloured by what ran."""
         self.engine = doc or None
         self.engine_panel.set_build(self.engine)
-        if self.engine:
+        if self.engine and not self.engine.get("ok", True):
+            self.engine_dock.show()
+            self.engine_dock.raise_()
+            bad = [e for e in self.engine.get("parse_errors", []) if e.get("node")]
+            self.banner.show_message("TensorRT cannot parse this graph",
+                                     f"{len(self.engine.get('parse_errors', []))} parser error(s)"
+                                     + (f", first at node {bad[0]['node']}: {bad[0]['message']}" if bad else "."),
+                                     bad[0]["fix"] if bad else "See the Engine panel.")
+            rows = {r.key: r.index for r in self.plan.rows}
+            pic = self.graph_page.picture
+            found = [pic.graph.node_of_onnx(rows.get(e["node"], -1)) for e in bad] if pic else []
+            nodes = [n for n in found if n is not None]
+            if nodes:
+                self._show_onnx_node(rows[bad[0]["node"]])
+                self.view.selection.set(nodes, nodes[0])
+        elif self.engine:
             self.engine_dock.show()
             self.engine_dock.raise_()
             if self.engine.get("ran"):

@@ -82,3 +82,44 @@ def engine_colors(graph: DisplayGraph, ran_of: Sequence[str | None]) -> tuple[li
         counts[label] = (color, counts.get(label, (color, 0))[1] + 1)
     legend = [(label, c, n) for label, (c, n) in counts.items()]
     return colors, legend
+
+
+TIME_BANDS = (  # (lowest share of the engine's time, label, colour), slowest first
+    (0.10, "≥ 10 % of the time", QColor("#b2182b")),
+    (0.05, "5–10 %", QColor("#ef8a62")),
+    (0.02, "2–5 %", QColor("#fddbc7")),
+    (0.005, "0.5–2 %", QColor("#d1e5f0")),
+    (0.0, "< 0.5 %", QColor("#67a9cf")),
+)
+
+
+def node_time_shares(layers: list[dict], times: dict[str, dict]) -> dict[str, float]:
+    """Each ONNX node's share of the engine's time: a fused layer's share split evenly among its nodes."""
+    out: dict[str, float] = {}
+    for layer in layers:
+        t = times.get(layer["name"])
+        nodes = layer.get("onnx_nodes") or []
+        if t is None or not nodes:
+            continue
+        for key in nodes:
+            out[key] = out.get(key, 0.0) + float(t["share"]) / len(nodes)
+    return out
+
+
+def time_colors(graph: DisplayGraph, share_of: Sequence[float | None]) -> tuple[list[QColor], list]:
+    """Per display node colours for the share of a TensorRT engine's time its layers took."""
+    colors, counts = [], {}
+    for idx in graph.onnx_index.tolist():
+        share = share_of[idx] if 0 <= idx < len(share_of) else None
+        if share is None:
+            colors.append(NOT_AN_OP if idx < 0 else NOT_MEASURED)
+            if idx >= 0:
+                counts[-1] = counts.get(-1, 0) + 1
+            continue
+        k = next(k for k, (lo, _, _) in enumerate(TIME_BANDS) if share >= lo)
+        colors.append(TIME_BANDS[k][2])
+        counts[k] = counts.get(k, 0) + 1
+    legend = [(label, color, counts[k]) for k, (_, label, color) in enumerate(TIME_BANDS) if k in counts]
+    if -1 in counts:
+        legend.append(("not timed (fused away or not in the engine)", NOT_MEASURED, counts[-1]))
+    return colors, legend

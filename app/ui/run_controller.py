@@ -202,6 +202,8 @@ class RunController(QObject):
                 self.w.results_view.set_bench(data["backend"], data)
                 if data.get("layer_times"):
                     self.w.engine_panel.set_times(data["layer_times"])
+                    if self.w.engine:
+                        self.w.set_color_mode("time")
                 self.w.status_label.setText(f"Benchmark of {data['backend']} finished.")
             self.w.show_results()
             if kind == "bench":

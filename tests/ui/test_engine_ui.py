@@ -74,7 +74,43 @@ def test_engine_result_fills_the_table_colours_the_graph_and_warns(qtbot, window
     key_row = next(x for x in window.plan.rows if x.key == first)
     assert window.view.selection.selected == frozenset({g.node_of_onnx(key_row.index)})
     # Per-layer times from a trt benchmark appear in the table.
-    name = report["layers"][0]["name"]
+    timed = next(layer for layer in report["layers"] if layer["onnx_nodes"])
+    name = timed["name"]
     panel.set_times({name: {"mean_ms": 0.25, "median_ms": 0.24, "share": 0.5}})
     texts = {panel.table.item(i, 0).text(): panel.table.item(i, 3).text() for i in range(panel.table.rowCount())}
     assert texts[name] == "0.2500"
+    # ...and as a heat-map on the graph: the layer's nodes share its 50 %.
+    from app.ui.node_colors import TIME_BANDS
+
+    window.color_actions["time"].trigger()
+    assert window.color_mode == "time" and window.view.legend.title == "Share of the engine's time"
+    nodes = timed["onnx_nodes"]
+    row = next(x for x in window.plan.rows if x.key == nodes[0])
+    share = 0.5 / len(nodes)
+    band = next(b for b in TIME_BANDS if share >= b[0])
+    assert window.view.item.node_fill[g.node_of_onnx(row.index)].name() == band[2].name()
+
+
+def test_parser_refusal_marks_the_nodes_on_the_graph(qtbot, window, tmp_path):
+    """What build_task returns when TensorRT's parser refuses a graph: the refused nodes are selected and shown."""
+    from app.core.engine.parser_errors import explain, issue_from_fields, map_issues_to_graph
+
+    path = _fixture_model(tmp_path)
+    open_and_wait(qtbot, window, path)
+    fields = {"code": "UNSUPPORTED_NODE", "desc": "No importer registered for op: GlobalAveragePool",
+              "node": 13, "node_name": "/head/GlobalAveragePool", "node_operator": "GlobalAveragePool",
+              "text": "In node 13 with name: /head/GlobalAveragePool and operator: GlobalAveragePool: "
+                      "UNSUPPORTED_NODE: No importer registered for op: GlobalAveragePool"}
+    resolved = map_issues_to_graph([issue_from_fields(**fields)], fixture_graph())
+    errors = [{"node": r.key, "op": r.issue.op, "code": r.issue.code, "message": explain(r)[0], "fix": explain(r)[1]}
+              for r in resolved]
+    assert errors[0]["node"] == "/head/GlobalAveragePool"
+    window.set_engine({"model": str(path), "target": "trt:fp32", "ok": False, "parse_errors": errors,
+                       "layers": [], "ran": {}, "mismatches": [], "warnings": []})
+    assert window.banner.isVisible() and "cannot parse" in window.banner.title
+    g = window.graph_page.picture.graph
+    row = next(r for r in window.plan.rows if r.key == "/head/GlobalAveragePool")
+    assert window.view.selection.selected == frozenset({g.node_of_onnx(row.index)})
+    panel = window.engine_panel
+    assert panel.table.rowCount() == 1 and panel.table.item(0, 0).text() == "/head/GlobalAveragePool"
+    assert panel.mismatches.isVisible() and "Fix:" in panel.mismatches.text()
