@@ -350,6 +350,7 @@ class MainWindow(QMainWindow):
         s = opened.summary
         self.summary_panel.show_summary(s, opened.shapes, opened.timings.get("total"))
         self.shapes_panel.set_inputs(s.inputs, opened.input_shapes)
+        self.run_panel.set_inputs(s.inputs)
         if self.stack.currentWidget() is self.start_page:
             # Results and Jobs appear with the first job, so the graph has the room until then.
             for dock in (self.summary_dock, self.properties_dock, self.run_dock):

@@ -105,14 +105,11 @@ class RunController(QObject):
                            f"Fallback search for {full['candidate']} ({full['target']})")
 
     def start_build(self) -> str | None:
-        """Build the plan's variant into a TensorRT engine (in a job: progress, Cancel, the engine cache)."""
+        """Build the plan's variant into a TensorRT engine (in a job: progress, Cancel, the engine cache).
+        The profile is checked first (it names the input and axis), then whether TensorRT is here."""
         from app.backends import get_backend
+        from app.core.engine.profiles import parse_profile_args
 
-        a = get_backend("trt").availability()
-        if not a.available:
-            self.w.banner.show_message("TensorRT is not available here", f"trt: {a.reason}",
-                                       f"Install it: {a.install_hint}" if a.install_hint else "", level="warning")
-            return None
         panel = self.w.run_panel
         params = panel._common()
         if params is None:
@@ -120,6 +117,19 @@ class RunController(QObject):
         full = self._base_params({**params, "target": "trt:plan"})
         if full is None:
             return None
+        try:
+            profile = parse_profile_args(panel.profile_args(), self.w.opened.summary.inputs, full["shapes"])
+        except TrtlabError as exc:
+            panel.message.setText(f"{exc.message} {exc.fix}".strip())
+            self.w.run_dock.show()
+            self.w.run_dock.raise_()
+            return None
+        a = get_backend("trt").availability()
+        if not a.available:
+            self.w.banner.show_message("TensorRT is not available here", f"trt: {a.reason}",
+                                       f"Install it: {a.install_hint}" if a.install_hint else "", level="warning")
+            return None
+        full["options"] = {**full.get("options", {}), "profiles": [profile.to_json()]}
         return self._start("build", "app.backends.tasks:build_task", full, f"Build TensorRT engine ({full['target']})")
 
     def save_variant(self, out: str, params: dict) -> str | None:

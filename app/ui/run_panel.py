@@ -121,6 +121,14 @@ class RunPanel(QWidget):
         cf.addRow("Samples", self.calib_samples)
         col.addWidget(calib)
 
+        self.profile_box = QGroupBox("TensorRT profile (dynamic inputs)")
+        self.profile_form = QFormLayout(self.profile_box)
+        self.profile_edits: dict[str, QLineEdit] = {}
+        self.profile_box.setToolTip("MIN:OPT:MAX shapes for each dynamic input, e.g. 1x3x224x224:8x3x224x224:"
+                                    "32x3x224x224; empty: the engine takes exactly the input shapes set above")
+        self.profile_box.hide()
+        col.addWidget(self.profile_box)
+
         tol = QGroupBox("Pass when")
         tf = QFormLayout(tol)
         self.min_cos = QDoubleSpinBox()
@@ -172,6 +180,29 @@ class RunPanel(QWidget):
         if not any(cb.isChecked() for cb in self.checks.values()):
             # Only the CPU here: comparing it with itself still checks that runs are repeatable.
             self.checks["ort-cpu"].setChecked(True)
+
+    def set_inputs(self, inputs: list) -> None:
+        """One MIN:OPT:MAX field per input with a dynamic dim (for TensorRT engine builds)."""
+        from app.core.shapes import dynamic_dims
+
+        while self.profile_form.rowCount():
+            self.profile_form.removeRow(0)
+        self.profile_edits = {}
+        self.inputs = list(inputs)
+        for info in inputs:
+            if not dynamic_dims(info):
+                continue
+            edit = QLineEdit()
+            edit.setPlaceholderText("MIN:OPT:MAX, e.g. " + ":".join(
+                "x".join(str(d) if isinstance(d, int) and d > 0 else str(n) for d in (info.shape or ()))
+                for n in (1, 8, 32)))
+            self.profile_form.addRow(QLabel(info.name), edit)
+            self.profile_edits[info.name] = edit
+        self.profile_box.setVisible(bool(self.profile_edits))
+
+    def profile_args(self) -> list[str]:
+        """The typed ranges as `--profile` arguments (NAME:MIN:OPT:MAX)."""
+        return [f"{name}:{edit.text().strip()}" for name, edit in self.profile_edits.items() if edit.text().strip()]
 
     def _source_changed(self) -> None:
         kind = self.source.currentData()

