@@ -1,8 +1,9 @@
 """What the native TensorRT backend needs, found without importing TensorRT or touching the GPU.
 
 The GUI asks this to grey out `trt` with a reason; it must not load CUDA into the GUI process (TensorRT and
-GPU work run in job processes only), so the GPU is read from `nvidia-smi` and the packages from their
-installed metadata. The job process confirms with cuda-python (`app.backends.cuda_rt.gpu_info`).
+GPU work run in job processes only). So the packages are read from their installed metadata, and the GPU
+(name, compute capability, memory) through cuda-python in a short child process
+(`app.backends.cuda_rt.gpu_info`), or from `nvidia-smi` when cuda-python is not installed.
 """
 
 from __future__ import annotations
@@ -86,6 +87,27 @@ def parse_nvidia_smi(text: str) -> list[GpuListing]:
     return out
 
 
+def _gpus_by_cuda_python() -> tuple[list[GpuListing], str]:
+    """GPU 0 through cuda-python, asked in a child process so that this one never initialises CUDA."""
+    import json
+    import sys
+
+    code = ("import json; from app.backends.cuda_rt import gpu_info; i = gpu_info(); "
+            "print(json.dumps([i.name, i.compute_capability, i.total_memory]))")
+    try:
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [], f"the GPU query failed ({exc})"
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or [""])[-1]
+        return [], last.split(": ", 1)[-1][:200]
+    try:
+        name, cc, total = json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return [], ""
+    return [GpuListing(str(name), str(cc), int(total) // (1 << 20))], ""
+
+
 @functools.cache
 def environment() -> TrtEnvironment:
     """Installed TensorRT and cuda-python versions and the GPUs nvidia-smi lists (cached for the process)."""
@@ -95,6 +117,10 @@ def environment() -> TrtEnvironment:
     cuda_version = _dist_version("cuda-python", "cuda-bindings")
     if cuda_version is None and importlib.util.find_spec("cuda") is not None:
         cuda_version = "unknown"
+    if cuda_version is not None:
+        gpus, error = _gpus_by_cuda_python()
+        if gpus or error:
+            return TrtEnvironment(trt_version, cuda_version, gpus, error)
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return TrtEnvironment(trt_version, cuda_version, [], "nvidia-smi is not on the PATH")
