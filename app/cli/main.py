@@ -20,7 +20,7 @@ EXIT_OK, EXIT_NOT_MET, EXIT_BAD_INPUT, EXIT_UNAVAILABLE, EXIT_JOB_FAILED = 0, 1,
 # Every subcommand of the public interface; those not built yet say so and exit 2.
 SUBCOMMANDS = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check",
                "build", "report")
-_BUILT = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "build")
+_BUILT = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check", "build")
 _PLANNED = frozenset(SUBCOMMANDS) - set(_BUILT)
 
 
@@ -38,9 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("inspect", help="summarise a model: I/O, opsets, ops, parameters")
     p.add_argument("model", metavar="MODEL")
     p.add_argument("--json", metavar="PATH|-", help="write the summary as JSON to PATH, or stdout with -")
-    from app.cli import run_cmds
+    from app.cli import check_cmd, run_cmds
 
     run_cmds.register(sub)
+    check_cmd.register(sub)
     for name in sorted(_PLANNED):
         q = sub.add_parser(name, help="(not in this version yet)", add_help=False)
         q.add_argument("rest", nargs=argparse.REMAINDER)
@@ -59,6 +60,10 @@ def run_cli(argv: list[str]) -> int:
             from app.cli.inspect_cmd import cmd_inspect
 
             return cmd_inspect(args)
+        if args.command == "check":
+            from app.cli.check_cmd import cmd_check
+
+            return cmd_check(args)
         if args.command in _BUILT:
             from app.cli import run_cmds
 

@@ -231,7 +231,7 @@ def bad_runs(model_paths: dict[str, Path],
     commands["no_model"] = ["inspect"]
     commands["unwritable_json"] = ["inspect", str(model_paths["magika_standard_v3_3"]), "--json",
                                    str(root / "secret.bin" / "out.json")]
-    commands["planned"] = ["check", str(model_paths["magika_standard_v3_3"])]
+    commands["planned"] = ["report", str(root / "results.json"), "-o", str(root / "report.html")]
     results = run_many(commands, cwd=root)
     paths.update({k: model_paths["magika_standard_v3_3"] for k in
                   ("unknown_flag", "no_model", "unwritable_json", "planned")})

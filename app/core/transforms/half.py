@@ -9,6 +9,7 @@ place; overflow (> 65504) and flush-to-zero counts are reported per initializer.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,8 +53,15 @@ def _opset(model: onnx.ModelProto, domain: str) -> int:
 
 def _convertible_inputs(node: onnx.NodeProto, opset: int, half: int) -> list[int] | None:
     """Indices of inputs that take the half type with the outputs; None if the op cannot run in half."""
+    idx = _convertible_positions(node.op_type, node.domain or "", len(node.input), opset, half)
+    return None if idx is None else list(idx)
+
+
+@functools.lru_cache(maxsize=4096)
+def _convertible_positions(op_type: str, domain: str, n_inputs: int, opset: int, half: int) -> tuple[int, ...] | None:
+    # A pure function of the op's schema: cached, since a model repeats a few op types many times.
     try:
-        schema = onnx.defs.get_schema(node.op_type, opset, node.domain or "")
+        schema = onnx.defs.get_schema(op_type, opset, domain)
     except onnx.defs.SchemaError:
         return None
     if not schema.outputs:
@@ -64,11 +72,29 @@ def _convertible_inputs(node: onnx.NodeProto, opset: int, half: int) -> list[int
         return None
     idx = []
     formals = list(schema.inputs)
-    for i in range(len(node.input)):
+    for i in range(n_inputs):
         formal = formals[min(i, len(formals) - 1)] if formals else None
         if formal is not None and formal.type_str == out_var:
             idx.append(i)
-    return idx
+    return tuple(idx)
+
+
+def half_skip_reason(node: onnx.NodeProto, opset: int, precision: str) -> str | None:
+    """Why :func:`to_half` keeps a node planned FP16/BF16 in FP32 by its op alone, or None when it converts it.
+
+    (Nodes with no float output are fixed before this question arises: :func:`~app.core.precision.fixed_reason`.)
+    """
+    if node.op_type in KEEP_FP32_OPS:
+        return f"{node.op_type} is kept in FP32 (known to lose accuracy or break in half precision)"
+    if half_inputs(node, opset, precision) is None:
+        return f"{node.op_type} has no {precision} kernel at opset {opset}"
+    return None
+
+
+def half_inputs(node: onnx.NodeProto, opset: int, precision: str) -> list[int] | None:
+    """Positions of the inputs :func:`to_half` gives the half type (weights there are stored in half precision);
+    None when the op cannot run in half precision at this opset."""
+    return _convertible_inputs(node, opset, HALF[precision])
 
 
 def to_half(model: onnx.ModelProto, plan: PrecisionPlan, precision: str = "fp16") -> tuple[onnx.ModelProto, HalfReport]:

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 
 from app.core.calibration import (
     CALIB_METHODS,
@@ -53,13 +53,13 @@ from app.core.errors import TrtlabError
 from app.core.precision import PrecisionPlan
 from app.core.shapes import ShapeResult, infer_shapes
 from app.core.transforms.fold import fold_constants
+from app.core.transforms.qdq_rules import QDQ_OPSET, QUANT_OPS, check_trt_qdq
 
 log = logging.getLogger(__name__)
 
 __all__ = ["CALIB_METHODS", "QUANTIZABLE_OPS", "CalibrationCancelled", "CalibrationError", "Int8Error",
-           "Int8Report", "NothingToQuantize", "check_trt_qdq", "to_int8"]
+           "Int8Report", "NothingToQuantize", "check_trt_qdq", "int8_skip_reason", "to_int8"]
 
-QDQ_OPSET = 13  # DequantizeLinear's `axis` (per-channel weights) arrived in opset 13
 WEIGHTED_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm"})
 POOL_OPS = frozenset({"MaxPool", "AveragePool"})
 QUANTIZABLE_OPS = WEIGHTED_OPS | POOL_OPS | {"Add"}
@@ -69,10 +69,7 @@ _REDUCE_OPS = frozenset({"GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "Re
                          "ReduceProd", "ReduceL2", "LayerNormalization", "Softmax", "LogSoftmax"})
 _FLOAT = frozenset({"float32", "float16"})
 _LARGE_MODEL = 1_800_000_000  # bytes: above this the model goes through ONNX's external-data format
-_QUANT_OPS = frozenset({"QuantizeLinear", "DequantizeLinear"})
-_QOPERATOR_OPS = frozenset({"QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "QLinearAdd",
-                            "QLinearMul", "QGemm", "DynamicQuantizeLinear"})
-_SCALE_TYPES = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16}
+_QUANT_OPS = QUANT_OPS
 
 
 class Int8Error(TrtlabError):
@@ -110,6 +107,11 @@ class Int8Report:
 
 def _opset(model: onnx.ModelProto) -> int:
     return next((int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+
+
+def int8_skip_reason(node: onnx.NodeProto, consts: set[str], shapes: ShapeResult) -> str | None:
+    """Why a node planned INT8 gets no Q/DQ, or None when it does (`consts`: names of the initializers)."""
+    return _why_not(node, consts, shapes)
 
 
 def _why_not(node: onnx.NodeProto, consts: set[str], shapes: ShapeResult) -> str | None:
@@ -391,125 +393,3 @@ def _validate(q: onnx.ModelProto) -> None:
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
         raise Int8Error("The INT8 model breaks TensorRT's Q/DQ rules: " + "; ".join(problems[:3]) + more + ".",
                         fix="Plan the nodes named here FP32 or FP16 and quantize again.")
-
-
-# --------------------------------------------------------------------------------------------- TensorRT rules
-
-def check_trt_qdq(model: onnx.ModelProto) -> list[str]:
-    """Where the model's Q/DQ nodes break TensorRT's explicit-quantization rules (empty: none).
-
-    Checked: Q/DQ in the ONNX domain (no QOperator ops), scales that are positive float constants, scalar
-    (per-tensor) or 1-D with one value per channel of the quantized axis (per-channel, weights only),
-    zero points that are INT8 and all 0 (a QuantizeLinear without one produces UINT8), no DequantizeLinear
-    of INT32 (a quantized bias), and every QuantizeLinear read only by DequantizeLinear nodes.
-    """
-    g = model.graph
-    consts: dict[str, TensorProto] = {t.name: t for t in g.initializer}
-    for n in g.node:
-        if n.op_type == "Constant" and n.output:
-            for a in n.attribute:
-                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
-                    consts[n.output[0]] = a.t
-    dims: dict[str, list[int | str]] = {}
-    elem: dict[str, int] = {}
-    for vi in list(g.input) + list(g.value_info) + list(g.output):
-        tt = vi.type.tensor_type
-        if vi.type.HasField("tensor_type"):
-            elem[vi.name] = tt.elem_type
-            if tt.HasField("shape"):
-                dims[vi.name] = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim]
-    for name, t in consts.items():
-        elem[name], dims[name] = t.data_type, list(t.dims)
-    readers: dict[str, list[onnx.NodeProto]] = {}
-    for n in g.node:
-        for i in n.input:
-            readers.setdefault(i, []).append(n)
-    producer = {o: n for n in g.node for o in n.output}
-    graph_outputs = {o.name for o in g.output}
-    opset = _opset(model)
-
-    problems: list[str] = []
-    for n in g.node:
-        where = f"{n.op_type} '{n.name or (n.output[0] if n.output else '?')}'"
-        if n.op_type in _QOPERATOR_OPS:
-            problems.append(f"{where}: a QOperator-format op; TensorRT parses only QuantizeLinear/DequantizeLinear")
-            continue
-        if n.op_type not in _QUANT_OPS:
-            continue
-        if n.domain not in ("", "ai.onnx"):
-            problems.append(f"{where}: in domain '{n.domain}'; TensorRT parses only the ONNX-domain op")
-            continue
-        x = n.input[0] if n.input else ""
-        scale = n.input[1] if len(n.input) > 1 else ""
-        zp = n.input[2] if len(n.input) > 2 else ""
-        axis = next((int(a.i) for a in n.attribute if a.name == "axis"), 1)
-        # scale
-        s = consts.get(scale)
-        if s is None:
-            problems.append(f"{where}: scale '{scale}' is not a constant (TensorRT needs build-time scales)")
-        elif s.data_type not in _SCALE_TYPES:
-            problems.append(f"{where}: scale '{scale}' is {onnx.helper.tensor_dtype_to_string(s.data_type)}, "
-                            "not float")
-        else:
-            values = numpy_helper.to_array(s).astype(np.float64)
-            if values.size and not (np.isfinite(values).all() and (values > 0).all()):
-                problems.append(f"{where}: scale '{scale}' has values that are zero, negative or not finite")
-            if values.size != 1 or len(s.dims) > 1:
-                problems.extend(_per_channel_problems(where, s, x, axis, dims, consts, producer))
-        # zero point and quantized type
-        if zp:
-            z = consts.get(zp)
-            if z is None:
-                problems.append(f"{where}: zero point '{zp}' is not a constant")
-            elif z.data_type != TensorProto.INT8:
-                problems.append(f"{where}: zero point '{zp}' is "
-                                f"{onnx.helper.tensor_dtype_to_string(z.data_type).removeprefix('TensorProto.')}; "
-                                "TensorRT needs INT8 (quantize with QInt8)")
-            elif numpy_helper.to_array(z).any():
-                problems.append(f"{where}: zero point '{zp}' is not all 0 (TensorRT needs symmetric quantization)")
-            elif s is not None and list(z.dims) != list(s.dims):
-                problems.append(f"{where}: zero point '{zp}' and scale '{scale}' have different shapes")
-        elif n.op_type == "QuantizeLinear":
-            out_type = next((int(a.i) for a in n.attribute if a.name == "output_dtype"), 0)
-            if out_type != TensorProto.INT8:
-                problems.append(f"{where}: no INT8 zero point, so it quantizes to UINT8 (TensorRT needs INT8)")
-        if n.op_type == "DequantizeLinear":
-            xt = elem.get(x)
-            src = producer.get(x)
-            if xt is None and src is not None and src.op_type == "QuantizeLinear" and len(src.input) > 2:
-                xt = elem.get(src.input[2])
-            if xt == TensorProto.INT32:
-                problems.append(f"{where}: dequantizes INT32 '{x}' (a quantized bias); TensorRT's DequantizeLinear "
-                                "takes INT8 only: keep biases float (QuantizeBias off)")
-            elif xt not in (None, TensorProto.INT8):
-                problems.append(f"{where}: dequantizes {onnx.helper.tensor_dtype_to_string(xt)} '{x}'; "
-                                "TensorRT needs INT8")
-        else:
-            bad = sorted({r.op_type for r in readers.get(n.output[0], []) if r.op_type != "DequantizeLinear"})
-            if bad or n.output[0] in graph_outputs:
-                what = ", ".join(bad) if bad else "the graph output"
-                problems.append(f"{where}: its output is read by {what}; a QuantizeLinear must feed only "
-                                "DequantizeLinear")
-    if opset < QDQ_OPSET and any(n.op_type in _QUANT_OPS and any(a.name == "axis" for a in n.attribute)
-                                 for n in g.node):
-        problems.append(f"opset {opset}: per-channel Q/DQ (an axis) needs opset {QDQ_OPSET}")
-    return problems
-
-
-def _per_channel_problems(where: str, s: TensorProto, x: str, axis: int, dims: dict[str, list],
-                          consts: dict[str, TensorProto], producer: dict[str, onnx.NodeProto]) -> list[str]:
-    if len(s.dims) != 1:
-        return [f"{where}: scale has shape {list(s.dims)}; TensorRT takes a scalar or a 1-D per-channel scale"]
-    src = producer.get(x)
-    weight = x in consts or (src is not None and src.op_type == "QuantizeLinear" and src.input[0] in consts)
-    if not weight:
-        return [f"{where}: per-channel scale on an activation; TensorRT quantizes activations per tensor"]
-    shape = dims.get(x) or (dims.get(src.input[0]) if src is not None else None)
-    if shape is None:
-        return []
-    a = axis if axis >= 0 else axis + len(shape)
-    if not 0 <= a < len(shape):
-        return [f"{where}: axis {axis} is outside the weight's rank {len(shape)}"]
-    if isinstance(shape[a], int) and shape[a] != s.dims[0]:
-        return [f"{where}: {s.dims[0]} scales for {shape[a]} channels on axis {axis}"]
-    return []

@@ -1,0 +1,98 @@
+"""Checks of the input shapes and the optimization profile the user set against the model's real inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from app.core.engine.profiles import OptimizationProfile, profile_problems
+from app.core.errors import ShapeSpecError
+from app.core.readiness.context import GraphIndex
+from app.core.readiness.findings import Finding
+from app.core.shapes import dynamic_dims, validate_input_shape
+from app.core.tensors import TensorInfo
+
+
+def _real(inputs: list[TensorInfo]) -> str:
+    return ", ".join(f"'{i.name}' ({i.shape_text()})" for i in inputs) or "none"
+
+
+def _example(info: TensorInfo) -> str:
+    if info.shape is None:
+        return "DIMS"
+    return "x".join(str(d) if isinstance(d, int) and d > 0 else "N" for d in info.shape)
+
+
+def valid_shapes(index: GraphIndex, shapes: Mapping[str, Sequence[int]] | None) -> dict[str, tuple[int, ...]]:
+    """The given shapes that name a real input and fit it (what shape inference may use)."""
+    by_name = {i.name: i for i in index.inputs}
+    out = {}
+    for name, dims in (shapes or {}).items():
+        info = by_name.get(name)
+        if info is None:
+            continue
+        try:
+            validate_input_shape(info, tuple(int(d) for d in dims))
+        except (ShapeSpecError, TypeError, ValueError):
+            continue
+        out[name] = tuple(int(d) for d in dims)
+    return out
+
+
+def check_inputs(index: GraphIndex, shapes: Mapping[str, Sequence[int]] | None,
+                 profile: OptimizationProfile | None) -> list[Finding]:
+    inputs = index.inputs
+    by_name = {i.name: i for i in inputs}
+    real = _real(inputs)
+    out: list[Finding] = []
+    good: set[str] = set()
+    for name, dims in (shapes or {}).items():
+        info = by_name.get(name)
+        if info is None:
+            out.append(Finding("error", "shape-unknown-input", [],
+                               f"The input shapes name '{name}', which is not an input of this model; its inputs "
+                               f"are {real}.", "Give the shape to one of those names."))
+            continue
+        try:
+            validate_input_shape(info, tuple(int(d) for d in dims))
+        except ShapeSpecError as exc:
+            out.append(Finding("error", "shape-mismatch", index.reader_keys(name), exc.message,
+                               exc.fix or f"Give '{name}' a shape like {_example(info)}."))
+            continue
+        except (TypeError, ValueError):
+            out.append(Finding("error", "shape-mismatch", index.reader_keys(name),
+                               f"The shape given for '{name}' is not a list of integers: {dims!r}.",
+                               f"Give '{name}' a shape like {_example(info)}."))
+            continue
+        good.add(name)
+    covered = set(good)
+    if profile is not None:
+        for name in profile.inputs:
+            if name not in by_name:
+                out.append(Finding("error", "profile-unknown-input", [],
+                                   f"The optimization profile names '{name}', which is not an input of this model; "
+                                   f"its inputs are {real}.", "Give the range to one of those names."))
+        known = [i for i in inputs if i.name in profile.inputs]
+        sub = OptimizationProfile({i.name: profile.inputs[i.name] for i in known})
+        bad = set()
+        for problem, fix in profile_problems(sub, known):
+            name = next((i.name for i in known if f"'{i.name}'" in problem), "")
+            bad.add(name)
+            out.append(Finding("error", "profile-mismatch", index.reader_keys(name) if name else [], problem, fix))
+        covered |= {i.name for i in known if i.name not in bad}
+    for info in inputs:
+        if info.name in covered:
+            continue
+        dyn = dynamic_dims(info)
+        if info.shape is not None and not dyn:
+            continue
+        if info.shape is None:
+            what = "no declared shape"
+        else:
+            what = "dynamic dims (" + ", ".join(f"axis {a} '{info.shape[a]}'" for a in dyn) + ")"
+        out.append(Finding(
+            "warning", "dynamic-input", index.reader_keys(info.name),
+            f"Input '{info.name}' ({info.shape_text()}) has {what} and no shape or profile is set. A TensorRT engine "
+            "is built for the shapes of an optimization profile; without one the build cannot start.",
+            f"Set its shape in the input panel (CLI: --shapes {info.name}:{_example(info)}, numbers for N), or a range "
+            f"(--profile {info.name}:MIN:OPT:MAX) to serve several sizes."))
+    return out
