@@ -45,6 +45,7 @@ class GraphItem(QGraphicsItem):
         self.matches: np.ndarray = np.zeros(0, dtype=np.int64)
         self.current_match: int | None = None
         self.node_fill: list[QColor] | None = None  # per-node override (precision/heat-map overlays)
+        self.badges: dict[int, QColor] = {}          # node -> colour of a corner dot (readiness findings)
         self._cat_colors = [style.CATEGORY_COLORS.get(c, style.CATEGORY_COLORS["Other"])
                             for c in graph.categories]
         self._cat_groups = self._group_by_color()
@@ -276,8 +277,26 @@ class GraphItem(QGraphicsItem):
             name = painter.fontMetrics().elidedText(g.names[i], Qt.TextElideMode.ElideMiddle, int(body.width()))
             painter.drawText(body, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, name)
 
+    def _paint_badges(self, painter: QPainter, exposed: QRectF, lod: float) -> None:
+        """A dot on the top-right corner of nodes with findings, big enough to see when zoomed out."""
+        r = max(5.0, 4.0 / max(lod, 1e-6))
+        pen = QPen(QColor("white"), 1.5)
+        pen.setCosmetic(True)
+        painter.setPen(pen)
+        for i, color in self.badges.items():
+            rect = self.node_rect(i)
+            if rect.intersects(exposed):
+                painter.setBrush(color)
+                painter.drawEllipse(QPointF(rect.right(), rect.top()), r, r)
+
+    def set_badges(self, badges: dict[int, QColor]) -> None:
+        self.badges = dict(badges)
+        self.update()
+
     def _paint_marks(self, painter: QPainter, exposed: QRectF, lod: float) -> None:
         """Selection and search highlights, drawn thick enough to see at any zoom."""
+        if self.badges:
+            self._paint_badges(painter, exposed, lod)
         painter.setBrush(Qt.BrushStyle.NoBrush)
         grow = max(3.0, 2.5 / max(lod, 1e-6))
         for ids, color, width in ((self.matches, style.MATCH, 2.5), (list(self.selected), style.SELECTED, 3.0)):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, QStandardPaths, Qt
+from PySide6.QtCore import QByteArray, QSettings, QStandardPaths, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -38,6 +38,7 @@ from app.ui.node_colors import engine_colors, error_colors, node_time_shares, pr
 from app.ui.plan_controller import PRECISION_LABELS, PlanController
 from app.ui.precision_panel import PrecisionPanel, fill_precision_menu, node_errors
 from app.ui.properties_panel import PropertiesPanel
+from app.ui.readiness_panel import SEVERITY_COLORS, ReadinessPanel
 from app.ui.results_view import ResultsView
 from app.ui.run_controller import RunController
 from app.ui.run_panel import RunPanel
@@ -100,6 +101,14 @@ class MainWindow(QMainWindow):
         self.color_mode = "op"
         self.precision_panel = PrecisionPanel(self.plan)
         self.precision_dock = self._dock("Precision", self.precision_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.readiness = None
+        self._readiness_cache = None
+        self.readiness_panel = ReadinessPanel()
+        self.readiness_dock = self._dock("Readiness", self.readiness_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self._readiness_timer = QTimer(self)
+        self._readiness_timer.setSingleShot(True)
+        self._readiness_timer.setInterval(250)  # plan edits come in bursts: check once they settle
+        self._readiness_timer.timeout.connect(self.run_readiness)
         self.engine: dict | None = None
         self.engine_panel = EnginePanel()
         self.engine_dock = self._dock("Engine", self.engine_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
@@ -109,6 +118,7 @@ class MainWindow(QMainWindow):
         self.tabifyDockWidget(self.results_dock, self.jobs_dock)
         self.tabifyDockWidget(self.results_dock, self.precision_dock)
         self.tabifyDockWidget(self.results_dock, self.engine_dock)
+        self.tabifyDockWidget(self.results_dock, self.readiness_dock)
         self.run_controller = RunController(self)
 
         self.status_label = QLabel("Ready")
@@ -155,7 +165,7 @@ class MainWindow(QMainWindow):
 
     def _model_docks(self) -> list[QDockWidget]:
         return [self.summary_dock, self.properties_dock, self.run_dock, self.precision_dock, self.results_dock,
-                self.jobs_dock, self.engine_dock]
+                self.jobs_dock, self.engine_dock, self.readiness_dock]
 
     # ----------------------------------------------------------------- construction
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
@@ -287,6 +297,8 @@ class MainWindow(QMainWindow):
         self.precision_panel.fallbackRequested.connect(self.request_fallback)
         self.precision_panel.applyFallback.connect(self.apply_fallback)
         self.engine_panel.nodeActivated.connect(self._show_key)
+        self.readiness_panel.nodeActivated.connect(self._show_key)
+        self.readiness_panel.versionChanged.connect(lambda _v: self.run_readiness())
         self.engine_panel.saveRequested.connect(self.save_engine_dialog)
 
     # ----------------------------------------------------------------- opening
@@ -374,7 +386,9 @@ class MainWindow(QMainWindow):
         self.view.setFocus()
         self._update_actions()
         if not same:
+            self._readiness_cache = None
             self._restore_autosaved_plan(opened.path)
+        self.run_readiness()
 
     def _on_failed(self, error: errors.TrtlabError) -> None:
         self.show_error(error)
@@ -395,6 +409,8 @@ class MainWindow(QMainWindow):
         self.shapes_panel.set_inputs([], {})
         self.properties_panel.set_context(None, None, None)
         self.plan.set_model(None, None)
+        self.readiness = None
+        self.readiness_panel.set_report(None)
         self.set_diagnosis(None)
         self.precision_panel.show_fallback(None)
         self._show_start_page()
@@ -404,6 +420,7 @@ class MainWindow(QMainWindow):
 
     # ----------------------------------------------------------------- graph interaction
     def _on_level_changed(self) -> None:
+        self._apply_badges()
         pic = self.graph_page.picture
         self.properties_panel.set_context(pic.graph if pic else None, self.opened.shapes if self.opened else None,
                                           self.opened.path if self.opened else None)
@@ -558,6 +575,8 @@ class MainWindow(QMainWindow):
         self._autosave_plan()
         self._apply_colors()
         if self.opened is not None:
+            self._readiness_timer.start()
+        if self.opened is not None:
             self.setWindowTitle(f"{self.opened.path.name}{' •' if self.plan.dirty else ''} — trtlab")
 
     def set_color_mode(self, mode: str) -> None:
@@ -637,6 +656,49 @@ class MainWindow(QMainWindow):
 
     def go_worst(self) -> None:
         self._go_to_key((self.diagnosis or {}).get("worst"), "worst layer")
+
+    def run_readiness(self) -> object | None:
+        """Check the model (and the plan) for what would break a TensorRT build; badges on the graph."""
+        from app.core.readiness import ScanCache, check_model
+
+        self._readiness_timer.stop()
+        if self.opened is None:
+            return None
+        if self._readiness_cache is None:
+            self._readiness_cache = ScanCache()
+        plan = None if self.plan.is_trivial() and not self.plan.plan.overrides else self.plan.plan
+        try:
+            report = check_model(self.opened.doc.model, plan=plan, shapes=self.opened.input_shapes or None,
+                                 trt_version=self.readiness_panel.version.currentData(),
+                                 model_path=str(self.opened.path), shape_result=self.opened.shapes,
+                                 cache=self._readiness_cache)
+        except Exception as exc:  # a check must never take the window down
+            log.exception("readiness check failed")
+            self.readiness_panel.summary.setText(f"The readiness check failed: {exc}")
+            return None
+        self.readiness = report
+        self.readiness_panel.set_report(report)
+        self._apply_badges()
+        self.readiness_dock.setWindowTitle(f"Readiness ({report.errors} ✗, {report.warnings} ⚠)"
+                                           if report.errors or report.warnings else "Readiness")
+        return report
+
+    def _apply_badges(self) -> None:
+        item, pic = self.view.item, self.graph_page.picture
+        if item is None or pic is None:
+            return
+        if self.readiness is None or not self._at_root():
+            item.set_badges({})
+            return
+        index = {r.key: r.index for r in self.plan.rows}
+        badges = {}
+        for key, sev in self.readiness.node_severity().items():
+            if sev == "info" or key not in index:
+                continue
+            node = pic.graph.node_of_onnx(index[key])
+            if node is not None:
+                badges[node] = SEVERITY_COLORS[sev]
+        item.set_badges(badges)
 
     def set_engine(self, doc: dict | None) -> None:
         """Show a TensorRT build: its layers in the Engine dock, the graph coloured by what ran."""

@@ -104,7 +104,7 @@ class RunController(QObject):
         return self._start("fallback", "app.backends.tasks:fallback_task", full,
                            f"Fallback search for {full['candidate']} ({full['target']})")
 
-    def start_build(self) -> str | None:
+    def start_build(self, force: bool = False) -> str | None:
         """Build the plan's variant into a TensorRT engine (in a job: progress, Cancel, the engine cache).
         The profile is checked first (it names the input and axis), then whether TensorRT is here."""
         from app.backends import get_backend
@@ -124,6 +124,12 @@ class RunController(QObject):
             self.w.run_dock.show()
             self.w.run_dock.raise_()
             return None
+        report = self.w.run_readiness()
+        if report is not None and report.errors and not force and not self._confirm_build(report):
+            self.w.readiness_dock.show()
+            self.w.readiness_dock.raise_()
+            self.w.status_label.setText(f"Build not started: the readiness check found {report.errors} error(s).")
+            return None
         a = get_backend("trt").availability()
         if not a.available:
             self.w.banner.show_message("TensorRT is not available here", f"trt: {a.reason}",
@@ -131,6 +137,18 @@ class RunController(QObject):
             return None
         full["options"] = {**full.get("options", {}), "profiles": [profile.to_json()]}
         return self._start("build", "app.backends.tasks:build_task", full, f"Build TensorRT engine ({full['target']})")
+
+    def _confirm_build(self, report: object) -> bool:
+        """Errors mean the build is expected to fail: ask before spending minutes on it."""
+        from PySide6.QtWidgets import QMessageBox
+
+        first = report.by_severity()["error"][0]
+        answer = QMessageBox.warning(
+            self.w, "The build is expected to fail",
+            f"The readiness check found {report.errors} error(s), e.g.:\n\n{first.message}\n\nFix: {first.fix}\n\n"
+            "Build anyway?", QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            QMessageBox.StandardButton.No)
+        return answer == QMessageBox.StandardButton.Yes
 
     def save_variant(self, out: str, params: dict) -> str | None:
         """Build the plan's variant (or take it from the cache) and save it as `out`."""

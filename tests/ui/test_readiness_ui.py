@@ -1,0 +1,65 @@
+"""The readiness check through the real window: run on open and on plan edits, findings clickable to their
+nodes, badges on the graph, and a build that is expected to fail asks first."""
+
+from __future__ import annotations
+
+import onnx
+from onnx import TensorProto, helper
+
+from app.ui.readiness_panel import SEVERITY_COLORS
+from tests.conftest import weight_overflow_model
+from tests.ui.conftest import open_and_wait
+
+
+def _custom_op_model(path):
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"], name="relu"),
+                           helper.make_node("FusedGemm", ["r", "r"], ["y"], name="fused", domain="com.microsoft")],
+                          "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    m.ir_version = 9
+    onnx.save(m, str(path))
+    return path
+
+
+def test_clean_model_is_checked_on_open(qtbot, window, model_paths):
+    open_and_wait(qtbot, window, model_paths["u2netp"])
+    report = window.readiness
+    assert report is not None and report.errors == 0 and report.warnings == 0
+    assert "Nothing found that stops a TensorRT build" in window.readiness_panel.summary.text()
+    assert window.view.item.badges == {}  # notes get no badge
+
+
+def test_plan_edit_rechecks_and_badges_the_overflowing_node(qtbot, window, tmp_path):
+    open_and_wait(qtbot, window, weight_overflow_model(tmp_path / "wov.onnx"))
+    assert window.readiness.warnings == 0
+    window.plan.set_default("fp16")
+    qtbot.waitUntil(lambda: window.readiness.warnings == 1, timeout=3_000)
+    g = window.graph_page.picture.graph
+    mm2 = g.node_of_onnx(next(r.index for r in window.plan.rows if r.key == "mm2"))
+    assert window.view.item.badges == {mm2: SEVERITY_COLORS["warning"]}
+    tree = window.readiness_panel.tree
+    finding = tree.topLevelItem(0).child(0)
+    assert "mm2" in finding.text(1) and "FP16" in finding.text(0)
+    window.readiness_panel._activated(finding)
+    assert window.view.selection.selected == frozenset({mm2})
+    window.act_undo.trigger()
+    qtbot.waitUntil(lambda: window.readiness.warnings == 0, timeout=3_000)
+    assert window.view.item.badges == {}
+
+
+def test_errors_make_a_build_ask_first(qtbot, window, tmp_path, monkeypatch):
+    open_and_wait(qtbot, window, _custom_op_model(tmp_path / "custom.onnx"))
+    report = window.readiness
+    assert report.errors >= 1 and "expected to fail" in window.readiness_panel.summary.text()
+    assert "✗" in window.readiness_dock.windowTitle()
+    g = window.graph_page.picture.graph
+    fused = g.node_of_onnx(1)
+    assert window.view.item.badges.get(fused) == SEVERITY_COLORS["error"]
+    asked = []
+    monkeypatch.setattr(window.run_controller, "_confirm_build", lambda r: asked.append(r.errors) or False)
+    assert window.run_controller.start_build() is None
+    assert asked and "Build not started" in window.status_label.text()
+    # TensorRT 10.x is checked too, from the same support table.
+    window.readiness_panel.version.setCurrentIndex(1)
+    assert window.readiness.trt_version == "10" and window.readiness.errors >= 1
