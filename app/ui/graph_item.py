@@ -174,7 +174,7 @@ class GraphItem(QGraphicsItem):
               widget: QWidget | None = None) -> None:
         lod = QStyleOptionGraphicsItem.levelOfDetailFromTransform(painter.worldTransform())
         exposed = option.exposedRect if not option.exposedRect.isEmpty() else self._bounds
-        if lod <= self.overview_scale:
+        if lod < min(self.overview_scale, LOD_BOXES):  # a small graph's raster is full-size: never at readable zoom
             painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, True)
             painter.drawImage(self._bounds, self.overview)
             self._paint_marks(painter, exposed, lod)

@@ -38,12 +38,20 @@ class ReadinessPanel(QWidget):
         self.tree.setWordWrap(True)
         self.tree.itemActivated.connect(self._activated)
         self.tree.itemDoubleClicked.connect(self._activated)
+        self.tree.currentItemChanged.connect(self._show_detail)
         col.addWidget(self.tree, 1)
+        self.detail = QLabel()
+        self.detail.setWordWrap(True)
+        self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.detail.setStyleSheet("padding:4px; background:#f6f7f9; border:1px solid #dfe2e6;")
+        self.detail.hide()
+        col.addWidget(self.detail)
         self.report = None
 
     def set_report(self, report: object | None) -> None:
         self.report = report
         self.tree.clear()
+        self.detail.hide()
         if report is None:
             self.summary.setText("Open a model to check it.")
             return
@@ -72,6 +80,16 @@ class ReadinessPanel(QWidget):
                 item.setToolTip(2, f.fix)
                 head.addChild(item)
             head.setExpanded(sev != "info")
+
+    def _show_detail(self, item: QTreeWidgetItem | None, _previous: object = None) -> None:
+        """The selected finding in full: long messages do not fit a row."""
+        nodes = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
+        if item is None or nodes is None:
+            self.detail.hide()
+            return
+        self.detail.setText(f"<b>{item.text(0)}</b><br>Fix: {item.text(2)}"
+                            + (f"<br>Nodes: {', '.join(nodes[:20])}{' …' if len(nodes) > 20 else ''}" if nodes else ""))
+        self.detail.show()
 
     def _activated(self, item: QTreeWidgetItem, _col: int = 0) -> None:
         nodes = item.data(0, Qt.ItemDataRole.UserRole)
