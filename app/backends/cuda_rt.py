@@ -21,6 +21,7 @@ from app.core.errors import TrtlabError
 
 class CudaError(TrtlabError):
     title = "CUDA error"
+    user_error = False  # the job failed (exit 4 with its log), not the input
 
 
 class CudaUnavailable(TrtlabError):

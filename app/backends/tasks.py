@@ -465,7 +465,7 @@ def variant_task(params: dict, ctx: object) -> dict:
 
 
 def engine_report(layer_info: dict | None, variant_graph: onnx.GraphProto, plan: PrecisionPlan,
-                  model_graph: onnx.GraphProto) -> dict:
+                  model_graph: onnx.GraphProto, variant_report: dict | None = None) -> dict:
     """The engine's layers (the precision that ran, tactic, ONNX nodes fused in) and what differs from the plan."""
     from app.core.engine.inspect import map_to_onnx, parse_engine_info, plan_mismatches
     from app.core.precision import node_keys
@@ -476,6 +476,10 @@ def engine_report(layer_info: dict | None, variant_graph: onnx.GraphProto, plan:
     layers = [layer for layer in info.layers if layer.profile == 0]
     mapping = map_to_onnx(layers, variant_graph)
     planned = {r.key: r.precision for r in plan.resolve(model_graph)}
+    # What the variant really asked of TensorRT: nodes the half transform kept FP32 are FP32 in the graph.
+    for key in ((variant_report or {}).get("half") or {}).get("kept_fp32") or {}:
+        if key in planned:
+            planned[key] = "fp32"
     op_types = dict(zip(node_keys(model_graph), (n.op_type for n in model_graph.node), strict=True))
     mismatches = plan_mismatches(mapping.precision, planned, mapping=mapping, op_types=op_types)
     return {"layers": [{"name": layer.name, "type": layer.type, "precision": layer.precision, "tactic": layer.tactic,
@@ -485,6 +489,17 @@ def engine_report(layer_info: dict | None, variant_graph: onnx.GraphProto, plan:
             "ran": mapping.precision, "notes": list(info.notes),
             "mismatches": [{"node": m.key, "planned": m.planned, "ran": m.ran, "severity": m.severity,
                             "message": m.message, "layers": list(m.layers)} for m in mismatches]}
+
+
+def _variant_report(path: str) -> dict:
+    """The transform report stored beside a cached variant ({} for the model itself)."""
+    import json
+
+    meta = Path(path).with_suffix(".json")
+    try:
+        return dict(json.loads(meta.read_text(encoding="utf-8")).get("report") or {})
+    except (OSError, ValueError):
+        return {}
 
 
 def build_task(params: dict, ctx: object) -> dict:
@@ -526,7 +541,7 @@ def build_task(params: dict, ctx: object) -> dict:
         atomic_write_bytes(out, outcome.path.read_bytes())
         shutil.copyfile(outcome.path.with_name(outcome.path.name + ".json"), f"{out}.json")
     model_graph = onnx.load(model_path, load_external_data=False).graph
-    report = engine_report(outcome.layer_info, variant_graph, plan, model_graph)
+    report = engine_report(outcome.layer_info, variant_graph, plan, model_graph, _variant_report(path))
     return {"model": model_path, "target": target.name, "ok": True, "engine": str(outcome.path), "out": out,
             "cached": outcome.cached, "key": outcome.meta.get("key"), "trt_version": outcome.meta.get("trt_version"),
             "gpu": outcome.meta.get("gpu_name"), "compute_capability": outcome.meta.get("compute_capability"),

@@ -18,6 +18,28 @@ from app.backends.base import Availability, BackendUnavailable
 log = logging.getLogger(__name__)
 
 
+_LOGGER: dict[str, Any] = {}   # one TensorRT logger per process (TENSORRT.md §8), forwarding to the current job
+
+
+def job_logger(trt: Any, ctx: object | None) -> Any:
+    """The process's TensorRT logger, now forwarding to `ctx`'s job log (or Python logging outside a job)."""
+    from app.backends.trt_build import make_logger
+
+    def emit(level: str, msg: str) -> None:
+        target = _LOGGER.get("ctx")
+        if target is not None:
+            target.log(msg, level)
+        else:
+            log.log(logging.WARNING if level in ("warning", "error") else logging.DEBUG, msg)
+
+    if "logger" not in _LOGGER:
+        _LOGGER["logger"] = make_logger(trt, emit)
+    _LOGGER["ctx"] = ctx
+    logger = _LOGGER["logger"]
+    logger.notable.clear()
+    return logger
+
+
 @dataclass
 class EngineOutcome:
     path: Path
@@ -46,7 +68,7 @@ def build_config_from(options: dict[str, Any], inputs: list, shapes: dict[str, t
 def ensure_engine(variant_path: str, config: Any, ctx: object | None, root: str | Path | None = None) -> EngineOutcome:
     """The engine for (variant, config, TensorRT version, GPU): from the cache, else built now."""
     from app.backends.cuda_rt import gpu_info
-    from app.backends.trt_build import BuildCancelled, build_engine, make_logger, trt_version
+    from app.backends.trt_build import BuildCancelled, build_engine, trt_version
     from app.backends.trt_runtime import import_trt
     from app.core.engine import cache as ec
     from app.core.engine.progress import PhaseTracker
@@ -61,15 +83,10 @@ def ensure_engine(variant_path: str, config: Any, ctx: object | None, root: str 
     if found is not None:
         layers = found.with_name(found.name + ".layers.json")
         info = json.loads(layers.read_text(encoding="utf-8")) if layers.exists() else None
-        return EngineOutcome(found, ec.load_engine_meta(found), True, [], info)
+        meta = ec.load_engine_meta(found)
+        return EngineOutcome(found, meta, True, list(meta.get("warnings", [])), info)
 
-    def emit_log(level: str, msg: str) -> None:
-        if ctx is not None:
-            ctx.log(msg, level)
-        else:
-            log.log(logging.WARNING if level in ("warning", "error") else logging.DEBUG, msg)
-
-    logger = make_logger(trt, emit_log)
+    logger = job_logger(trt, ctx)
     tracker = PhaseTracker(emit=(lambda f, m: ctx.progress(f, m)) if ctx is not None else None,
                            cancelled=getattr(ctx, "cancelled", None), title="Building the TensorRT engine")
     tc_path = ec.timing_cache_path(root, version, gpu.name, gpu.compute_capability)
@@ -114,7 +131,6 @@ class TrtBackend:
             raise BackendUnavailable(f"trt: {a.reason}", fix=a.install_hint)
         import onnx
 
-        from app.backends.trt_build import make_logger
         from app.backends.trt_runtime import TrtSession, import_trt
         from app.core.tensors import graph_inputs, value_info_to_tensor_info
 
@@ -128,5 +144,4 @@ class TrtBackend:
                  + (" (from the engine cache)" if outcome.cached else ""),
                  "TF32 on" if config.tf32 else "TF32 off"]
         notes += [f"TensorRT: {w}" for w in outcome.warnings[:10]]
-        logger = make_logger(trt, lambda level, msg: None)
-        return TrtSession(outcome.path.read_bytes(), logger, notes)
+        return TrtSession(outcome.path.read_bytes(), job_logger(trt, ctx), notes)

@@ -27,6 +27,7 @@ NOTABLE = re.compile(r"subnormal|overflow|outside (of )?(the )?(fp16|half)|clamp
 
 class BuildFailed(TrtlabError):
     title = "TensorRT build failed"
+    user_error = False  # the job failed (exit 4 with its log), not the input
 
 
 class BuildCancelled(TrtlabError):
@@ -177,6 +178,14 @@ def engine_layer_info(trt: Any, logger: Any, engine_bytes: bytes) -> dict | None
     try:
         engine = trt.Runtime(logger).deserialize_cuda_engine(engine_bytes)
         inspector = engine.create_engine_inspector()
+        # With dynamic inputs the inspector reports "N/A due to dynamic shapes" unless it has a context whose
+        # input shapes are set (TENSORRT.md §7): use the first profile's opt shapes.
+        context = engine.create_execution_context()
+        for i in range(engine.num_io_tensors):
+            name = engine.get_tensor_name(i)
+            if engine.get_tensor_mode(name) == trt.TensorIOMode.INPUT and not engine.is_shape_inference_io(name):
+                context.set_input_shape(name, tuple(engine.get_tensor_profile_shape(name, 0)[1]))
+        inspector.execution_context = context
         # strict=False: layer metadata may carry raw control characters (ONNX names joined by \x1E)
         return json.loads(inspector.get_engine_information(trt.LayerInformationFormat.JSON), strict=False)
     except Exception as exc:  # introspection must never fail a good build

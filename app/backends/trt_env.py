@@ -44,7 +44,7 @@ class TrtEnvironment:
         if self.tensorrt is None:
             return Availability(False, "tensorrt is not installed.", INSTALL_HINT, details)
         major = trt_major(self.tensorrt)
-        if major not in SUPPORTED_MAJORS:
+        if major not in SUPPORTED_MAJORS and self.tensorrt != "unknown":
             return Availability(False, f"TensorRT {self.tensorrt} is installed; trtlab supports TensorRT 10.x and "
                                        "11.x.", 'pip install "tensorrt>=10,<12"', details)
         if self.cuda_python is None:
@@ -87,6 +87,18 @@ def parse_nvidia_smi(text: str) -> list[GpuListing]:
     return out
 
 
+def _trt_version_by_import() -> str:
+    """`tensorrt.__version__`, read in a child process (a package installed without metadata)."""
+    import sys
+
+    try:
+        r = subprocess.run([sys.executable, "-c", "import tensorrt; print(tensorrt.__version__)"],
+                           capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return r.stdout.strip().splitlines()[-1] if r.returncode == 0 and r.stdout.strip() else "unknown"
+
+
 def _gpus_by_cuda_python() -> tuple[list[GpuListing], str]:
     """GPU 0 through cuda-python, asked in a child process so that this one never initialises CUDA."""
     import json
@@ -113,7 +125,7 @@ def environment() -> TrtEnvironment:
     """Installed TensorRT and cuda-python versions and the GPUs nvidia-smi lists (cached for the process)."""
     trt_version = _dist_version("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt_cu13", "tensorrt_cu12")
     if trt_version is None and importlib.util.find_spec("tensorrt") is not None:
-        trt_version = "unknown"
+        trt_version = _trt_version_by_import()
     cuda_version = _dist_version("cuda-python", "cuda-bindings")
     if cuda_version is None and importlib.util.find_spec("cuda") is not None:
         cuda_version = "unknown"

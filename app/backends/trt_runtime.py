@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 class TrtRuntimeError(TrtlabError):
     title = "TensorRT run failed"
+    user_error = False  # the job failed (exit 4 with its log), not the input
 
 
 def import_trt() -> Any:
@@ -145,9 +146,17 @@ class TrtSession:
                                   fix="Use input shapes inside the profile the engine was built with, or build "
                                       "it again with a profile that covers them.")
         ctx = self.context
+        self._host_inputs: dict[str, np.ndarray] = {}
         for name in self.input_names:
             dtype, kind = self.io_types[name]
             arr = encode(feeds[name], dtype, kind)
+            if self.engine.is_shape_inference_io(name):
+                # Shape tensors are read by TensorRT on the host (TENSORRT.md §6): bind host memory, kept alive.
+                self._host_inputs[name] = arr
+                if not ctx.set_input_shape(name, arr.shape) or not ctx.set_tensor_address(name, arr.ctypes.data):
+                    raise TrtRuntimeError(f"TensorRT refused the values of shape input '{name}'.",
+                                          fix="Check the engine's profile for that input.")
+                continue
             if not ctx.set_input_shape(name, arr.shape):
                 raise TrtRuntimeError(f"TensorRT refused shape {list(arr.shape)} for input '{name}'.",
                                       fix="Check the engine's optimization profile.")
@@ -189,13 +198,13 @@ class TrtSession:
         for name in self.output_names:
             dtype, kind = self.io_types[name]
             if name in self.dynamic_outputs:
-                shape = self.allocator.shapes.get(name, ())
-                buf = self.allocator.buffers[name]
+                shape = self.allocator.shapes.get(name, (0,))
+                buf = self.allocator.buffers.get(name)
             else:
                 shape = tuple(int(d) for d in self.context.get_tensor_shape(name))
-                buf = self.buffers[name]
+                buf = self.buffers.get(name)
             host = np.empty(shape, dtype=dtype)
-            if host.nbytes:
+            if host.nbytes and buf is not None:  # an empty data-dependent output may never get a buffer
                 buf.download(host, self.stream)
             out[name] = decode(host, kind)
         return out

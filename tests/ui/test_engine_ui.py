@@ -131,3 +131,28 @@ def test_build_profile_for_a_dynamic_input_is_checked_first(qtbot, window, model
     started = window.run_controller.start_build()
     if importlib.util.find_spec("tensorrt") is None:
         assert started is None and panel.message.text() == "" and "trtlab[tensorrt]" in window.banner.fix
+
+
+def test_engine_state_is_cleared_with_the_model(qtbot, window, tmp_path):
+    path = _fixture_model(tmp_path)
+    open_and_wait(qtbot, window, path)
+    graph = fixture_graph()
+    report = engine_report(json.loads(load("engine_10x_detailed.json"), strict=False), graph, fixture_plan(), graph)
+    window.set_engine({"model": str(path), "target": "trt:plan", "engine": str(tmp_path / "x.engine"),
+                       "warnings": [], **report})
+    window.engine_panel.set_times({report["layers"][0]["name"]: {"mean_ms": 1.0, "median_ms": 1.0, "share": 1.0}})
+    window.close_model()
+    assert window.engine is None and not window.engine_panel.save_button.isEnabled()
+    assert window.engine_panel.times == {} and window.readiness_dock.windowTitle() == "Readiness"
+
+
+def test_a_parser_error_on_a_variant_only_node_does_not_crash(qtbot, window, tmp_path):
+    path = _fixture_model(tmp_path)
+    open_and_wait(qtbot, window, path)
+    errors = [{"node": "x__to_fp16__cast", "op": "Cast", "code": "INVALID_NODE", "message": "bad cast", "fix": "f"},
+              {"node": "/head/Softmax", "op": "Softmax", "code": "UNSUPPORTED_NODE", "message": "no", "fix": "g"}]
+    window.set_engine({"model": str(path), "target": "trt:fp16", "ok": False, "parse_errors": errors,
+                       "layers": [], "ran": {}, "mismatches": [], "warnings": []})
+    g = window.graph_page.picture.graph
+    row = next(r for r in window.plan.rows if r.key == "/head/Softmax")
+    assert window.view.selection.selected == frozenset({g.node_of_onnx(row.index)})

@@ -22,6 +22,8 @@ def test_compare_and_bench_through_the_window(qtbot, window, models_dir, tmp_pat
     assert window.run_dock.isVisible() or window.run_dock.isHidden() is False
     # Unavailable backends are greyed out with their reason.
     assert panel.checks["ort-cpu"].isEnabled()
+    # TensorRT is looked for on a worker thread; its reason replaces "checking…" when known.
+    qtbot.waitUntil(lambda: "checking" not in panel.reasons["trt"].text(), timeout=60_000)
     if not panel.checks["trt"].isEnabled():
         assert "tensorrt" in panel.reasons["trt"].text()
     # The batch dim is dynamic: refused before any job starts, naming the dim.
