@@ -389,7 +389,11 @@ class MainWindow(QMainWindow):
         if not same:
             self._readiness_cache = None
             self._restore_autosaved_plan(opened.path)
-        self.run_readiness()
+        report = self.run_readiness()
+        if report is not None and report.errors and not same:
+            # A model TensorRT cannot take: say so at once, not when a build fails minutes later.
+            self.readiness_dock.show()
+            self.readiness_dock.raise_()
 
     def _on_failed(self, error: errors.TrtlabError) -> None:
         self.show_error(error)

@@ -27,6 +27,7 @@ def test_clean_model_is_checked_on_open(qtbot, window, model_paths):
     report = window.readiness
     assert report is not None and report.errors == 0 and report.warnings == 0
     assert "Nothing found that stops a TensorRT build" in window.readiness_panel.summary.text()
+    assert not window.readiness_dock.isVisible()  # nothing to say: the graph keeps the room
     assert window.view.item.badges == {}  # notes get no badge
 
 
@@ -52,6 +53,7 @@ def test_errors_make_a_build_ask_first(qtbot, window, tmp_path, monkeypatch):
     open_and_wait(qtbot, window, _custom_op_model(tmp_path / "custom.onnx"))
     report = window.readiness
     assert report.errors >= 1 and "expected to fail" in window.readiness_panel.summary.text()
+    assert window.readiness_dock.isVisible()  # shown at once for a model TensorRT cannot take
     assert "✗" in window.readiness_dock.windowTitle()
     g = window.graph_page.picture.graph
     fused = g.node_of_onnx(1)
