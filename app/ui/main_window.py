@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, QStandardPaths, Qt, QTimer
+from PySide6.QtCore import QByteArray, QEvent, QSettings, QStandardPaths, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -48,6 +48,7 @@ from app.ui.window_precision import PrecisionWindowMixin
 
 log = logging.getLogger(__name__)
 MAX_RECENT = 10
+LAYOUT_VERSION = 2  # bump when the set of docks changes: an older saved layout is then ignored
 ONNX_FILTER = "ONNX models (*.onnx *.onnx.data *.pb);;All files (*)"
 
 
@@ -122,6 +123,10 @@ class MainWindow(PrecisionWindowMixin, QMainWindow):
         self.run_controller = RunController(self)
 
         self.status_label = QLabel("Ready")
+        self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # Hover hints get a label of their own: they never replace what the last action said.
+        self.hint_label = QLabel("")
+        self.hint_label.setStyleSheet("color:#7a7f87;")
         self.zoom_label = QLabel("")
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
@@ -130,7 +135,8 @@ class MainWindow(PrecisionWindowMixin, QMainWindow):
         self.cancel_button.setToolTip("Stop opening this model (Esc)")
         self.cancel_button.clicked.connect(self.loader.cancel)
         sbar = self.statusBar()
-        sbar.addWidget(self.status_label, 1)
+        sbar.addPermanentWidget(self.status_label, 3)
+        sbar.addPermanentWidget(self.hint_label, 2)
         sbar.addPermanentWidget(self.progress)
         sbar.addPermanentWidget(self.cancel_button)
         sbar.addPermanentWidget(self.zoom_label)
@@ -142,13 +148,56 @@ class MainWindow(PrecisionWindowMixin, QMainWindow):
         geom = self.settings.value("window/geometry")
         if isinstance(geom, QByteArray):
             self.restoreGeometry(geom)
+        self._layout_shown = False
         self._show_start_page()
 
     def _show_start_page(self) -> None:
         """The start page stands alone: the model docks have nothing to show yet."""
+        self._save_layout()
         self.stack.setCurrentWidget(self.start_page)
         for dock in self._model_docks():
             dock.hide()
+
+    # ----------------------------------------------------------------- workspace
+    def _show_model_layout(self) -> None:
+        """The docks as the user left them last time (saved on close), or the default layout."""
+        state = self.settings.value("window/state")
+        restored = isinstance(state, QByteArray) and self.restoreState(state, LAYOUT_VERSION)
+        if not restored or not any(d.isVisible() for d in self._model_docks()):
+            self.default_layout()
+        self._layout_shown = True
+
+    def default_layout(self) -> None:
+        """Summary on the left; Properties and Run on the right; Precision and Readiness below the graph (Results
+        and Jobs join them with the first job)."""
+        for dock in self._model_docks():
+            dock.setFloating(False)
+        for dock in (self.summary_dock, self.properties_dock, self.run_dock, self.precision_dock,
+                     self.readiness_dock):
+            dock.show()
+        for dock in (self.results_dock, self.jobs_dock, self.engine_dock):
+            dock.hide()
+        self.properties_dock.raise_()
+        self.precision_dock.raise_()
+        self.resizeDocks([self.summary_dock, self.properties_dock], [300, 360], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.precision_dock], [int(self.height() * 0.28)], Qt.Orientation.Vertical)
+
+    def _save_layout(self) -> None:
+        """Only a layout with a model on show is worth keeping: the start page hides every dock."""
+        if getattr(self, "_layout_shown", False) and self.stack.currentWidget() is self.graph_page:
+            self.settings.setValue("window/state", self.saveState(LAYOUT_VERSION))
+
+    def reset_layout(self) -> None:
+        self.settings.remove("window/state")
+        if self.stack.currentWidget() is self.graph_page:
+            self.default_layout()
+        self.status_label.setText("Panels back to the default layout.")
+
+    def show_dock(self, dock: QDockWidget) -> None:
+        """View menu: bring a panel forward (shown, raised over its tab siblings, focused)."""
+        dock.show()
+        dock.raise_()
+        dock.widget().setFocus()
 
     def show_jobs(self) -> None:
         self.jobs_dock.show()
@@ -227,8 +276,14 @@ class MainWindow(PrecisionWindowMixin, QMainWindow):
         self.act_minimap.setChecked(True)
         self.act_legend.setChecked(True)
         v.addSeparator()
-        for dock in self._model_docks():
-            v.addAction(dock.toggleViewAction())
+        panels = v.addMenu("&Panels")
+        self.panel_actions = {}
+        for k, dock in enumerate(self._model_docks()):
+            act = self._action(panels, dock.windowTitle(), lambda _=False, d=dock: self.show_dock(d),
+                               f"Alt+Shift+{k + 1}", tip=f"Show the {dock.windowTitle()} panel")
+            self.panel_actions[dock.objectName()] = act
+        panels.addSeparator()
+        self._action(panels, "&Reset Layout", self.reset_layout, tip="Put every panel back where it starts")
         pm = mb.addMenu("&Precision")
         self.precision_actions = []
         for k, p in enumerate(("fp32", "fp16", "bf16", "int8")):
@@ -257,7 +312,7 @@ class MainWindow(PrecisionWindowMixin, QMainWindow):
         self.act_fallback = self._action(pm, "&Find Fallback…", self.request_fallback, "Ctrl+Shift+F",
                                          tip="Find a few nodes to keep in FP32 so the candidate meets the target")
         pm.addSeparator()
-        pm.addAction(self.precision_dock.toggleViewAction())
+        self._action(pm, "Show Precision &Panel", lambda: self.show_dock(self.precision_dock))
         r = mb.addMenu("&Run")
         self.act_compare = self._action(r, "&Compare Outputs", lambda: self.run_panel.compare_button.click(), "Ctrl+R")
         self.act_bench = self._action(r, "&Benchmark", lambda: self.run_panel.bench_button.click(), "Ctrl+B")
@@ -365,10 +420,7 @@ class MainWindow(PrecisionWindowMixin, QMainWindow):
         self.shapes_panel.set_inputs(s.inputs, opened.input_shapes)
         self.run_panel.set_inputs(s.inputs)
         if self.stack.currentWidget() is self.start_page:
-            # Results and Jobs appear with the first job, so the graph has the room until then.
-            for dock in (self.summary_dock, self.properties_dock, self.run_dock):
-                dock.show()
-            self.properties_dock.raise_()
+            self._show_model_layout()
         self.results_view.reset()
         if not self.run_controller._availability_loaded:
             self.run_controller.refresh_availability()
@@ -570,6 +622,12 @@ class MainWindow(PrecisionWindowMixin, QMainWindow):
             self.open_path(urls[0].toLocalFile())
             event.acceptProposedAction()
 
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.StatusTip:
+            self.hint_label.setText(event.tip())
+            return True
+        return super().event(event)
+
     def keyPressEvent(self, event: object) -> None:  # noqa: N802
         if getattr(event, "key", lambda: None)() == Qt.Key.Key_Escape and self.loader.is_busy():
             self.loader.cancel()
@@ -589,6 +647,7 @@ class MainWindow(PrecisionWindowMixin, QMainWindow):
         self.run_controller.cancel_all()
         self.jobs.cancel_all(wait=2)
         # A parse in native code cannot be interrupted: hide the window and let it end.
+        self._save_layout()
         self.hide()
         self.loader.wait(60_000)
         self.settings.setValue("window/geometry", self.saveGeometry())
