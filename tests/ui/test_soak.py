@@ -10,6 +10,7 @@ immortal, so the count cannot be read there (nor can it fall): those checks skip
 from __future__ import annotations
 
 import ctypes
+import gc
 import sys
 
 import onnx
@@ -19,6 +20,7 @@ from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QImage, QPainter, QPainterPath, QPen, QPolygonF, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
+from app.ui.graph_item import LOD_BOXES, LOD_EDGE_TEXT
 from tests.ui.conftest import open_and_wait
 from tests.ui.test_main_window import _non_background_fraction
 
@@ -106,15 +108,26 @@ def _soak(qtbot, window, frames: int) -> dict[str, float]:
     vp = view.viewport()
     centre = QPoint(vp.width() // 2, vp.height() // 2)
     scales, painted = [], []
+    # Earlier tests' garbage, collected mid-soak, would move None's count by itself.
+    gc.collect()
+    gc.disable()
+    try:
+        return _soak_frames(qtbot, view, frames, centre, scales, painted)
+    finally:
+        gc.enable()
+
+
+def _soak_frames(qtbot, view, frames, centre, scales, painted) -> dict[str, float]:
+    vp = view.viewport()
     none_before = sys.getrefcount(None)
     for f in range(frames):
-        phase = f % 40
-        if phase < 10:
-            _wheel(view, 1, centre + QPoint((f * 37) % 200 - 100, (f * 53) % 160 - 80))   # zoom in
+        phase = f % 60
+        if phase < 10 or phase >= 50:
+            _wheel(view, -1, centre)                                                     # zoom out
         elif phase < 20:
             _drag(qtbot, view, centre, QPoint(((f * 29) % 120) - 60, -90))             # pan down the graph
-        elif phase < 30:
-            _wheel(view, -1, centre)                                                     # zoom out
+        elif phase < 40:
+            _wheel(view, 1, centre + QPoint((f * 37) % 200 - 100, (f * 53) % 160 - 80))   # zoom in
         else:
             _drag(qtbot, view, centre, QPoint(-((f * 31) % 100) + 50, 60))             # pan back up
         vp.repaint()  # paint now, synchronously, the way the screen would
@@ -132,8 +145,8 @@ def _soak(qtbot, window, frames: int) -> dict[str, float]:
 
 def _check_alive(window, stats: dict[str, float]) -> None:
     assert window.isVisible()
-    # The soak really went through levels of detail, from overview boxes to labelled nodes.
-    assert stats["max_scale"] > 4 * stats["min_scale"], stats
+    # The soak really went through the levels of detail, from plain boxes to labelled nodes.
+    assert stats["min_scale"] < LOD_BOXES * 1.5 and stats["max_scale"] > LOD_EDGE_TEXT, stats
     # Every sampled frame had something drawn on it.
     assert stats["painted_min"] > 0.0005, stats
     # After it all the window still answers: a zoom changes the scale and the next frame paints.
@@ -145,14 +158,14 @@ def _check_alive(window, stats: dict[str, float]) -> None:
     if not NONE_IS_IMMORTAL:
         _restore_none(-int(stats["none_delta"]))
         # Tens of thousands of painter calls happened: a leaking binding loses thousands of references here.
-        assert abs(stats["none_delta"]) < 500, stats
+        assert abs(stats["none_delta"]) < 1500, stats
 
 
 def test_soak_pan_and_zoom_u2netp(qtbot, window, models_dir):
     open_and_wait(qtbot, window, models_dir / "u2netp.onnx")
     assert window.opened is not None, window.banner.text()
-    window.view.zoom_actual()
-    stats = _soak(qtbot, window, frames=320)
+    window.view.set_scale(0.4)  # from boxes out to the overview and in to labelled nodes and edge shapes
+    stats = _soak(qtbot, window, frames=360)
     _check_alive(window, stats)
 
 
@@ -164,6 +177,6 @@ def test_soak_pan_and_zoom_10k_nodes(qtbot, window, tmp_path):
     open_and_wait(qtbot, window, path, timeout=90_000)
     assert window.opened is not None, window.banner.text()
     assert window.view.graph.node_count >= 9_000
-    window.view.zoom_actual()
+    window.view.set_scale(0.4)
     stats = _soak(qtbot, window, frames=240)
     _check_alive(window, stats)
