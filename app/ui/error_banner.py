@@ -20,6 +20,7 @@ class ErrorBanner(QFrame):
         lay = QHBoxLayout(self)
         lay.setContentsMargins(10, 6, 6, 6)
         self.label = QLabel()
+        self.label.setTextFormat(Qt.TextFormat.RichText)  # the message parts are escaped in show_message
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         close = QToolButton(text="✕")

@@ -11,11 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QImage, QPainter, QPainterPath, QPen, QPolygonF
+from PySide6.QtGui import QColor, QFontMetricsF, QImage, QPainter, QPainterPath, QPen, QPolygonF
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
 from app.core.display_graph import KIND_OP, DisplayGraph
 from app.ui import style
+from app.ui.edge_labels import EdgeLabels, place_edge_labels
 
 LOD_BOXES = 0.12     # below: boxes without outline; above: outlined boxes
 LOD_LABELS = 0.42    # above: op type and name inside boxes, arrowheads
@@ -23,6 +24,7 @@ LOD_EDGE_TEXT = 0.7  # above: tensor shapes on edges
 _CHUNK = 512
 _OVERVIEW_MAX_SIDE = 2048
 _MARGIN = 40.0
+_NO_LABELS = np.zeros(0, dtype=np.int64)
 
 
 class GraphItem(QGraphicsItem):
@@ -50,6 +52,10 @@ class GraphItem(QGraphicsItem):
                             for c in graph.categories]
         self._cat_groups = self._group_by_color()
         self._groups = self._cat_groups
+        self._title_colors = [style.text_on(c) for c in self._cat_colors]  # legible on each header fill
+        self._edge_labels: tuple[list[str], EdgeLabels] | None = None     # placed once, on first close-up
+        self.drawn_labels: np.ndarray = _NO_LABELS                        # edge labels of the last paint
+        self._label_ascent = 0.0
         self._prepare_edges()
         self._title_font, self._name_font, self._label_font = (
             style.title_font(), style.name_font(), style.label_font())
@@ -174,6 +180,7 @@ class GraphItem(QGraphicsItem):
               widget: QWidget | None = None) -> None:
         lod = QStyleOptionGraphicsItem.levelOfDetailFromTransform(painter.worldTransform())
         exposed = option.exposedRect if not option.exposedRect.isEmpty() else self._bounds
+        self.drawn_labels = _NO_LABELS
         if lod < min(self.overview_scale, LOD_BOXES):  # a small graph's raster is full-size: never at readable zoom
             painter.setRenderHint(QPainter.RenderHint.SmoothPixmapTransform, True)
             painter.drawImage(self._bounds, self.overview)
@@ -215,40 +222,42 @@ class GraphItem(QGraphicsItem):
                                            QPointF(tip[0] + 4, tip_y - 8)]))
         if lod < LOD_EDGE_TEXT or not self.graph.edge_labels:
             return
+        labels = self.edge_labels()
+        ids = labels.in_rect(exposed.left(), exposed.top(), exposed.right(), exposed.bottom())
+        self.drawn_labels = ids
         painter.setFont(self._label_font)
         painter.setPen(style.EDGE_LABEL)
-        fm = painter.fontMetrics()
-        taken: list[QRectF] = []  # labels that would overlap an earlier one are left out
-        for i in ids:
-            label = self.graph.edge_labels[i]
-            a, b = self.offsets[i], self.offsets[i + 1]
-            if not label or b - a < 2:
-                continue
-            t = int(dst[i])
-            (x0, y0), (x1, y1) = self.points[b - 2], self.points[b - 1]
-            y1 = min(y1, self.y0[t])
-            y = y1 - 14.0  # a little above the arrowhead, on the last segment
-            x = x1 if abs(y1 - y0) < 1e-6 else x0 + (x1 - x0) * (y - y0) / (y1 - y0)
-            w = fm.horizontalAdvance(label)
-            rect = QRectF(x + 4, y - fm.ascent() + 2, w, fm.height())
-            if any(rect.intersects(r) for r in taken):
-                continue
-            taken.append(rect)
-            painter.drawText(QPointF(rect.left(), y + 2), label)
+        ascent = self._label_ascent
+        for k in ids.tolist():
+            painter.drawText(QPointF(labels.x0[k], labels.y0[k] + ascent), labels.texts[k])
+
+    def edge_labels(self) -> EdgeLabels:
+        """Where each edge's shape label goes, placed for the whole graph at once (see edge_labels.py)."""
+        current = self.graph.edge_labels
+        if self._edge_labels is None or self._edge_labels[0] is not current:
+            fm = QFontMetricsF(self._label_font)
+            self._label_ascent = fm.ascent()
+            placed = place_edge_labels(self.points, self.offsets, self.graph.edges, current, self.graph.edge_tensors,
+                                       (self.x0, self.y0, self.x1, self.y1), fm.horizontalAdvance, fm.height())
+            self._edge_labels = (current, placed)
+        return self._edge_labels[1]
 
     def _fill_for(self, i: int) -> QColor:
         return self.node_fill[i] if self.node_fill is not None else self._cat_colors[i]
 
     def _paint_boxes(self, painter: QPainter, visible: np.ndarray, lod: float) -> None:
-        vis = set(visible.tolist()) if len(visible) < len(self.x) else None
+        shown = None
+        if len(visible) < len(self.x):
+            shown = np.zeros(len(self.x), dtype=bool)
+            shown[visible] = True
         pen = QPen(style.NODE_BORDER, 0) if lod >= LOD_BOXES else Qt.PenStyle.NoPen
         painter.setPen(pen)
         for color, ids in self._groups:
-            sel = ids if vis is None else [i for i in ids if i in vis]
+            sel = ids if shown is None else ids[shown[ids]]
             if len(sel) == 0:
                 continue
             painter.setBrush(color)
-            painter.drawRects([self.node_rect(int(i)) for i in sel])
+            painter.drawRects([self.node_rect(i) for i in sel.tolist()])
 
     def _paint_detailed(self, painter: QPainter, visible: np.ndarray) -> None:
         g = self.graph
@@ -268,7 +277,7 @@ class GraphItem(QGraphicsItem):
             hp.addRect(QRectF(rect.left(), rect.top() + 10, rect.width(), 10))
             painter.drawPath(hp)
             painter.setFont(self._title_font)
-            painter.setPen(style.TEXT_ON_HEADER)
+            painter.setPen(self._title_colors[i])
             painter.drawText(header.adjusted(6, 0, -6, 0), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
                              g.titles[i])
             painter.setFont(self._name_font)
@@ -322,6 +331,7 @@ class GraphItem(QGraphicsItem):
             raise ValueError(f"{len(colors)} colours for {self.graph.node_count} nodes")
         self.node_fill = colors
         self._groups = self._fill_groups()
+        self._title_colors = [style.text_on(c) for c in (colors if colors is not None else self._cat_colors)]
         self.overview, self.overview_scale = self._render_overview()
         self.update()
 

@@ -6,19 +6,20 @@ import math
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QPoint, QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QContextMenuEvent, QImage, QKeyEvent, QMouseEvent, QPainter, QResizeEvent, QWheelEvent
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QWidget
 
 from app.core.display_graph import DisplayGraph
 from app.core.selection import SelectionModel
-from app.ui import style
-from app.ui.graph_item import GraphItem
+from app.ui import graph_export, style
+from app.ui.graph_export import EXPORT_MAX_PIXELS, EXPORT_MAX_SIDE
+from app.ui.graph_item import LOD_BOXES, GraphItem
 from app.ui.overlays import LegendOverlay, MinimapOverlay
 
 MAX_SCALE = 6.0
-EXPORT_MAX_SIDE = 16384
-EXPORT_MAX_PIXELS = 150_000_000
+FIT_MARGIN = 0.97      # of the viewport a fitted graph fills
+FIT_MIN_SCALE = LOD_BOXES  # a fit never goes below this: boxes stay outlined boxes, not a smear
 
 
 class GraphView(QGraphicsView):
@@ -40,7 +41,8 @@ class GraphView(QGraphicsView):
         self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontSavePainterState, True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setStatusTip("Drag to pan · wheel to zoom · click to select, Ctrl+click to add, Shift+drag for a "
-                          "rectangle · double-click an If/Loop/Scan node to open its subgraph")
+                          "rectangle · double-click an If/Loop/Scan node to open its subgraph · F fits, "
+                          "Shift+F shows all of it")
         self.item: GraphItem | None = None
         self.graph: DisplayGraph | None = None
         self.selection = SelectionModel()
@@ -71,6 +73,12 @@ class GraphView(QGraphicsView):
         self.minimap.set_item(self.item)
         self.legend.set_graph(graph)
         self._layout_overlays()
+        # Place the edge labels now, just after the first frame, not on the first zoom in (10k nodes: ~0.3 s).
+        QTimer.singleShot(0, self._place_labels)
+
+    def _place_labels(self) -> None:
+        if self.item is not None and self.graph is not None and self.graph.edge_labels:
+            self.item.edge_labels()
 
     def _update_scene_rect(self, scale: float | None = None) -> None:
         """Room around the drawing (a viewport's worth at this zoom) so that any node can be centred."""
@@ -126,16 +134,49 @@ class GraphView(QGraphicsView):
         self.setTransformationAnchor(anchor)
 
     def fit_all(self) -> None:
-        """Show the whole graph; tall graphs are fitted to the width so they stay readable."""
+        """Fit the graph to the view, in a way a person can use.
+
+        A graph that fits whole at a scale where its boxes are still boxes is shown whole (never above
+        100%). A tall graph (or one too big for that) is fitted to its width instead, no further out than
+        FIT_MIN_SCALE, and shown from its top: scroll down to read on, the minimap shows where you are."""
         if self.item is None:
             return
         b = self.item.boundingRect()
         vp = self.viewport().rect()
-        fit = 0.97 * min(vp.width() / max(b.width(), 1.0), vp.height() / max(b.height(), 1.0))
-        self.resetTransform()
-        self._update_scene_rect(min(fit, 1.0))
-        self.scale(min(fit, 1.0), min(fit, 1.0))
+        fit_w = FIT_MARGIN * vp.width() / max(b.width(), 1.0)
+        whole = min(fit_w, FIT_MARGIN * vp.height() / max(b.height(), 1.0))
+        if whole >= FIT_MIN_SCALE:
+            self.fit_whole()
+            return
+        scale = min(max(fit_w, FIT_MIN_SCALE), 1.0)
+        self._set_transform(scale)
+        half_h = vp.height() / 2.0 / scale
+        if b.width() * scale <= vp.width():
+            x = b.center().x()
+        else:  # wider than the view even at the floor scale: start where the graph starts, at its first node
+            first = int(np.argmin(self.item.y))
+            x = float(np.clip(self.item.x[first], b.left() + vp.width() / 2.0 / scale,
+                              b.right() - vp.width() / 2.0 / scale))
+        self.centerOn(QPointF(x, b.top() + half_h))
+        self._after_view_change()
+
+    def fit_whole(self) -> None:
+        """The whole graph in view, however small that makes it (never above 100%)."""
+        if self.item is None:
+            return
+        b = self.item.boundingRect()
+        vp = self.viewport().rect()
+        fit = FIT_MARGIN * min(vp.width() / max(b.width(), 1.0), vp.height() / max(b.height(), 1.0))
+        self._set_transform(min(fit, 1.0))
         self.centerOn(b.center())
+        self._after_view_change()
+
+    def _set_transform(self, scale: float) -> None:
+        self.resetTransform()
+        self._update_scene_rect(scale)
+        self.scale(scale, scale)
+
+    def _after_view_change(self) -> None:
         self.zoomChanged.emit(self.current_scale())
         self.minimap.update()
 
@@ -287,6 +328,8 @@ class GraphView(QGraphicsView):
             self.zoom_out()
         elif key in (Qt.Key.Key_0, Qt.Key.Key_F) and not event.modifiers():
             self.fit_all()
+        elif key == Qt.Key.Key_F and event.modifiers() == Qt.KeyboardModifier.ShiftModifier:
+            self.fit_whole()
         elif key == Qt.Key.Key_1 and not event.modifiers():
             self.zoom_actual()
         elif key == Qt.Key.Key_Escape:
@@ -310,6 +353,7 @@ class GraphView(QGraphicsView):
     def _layout_overlays(self) -> None:
         vp = self.viewport().geometry()
         mm = self.minimap
+        mm.fit_to(vp.height())
         mm.move(vp.right() - mm.width() - 10, vp.bottom() - mm.height() - 10)
         lg = self.legend
         lg.adjustSize()
@@ -319,46 +363,10 @@ class GraphView(QGraphicsView):
     def render_image(self, max_side: int = EXPORT_MAX_SIDE, max_pixels: int = EXPORT_MAX_PIXELS,
                      scale: float = 1.0) -> QImage:
         """Render the whole graph, scaled down if it would exceed the size limits."""
-        if self.item is None:
-            raise ValueError("No graph to export.")
-        b = self.item.boundingRect()
-        s = min(scale, max_side / b.width(), max_side / b.height(),
-                math.sqrt(max_pixels / max(b.width() * b.height(), 1.0)))
-        size = QSize(max(1, int(b.width() * s)), max(1, int(b.height() * s)))
-        img = QImage(size, QImage.Format.Format_ARGB32_Premultiplied)
-        img.fill(style.BACKGROUND)
-        p = QPainter(img)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
-        p.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
-        self.scene().render(p, QRectF(0, 0, size.width(), size.height()), b)
-        p.end()
-        return img
+        return graph_export.render_image(self, max_side, max_pixels, scale)
 
     def export_png(self, path: str | Path) -> Path:
-        img = self.render_image()
-        target = Path(path)
-        tmp = target.with_name(f".{target.name}.tmp.png")
-        if not img.save(str(tmp), "PNG"):
-            raise OSError(f"Could not write '{target}'.")
-        tmp.replace(target)
-        return target
+        return graph_export.export_png(self, path)
 
     def export_svg(self, path: str | Path) -> Path:
-        from PySide6.QtSvg import QSvgGenerator
-
-        if self.item is None:
-            raise ValueError("No graph to export.")
-        b = self.item.boundingRect()
-        target = Path(path)
-        tmp = target.with_name(f".{target.name}.tmp.svg")
-        gen = QSvgGenerator()
-        gen.setFileName(str(tmp))
-        gen.setSize(QSize(int(b.width()), int(b.height())))
-        gen.setViewBox(QRectF(0, 0, b.width(), b.height()))
-        gen.setTitle(self.graph.graph.name if self.graph is not None else "graph")
-        gen.setDescription("Exported by trtlab")
-        p = QPainter(gen)
-        self.scene().render(p, QRectF(0, 0, b.width(), b.height()), b)
-        p.end()
-        tmp.replace(target)
-        return target
+        return graph_export.export_svg(self, path)

@@ -6,16 +6,41 @@ from pathlib import Path
 
 import onnx
 from onnx import AttributeProto
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QLocale, QModelIndex, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import QLabel, QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QHeaderView, QLabel, QPushButton, QStyledItemDelegate, QStyleOptionViewItem,
+                               QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from app.core.display_graph import KIND_OP, DisplayGraph
 from app.core.shapes import ShapeResult
 from app.core.weights import WeightStats, find_tensor, weight_stats
+from app.ui.plain_text import breakable, escape, tooltip
 
 _WARN = QBrush(QColor("#b3261e"))
 _MAX_LIST = 16
+_MAX_DOC = 300  # the doc string shown in the tree; its tooltip has all of it
+
+
+class _WrappingDelegate(QStyledItemDelegate):
+    """Values wrap in their column, long names included (break points after '/', '_', '.', …), so nothing
+    is cut off; the item's own text stays as it was (copying, tests and searches see the real value)."""
+
+    def displayText(self, value: object, locale: QLocale) -> str:  # noqa: N802 (Qt API)
+        return breakable(super().displayText(value, locale))
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:  # noqa: N802 (Qt API)
+        # A tree asks for row heights without telling the column's width, so wrapped text would get one
+        # line: give the width here (less the indentation of the first column).
+        tree = self.parent()
+        width = tree.header().sectionSize(index.column())
+        if index.column() == 0:
+            depth, p = 1, index.parent()
+            while p.isValid():
+                depth, p = depth + 1, p.parent()
+            width -= tree.indentation() * depth
+        opt = QStyleOptionViewItem(option)
+        opt.rect = QRect(0, 0, max(width, 16), 1)
+        return super().sizeHint(opt, index)
 
 
 def format_attribute(attr: AttributeProto) -> str:
@@ -61,6 +86,7 @@ class PropertiesPanel(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         self.header = QLabel("Click a node to see its properties.")
+        self.header.setTextFormat(Qt.TextFormat.RichText)  # what it embeds from the model is escaped
         self.header.setWordWrap(True)
         self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.header)
@@ -69,6 +95,12 @@ class PropertiesPanel(QWidget):
         self.tree.setHeaderLabels(["Property", "Value"])
         self.tree.setColumnWidth(0, 150)
         self.tree.setAlternatingRowColors(True)
+        self.tree.setWordWrap(True)
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # only a value too long to wrap is shortened
+        self.tree.setItemDelegate(_WrappingDelegate(self.tree))
+        # Row heights follow the column widths: recomputed when a column or the panel is resized.
+        self.tree.header().sectionResized.connect(lambda *_: self.tree.doItemsLayout())
+        self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
         self.tree.itemDoubleClicked.connect(self._on_double_click)
         lay.addWidget(self.tree, 1)
         self.subgraph_buttons: list[QPushButton] = []
@@ -103,18 +135,19 @@ class PropertiesPanel(QWidget):
             return
         name, title = g.names[node], g.titles[node]
         if g.kinds[node] != KIND_OP:
-            self.header.setText(f"<b>{title}</b> {name}")
+            self.header.setText(f"<b>{escape(title)}</b> {escape(name)}")
             self._add_section("Tensor", [(name, self._tensor_text(name))], tensors=True)
             consumers = [g.names[c] for c in g.consumers.get(name, [])]
             self._add_section("Used by", [(c, "") for c in consumers[:200]])
             return
         onnx_node = g.graph.node[int(g.onnx_index[node])]
-        self.header.setText(f"<b>{onnx_node.op_type}</b> {onnx_node.name or '(unnamed)'}"
+        self.header.setText(f"<b>{escape(onnx_node.op_type)}</b> {escape(onnx_node.name or '(unnamed)')}"
                             + (f"<br>{selected_count:,} nodes selected" if selected_count > 1 else ""))
         facts = [("name", onnx_node.name or "(unnamed)"), ("op type", onnx_node.op_type),
                  ("domain", onnx_node.domain or "ai.onnx"), ("category", g.categories[node])]
         if onnx_node.doc_string:
-            facts.append(("doc", onnx_node.doc_string[:300]))
+            doc = onnx_node.doc_string
+            facts.append(("doc", doc if len(doc) <= _MAX_DOC else doc[:_MAX_DOC] + " …", doc))
         self._add_section("Node", facts)
         attrs = [(a.name, format_attribute(a)) for a in onnx_node.attribute]
         if attrs:
@@ -132,15 +165,18 @@ class PropertiesPanel(QWidget):
             self.subgraph_buttons.append(b)
         self.tree.expandAll()
 
-    def _add_section(self, title: str, rows: list[tuple[str, str]], tensors: bool = False) -> QTreeWidgetItem:
+    def _add_section(self, title: str, rows: list[tuple[str, ...]], tensors: bool = False) -> QTreeWidgetItem:
+        """Rows are (key, value) or (key, value, full value for the tooltip)."""
         top = QTreeWidgetItem(self.tree, [title, ""])
+        top.setFirstColumnSpanned(True)  # a section title (e.g. a long weight name) uses the whole width
+        top.setToolTip(0, tooltip(title))
         f = top.font(0)
         f.setBold(True)
         top.setFont(0, f)
-        for key, value in rows:
+        for key, value, *full in rows:
             it = QTreeWidgetItem(top, [key, value])
-            it.setToolTip(0, key)
-            it.setToolTip(1, value)
+            it.setToolTip(0, tooltip(key))
+            it.setToolTip(1, tooltip(full[0] if full else value))
             if tensors:
                 it.setData(0, Qt.ItemDataRole.UserRole, key)
         return top
@@ -168,7 +204,7 @@ class PropertiesPanel(QWidget):
             it = top.child(i)
             if flagged.get(it.text(0), 0) > 0:
                 it.setForeground(1, _WARN)
-                it.setToolTip(1, "These values are not representable as they are in FP16.")
+                it.setToolTip(1, tooltip("These values are not representable as they are in FP16."))
 
     def _on_double_click(self, item: QTreeWidgetItem, _col: int) -> None:
         name = item.data(0, Qt.ItemDataRole.UserRole)

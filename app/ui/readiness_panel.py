@@ -7,6 +7,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
+from app.ui.plain_text import escape, tooltip
+
 SEVERITY_COLORS = {"error": QColor("#c62828"), "warning": QColor("#ef8f00"), "info": QColor("#1e88e5")}
 _TITLES = {"error": "Errors — the build is expected to fail", "warning": "Warnings — it builds, not as you expect",
            "info": "Notes"}
@@ -22,6 +24,7 @@ class ReadinessPanel(QWidget):
         col.setContentsMargins(4, 4, 4, 4)
         top = QHBoxLayout()
         self.summary = QLabel("Open a model to check it.")
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.summary.setWordWrap(True)
         self.version = QComboBox()
         self.version.addItem("TensorRT 11.x", "11")
@@ -41,6 +44,7 @@ class ReadinessPanel(QWidget):
         self.tree.currentItemChanged.connect(self._show_detail)
         col.addWidget(self.tree, 1)
         self.detail = QLabel()
+        self.detail.setTextFormat(Qt.TextFormat.RichText)  # findings quote node names: escaped below
         self.detail.setWordWrap(True)
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.detail.setStyleSheet("padding:4px; background:#f6f7f9; border:1px solid #dfe2e6;")
@@ -76,8 +80,9 @@ class ReadinessPanel(QWidget):
                 nodes = ", ".join(f.nodes[:3]) + (f" and {len(f.nodes) - 3} more" if len(f.nodes) > 3 else "")
                 item = QTreeWidgetItem([f.message, nodes, f.fix])
                 item.setData(0, Qt.ItemDataRole.UserRole, list(f.nodes))
-                item.setToolTip(0, f"{f.code}: {f.message}")
-                item.setToolTip(2, f.fix)
+                item.setToolTip(0, tooltip(f"{f.code}: {f.message}"))
+                item.setToolTip(1, tooltip(", ".join(f.nodes[:50]) + (" …" if len(f.nodes) > 50 else "")))
+                item.setToolTip(2, tooltip(f.fix))
                 head.addChild(item)
             head.setExpanded(sev != "info")
 
@@ -87,8 +92,9 @@ class ReadinessPanel(QWidget):
         if item is None or nodes is None:
             self.detail.hide()
             return
-        self.detail.setText(f"<b>{item.text(0)}</b><br>Fix: {item.text(2)}"
-                            + (f"<br>Nodes: {', '.join(nodes[:20])}{' …' if len(nodes) > 20 else ''}" if nodes else ""))
+        shown = escape(", ".join(nodes[:20])) + (" …" if len(nodes) > 20 else "")
+        self.detail.setText(f"<b>{escape(item.text(0))}</b><br>Fix: {escape(item.text(2))}"
+                            + (f"<br>Nodes: {shown}" if nodes else ""))
         self.detail.show()
 
     def _activated(self, item: QTreeWidgetItem, _col: int = 0) -> None:

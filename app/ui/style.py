@@ -6,18 +6,19 @@ from PySide6.QtGui import QColor, QFont
 
 from app.core.ops import ALL_CATEGORIES
 
+# Dark enough that white header text on them reads at WCAG AA (4.5:1), except Quantization (black text).
 CATEGORY_COLORS: dict[str, QColor] = {
     "Layer": QColor("#3b6fb6"),
     "Activation": QColor("#b5473a"),
-    "Normalization": QColor("#3f8a5a"),
-    "Pooling": QColor("#2e8a8a"),
+    "Normalization": QColor("#3c8254"),
+    "Pooling": QColor("#2b8181"),
     "Arithmetic": QColor("#6b6b6b"),
     "Reduce": QColor("#7a5aa8"),
-    "Shape": QColor("#8a7a3a"),
+    "Shape": QColor("#837437"),
     "Quantization": QColor("#c07a1a"),
     "Data": QColor("#8a5a3a"),
     "Control flow": QColor("#a03a7a"),
-    "Custom domain": QColor("#d04a8a"),
+    "Custom domain": QColor("#cc3c82"),
     "Other": QColor("#505a66"),
     "Graph input": QColor("#1f1f1f"),
     "Graph output": QColor("#1f1f1f"),
@@ -34,7 +35,41 @@ MATCH = QColor("#ffb000")
 CURRENT_MATCH = QColor("#ff5a00")
 TEXT = QColor("#1b1f24")
 TEXT_DIM = QColor("#5d6670")
-TEXT_ON_HEADER = QColor("#ffffff")
+TEXT_ON_HEADER = QColor("#ffffff")        # light title text, on dark header fills
+# Dark title text, on light header fills. Black, not a softer near-black: on mid-tones that white cannot
+# reach 4.5:1 against (luminance near 0.18), only black still does.
+TEXT_ON_LIGHT_HEADER = QColor("#000000")
+MIN_CONTRAST = 4.5                        # WCAG AA for normal text
+
+
+def relative_luminance(c: QColor) -> float:
+    """WCAG 2 relative luminance of an sRGB colour (0 black … 1 white)."""
+    def lin(v: int) -> float:
+        s = v / 255.0
+        return s / 12.92 if s <= 0.04045 else ((s + 0.055) / 1.055) ** 2.4
+    return 0.2126 * lin(c.red()) + 0.7152 * lin(c.green()) + 0.0722 * lin(c.blue())
+
+
+def contrast_ratio(a: QColor, b: QColor) -> float:
+    """WCAG 2 contrast ratio, 1 (same) … 21 (black on white)."""
+    la, lb = relative_luminance(a), relative_luminance(b)
+    return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
+
+
+_TEXT_ON: dict[int, QColor] = {}
+
+
+def text_on(fill: QColor) -> QColor:
+    """The title colour that reads best on a fill: white on dark fills, black on light ones.
+
+    Cached per colour: the graph asks once per node when its colouring changes, never while painting."""
+    key = fill.rgba()
+    c = _TEXT_ON.get(key)
+    if c is None:
+        light, dark = contrast_ratio(TEXT_ON_HEADER, fill), contrast_ratio(TEXT_ON_LIGHT_HEADER, fill)
+        # White whenever it is legible enough (the category colours are chosen for it), else the better one.
+        c = _TEXT_ON[key] = TEXT_ON_HEADER if light >= MIN_CONTRAST or light >= dark else TEXT_ON_LIGHT_HEADER
+    return c
 
 
 def title_font() -> QFont:

@@ -121,7 +121,7 @@ def test_ctrl_click_and_rubber_band_selection(qtbot, window, models_dir):
     _click_node(qtbot, window, a, Qt.KeyboardModifier.ControlModifier)
     assert view.selection.selected == frozenset({b})
     # Rubber band: shift-drag around the whole visible area selects the nodes wholly inside it.
-    view.fit_all()
+    view.fit_whole()
     vp = view.viewport()
     start, end = QPoint(2, 2), QPoint(vp.width() - 3, vp.height() - 3)
     qtbot.mousePress(vp, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ShiftModifier, start)
@@ -146,7 +146,7 @@ def test_zoom_keys_and_fit(qtbot, window, models_dir):
     assert view.current_scale() == pytest.approx(s0 * 1.25, rel=1e-3)
     qtbot.keyClick(view, Qt.Key.Key_Minus)
     assert view.current_scale() == pytest.approx(s0, rel=1e-3)
-    view.fit_all()
+    view.fit_whole()
     b = view.item.boundingRect()
     assert view.visible_scene_rect().adjusted(-2, -2, 2, 2).contains(b)
     # Clicking the minimap moves the view there.
