@@ -1,5 +1,8 @@
 """Shape inference so edges carry shapes, with the user's input shapes when given.
 
+With every input static, dims that ONNX inference leaves as exporter-named symbols are computed through the
+model's shape arithmetic (:mod:`app.core.shape_values`), so edges and outputs show numbers.
+
 Large initializers are replaced by typed graph inputs before inference: inference needs their dims,
 not their values, and this keeps a multi-GB model from being serialised again.
 """
@@ -13,12 +16,16 @@ from dataclasses import dataclass, field
 import onnx
 
 from app.core import errors
-from app.core.onnx_walk import iter_graphs, tensor_numel
+from app.core.onnx_walk import iter_graphs, node_subgraphs, tensor_numel
+from app.core.shape_ops import is_static_type, known_dims
+from app.core.shape_values import refine_types
 from app.core.tensors import TensorInfo, tensor_proto_info, value_info_to_tensor_info
 
 log = logging.getLogger(__name__)
 
 _KEEP_VALUES_UP_TO = 4096  # elements; shape-carrying tensors (Reshape targets, axes) are tiny
+# Ops whose output size is decided by the values they read, so no input shape can settle it.
+_DATA_DEPENDENT = frozenset({"NonZero", "Unique", "Compress", "NonMaxSuppression", "StringSplit"})
 
 
 @dataclass
@@ -139,6 +146,8 @@ def infer_shapes(model: onnx.ModelProto,
             log.info("shape inference (data_prop=%s) failed: %s", data_prop, problem)
     source = inferred if inferred is not None else model
     result = ShapeResult()
+    if inferred is not None:
+        _refine(inferred, result)
     declared = {o.name: value_info_to_tensor_info(o) for g in iter_graphs(model.graph) for o in g.output}
     for g in iter_graphs(source.graph):
         for vi in list(g.output) + list(g.input) + list(g.value_info):
@@ -165,12 +174,37 @@ def infer_shapes(model: onnx.ModelProto,
     else:
         result.message = f"Shapes known for {result.known:,} of {result.total:,} tensors."
         if result.known < result.total:
-            result.message += " " + _why_incomplete(skel)
+            result.message += " " + _why_incomplete(skel, result)
     return result
 
 
-def _why_incomplete(skel: onnx.ModelProto) -> str:
-    """Why lenient inference left tensors unknown: an inconsistency, ops without shape rules, or dims."""
+def _refine(inferred: onnx.ModelProto, result: ShapeResult) -> None:
+    """Concrete dims through shape arithmetic (:mod:`app.core.shape_values`) when every input is static."""
+    g = inferred.graph
+    inits = {t.name for t in g.initializer}
+    if not all(is_static_type(vi.type) for vi in g.input if vi.name not in inits):
+        return  # symbolic inputs keep symbolic dims downstream; nothing to compute
+    types: dict[str, onnx.TypeProto] = {}
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        if known_dims(vi.type) > known_dims(types.get(vi.name)):
+            types[vi.name] = vi.type
+    inner: dict[str, onnx.TypeProto] = {}
+    before = dict(types)
+    try:
+        refine_types(inferred, types, inner)
+    except Exception as exc:  # the pass is a bonus: full-graph inference already gave its answer  # noqa: BLE001
+        log.warning("refining shapes failed: %s", exc)
+        return
+    changed = {n: t for n, t in types.items() if before.get(n) is not t}
+    for name, t in {**inner, **changed}.items():
+        info = value_info_to_tensor_info(onnx.helper.make_value_info(name, t))
+        if info.shape is not None:
+            result.tensors[name] = info
+
+
+def _why_incomplete(skel: onnx.ModelProto, result: ShapeResult) -> str:
+    """Why tensors are left without concrete dims: an inconsistency, ops without shape rules, dynamic
+    inputs (the user can fix those), or dims that only running the model gives."""
     try:
         onnx.shape_inference.infer_shapes(skel, check_type=False, strict_mode=True, data_prop=False)
     except Exception as exc:  # the lenient pass skipped this error silently; name it
@@ -184,4 +218,33 @@ def _why_incomplete(skel: onnx.ModelProto) -> str:
     if unknown:
         return ("Inference cannot pass ops it has no shape rules for: "
                 + ", ".join(unknown[:5]) + ("…" if len(unknown) > 5 else "") + ".")
-    return "Set the input shapes to resolve symbolic dims."
+    inits = {t.name for t in skel.graph.initializer}
+    dynamic = [value_info_to_tensor_info(vi) for vi in skel.graph.input
+               if vi.name not in inits and not is_static_type(vi.type)]
+    if dynamic:
+        named = ", ".join(f"'{i.name}' is {i.shape_text()}" for i in dynamic[:3]) + ("…" if len(dynamic) > 3 else "")
+        return f"Set the input shapes to resolve symbolic dims ({named})."
+    return _runtime_dims(skel, result)
+
+
+def _runtime_dims(skel: onnx.ModelProto, result: ShapeResult) -> str:
+    """Every input is static, yet some dims stay open: data-dependent ops, or rules inference lacks."""
+    def open_output(node: onnx.NodeProto) -> str | None:
+        return next((o for o in node.output if o and not ((ti := result.tensors.get(o)) is not None
+                                                           and ti.is_static())), None)
+
+    stack: list[tuple[onnx.GraphProto, str]] = [(skel.graph, "")]
+    while stack:
+        graph, where = stack.pop(0)
+        for node in graph.node:
+            if (out := open_output(node)) is not None:
+                count = result.total - result.known
+                first = f"(first: '{out}' from {node.op_type}{where})"
+                if node.op_type in _DATA_DEPENDENT and node.domain in ("", "ai.onnx"):
+                    many = f"{count:,} tensors have" if count != 1 else "1 tensor has"
+                    return f"The inputs are static; {many} dims that depend on the data {first}."
+                many = f"{count:,} tensors keep" if count != 1 else "1 tensor keeps"
+                return f"The inputs are static; {many} dims that shape inference cannot compute {first}."
+            stack.extend((sub, f" in the {node.op_type} '{node.name or node.output[0]}'")
+                         for _, sub in node_subgraphs(node))
+    return ""

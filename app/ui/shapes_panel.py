@@ -6,6 +6,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFormLayout, QGroupBox, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
 from app.core import errors
+from app.core.engine.profile_suggest import suggest_profile
 from app.core.shapes import dynamic_dims, validate_input_shape
 from app.core.tensors import TensorInfo
 
@@ -37,6 +38,7 @@ class ShapesPanel(QGroupBox):
         while self._form.rowCount():
             self._form.removeRow(0)
         self.inputs, self.edits = list(inputs), {}
+        suggested = suggest_profile(self.inputs, current)
         for info in inputs:
             edit = QLineEdit()
             dims = current.get(info.name)
@@ -44,8 +46,12 @@ class ShapesPanel(QGroupBox):
                 edit.setText("x".join(map(str, dims)))
             edit.setPlaceholderText("x".join(str(d) for d in info.shape) if info.shape is not None else "rank unknown")
             dyn = dynamic_dims(info)
-            edit.setToolTip(f"{info.dtype} {info.shape_text()}"
-                            + (f"; dynamic axes {dyn}: give every dim, e.g. 1x3x224x224" if dyn else ""))
+            tip = f"{info.dtype} {info.shape_text()}"
+            if dyn and info.name in suggested:
+                p = suggested[info.name]  # one shape: the smallest batch, the suggested size elsewhere
+                example = "x".join(map(str, (p.min[0], *p.opt[1:])))
+                tip += f"; dynamic axes {dyn}: give every dim, e.g. {example}"
+            edit.setToolTip(tip)
             edit.returnPressed.connect(self.apply)
             self._form.addRow(QLabel(info.name), edit)
             self.edits[info.name] = edit

@@ -12,12 +12,28 @@ from app.core.tensors import TensorInfo
 from app.core.units import human_bytes, human_count
 
 
-def _io_rows(items: list[TensorInfo]) -> str:
-    rows = []
+def _io_table(items: list[TensorInfo], shapes: ShapeResult | None, outputs: bool) -> str:
+    """Name, dtype and shape of each graph input/output, with the shapes inference worked with: the input
+    shapes set, and concrete dims where the file declares exporter-named ones. A note names what differs
+    from the file, so that its declarations stay visible."""
+    rows, differ = [], []
     for t in items:
-        shape = "?" if t.shape is None else "[" + ", ".join(html.escape(str(d)) for d in t.shape) + "]"
-        rows.append(f"<tr><td><code>{html.escape(t.name)}</code></td><td>{t.dtype}</td><td>{shape}</td></tr>")
-    return "".join(rows)
+        inferred = shapes.get(t.name) if shapes is not None else None
+        shown = inferred if inferred is not None and inferred.shape is not None else t
+        if shown.shape != t.shape:
+            differ.append(t)
+        rows.append(f"<tr><td><code>{html.escape(t.name)}</code></td><td>{t.dtype}</td>"
+                    f"<td>{html.escape(shown.shape_text())}</td></tr>")
+    table = ("<table cellpadding='2'><tr><th align='left'>name</th><th align='left'>dtype</th>"
+             "<th align='left'>shape</th></tr>" + "".join(rows) + "</table>")
+    if not differ:
+        return table
+    if outputs:
+        note = f"Shapes as inferred; the file declares {len(differ)} of these with symbolic dims."
+    else:
+        note = "Shapes as set; the file declares " + ", ".join(
+            f"'{t.name}' as {t.shape_text()}" for t in differ[:3]) + ("…" if len(differ) > 3 else "") + "."
+    return table + f"<p style='color:#7a7f87; margin-top:2px'>{html.escape(note)}</p>"
 
 
 def summary_html(s: ModelSummary, shapes: ShapeResult | None = None, load_seconds: float | None = None) -> str:
@@ -46,12 +62,8 @@ def summary_html(s: ModelSummary, shapes: ShapeResult | None = None, load_second
         color = "#1b1f24" if shapes.ok else "#b3261e"
         parts.append(f"<tr><td><b>Shapes</b></td><td style='color:{color}'>{html.escape(shapes.message)}</td></tr>")
     parts.append("</table>")
-    parts.append("<h4 style='margin-bottom:2px'>Inputs</h4><table cellpadding='2'>"
-                 "<tr><th align='left'>name</th><th align='left'>dtype</th><th align='left'>shape</th></tr>"
-                 + _io_rows(s.inputs) + "</table>")
-    parts.append("<h4 style='margin-bottom:2px'>Outputs</h4><table cellpadding='2'>"
-                 "<tr><th align='left'>name</th><th align='left'>dtype</th><th align='left'>shape</th></tr>"
-                 + _io_rows(s.outputs) + "</table>")
+    parts.append("<h4 style='margin-bottom:2px'>Inputs</h4>" + _io_table(s.inputs, shapes, outputs=False))
+    parts.append("<h4 style='margin-bottom:2px'>Outputs</h4>" + _io_table(s.outputs, shapes, outputs=True))
     parts.append(f"<h4 style='margin-bottom:2px'>Ops ({len(s.ops)} types)</h4>"
                  f"<table cellpadding='1'>{ops}</table>")
     if s.metadata:
