@@ -4,6 +4,12 @@ Nodes are keyed by name so a plan survives reloading the same model; unnamed nod
 first output's name (tensor names are unique in an ONNX graph). Nodes whose precision cannot change —
 existing Q/DQ, and nodes that carry no floating-point output (integer, shape and bool paths) — are fixed,
 with the reason.
+
+A resolved row says what the variant will really run, not only what was asked: a node planned FP16/BF16
+that the half transform keeps FP32 (Resize, Range, an op with no half kernel at the model's opset) and a
+node planned INT8 that gets no Q/DQ (activations, reductions, bias Adds) resolve to FP32, with the
+transform's own reason. The decision is the transforms' own functions (`half_skip_reason`,
+`int8_skip_reason`), so the table and the variant cannot drift apart.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import onnx
 
 from app.core.errors import TrtlabError
 from app.core.fileio import atomic_write_text
+from app.core.onnx_walk import constant_tensor
 from app.core.shapes import ShapeResult
 
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
@@ -24,6 +31,10 @@ SCHEMA_VERSION = 1
 FLOAT_TYPES = frozenset({"float32", "float16", "bfloat16", "float64"})
 QDQ_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv",
                      "QLinearMatMul", "ConvInteger", "MatMulInteger"})
+HALF_PRECISIONS = ("fp16", "bf16")
+_NATIVE = {"float16": "fp16", "bfloat16": "bf16"}
+# to_half's own words for a node whose outputs are not float32 (it converts only float32 tensors).
+NOT_FLOAT32 = "outputs are not all float32"
 
 
 class PlanError(TrtlabError):
@@ -72,6 +83,72 @@ def fixed_reason(node: onnx.NodeProto, shapes: ShapeResult | None) -> str | None
     return None
 
 
+def model_opsets(model: onnx.ModelProto) -> dict[str, int]:
+    """Opset version per domain, as the transforms read them ("" for the default domain)."""
+    return {(o.domain or ""): int(o.version) for o in model.opset_import}
+
+
+class GraphFacts:
+    """What resolving a plan needs to know of a graph that no plan edit changes: node keys, fixed reasons, and
+    the transforms' decision per (node, precision), each found once. Build it once per model and pass it to
+    every :meth:`PrecisionPlan.resolve` (a resolve runs after every edit in the GUI).
+    """
+
+    def __init__(self, graph: onnx.GraphProto, shapes: ShapeResult | None = None,
+                 opsets: dict[str, int] | None = None) -> None:
+        self.graph, self.shapes, self.opsets = graph, shapes, opsets or {}
+        self.keys = node_keys(graph)
+        self.op_types = [n.op_type for n in graph.node]
+        self.fixed = [fixed_reason(n, shapes) for n in graph.node]
+        self._latest = onnx.defs.onnx_opset_version()
+        self._consts: set[str] | None = None
+        self._why: dict[tuple[int, str], str | None] = {}
+        self._native: dict[int, str | None] = {}
+
+    def why_not(self, index: int, planned: str) -> str | None:
+        """Why the variant does not run node `index` in `planned` (None: it does)."""
+        key = (index, planned)
+        if key not in self._why:
+            self._why[key] = self._decide(self.graph.node[index], planned)
+        return self._why[key]
+
+    def _decide(self, node: onnx.NodeProto, planned: str) -> str | None:
+        if planned in HALF_PRECISIONS:
+            from app.core.transforms.half import half_skip_reason
+
+            why = half_skip_reason(node, self.opsets.get(node.domain or "", self._latest), planned)
+            if why is None and self.shapes is not None and not all(
+                    (info := self.shapes.get(o)) is not None and info.dtype == "float32" for o in node.output if o):
+                why = NOT_FLOAT32
+            return why
+        if planned == "int8":
+            from app.core.transforms.int8 import int8_skip_reason
+
+            return int8_skip_reason(node, self.consts(), self.shapes or ShapeResult())
+        return None
+
+    def native(self, index: int) -> str | None:
+        """"fp16"/"bf16" when the model itself computes node `index` in that type (all its float outputs)."""
+        if index not in self._native:
+            found = None
+            if self.shapes is not None:
+                types = {info.dtype for o in self.graph.node[index].output
+                         if o and (info := self.shapes.get(o)) is not None and info.dtype in FLOAT_TYPES}
+                found = _NATIVE.get(types.pop()) if len(types) == 1 else None
+            self._native[index] = found
+        return self._native[index]
+
+    def consts(self) -> set[str]:
+        """Initializers, and Constant nodes' outputs (to_int8 folds those into initializers first)."""
+        if self._consts is None:
+            g = self.graph
+            outputs = {o.name for o in g.output}
+            self._consts = {t.name for t in g.initializer} | {
+                n.output[0] for n in g.node if n.op_type == "Constant" and len(n.output) == 1
+                and n.output[0] not in outputs and constant_tensor(n) is not None}
+        return self._consts
+
+
 @dataclass
 class PrecisionPlan:
     """What precision each node should compute in; pure data, observable by whoever edits it."""
@@ -97,13 +174,44 @@ class PrecisionPlan:
             return "node"
         return "op type" if op_type in self.op_rules else "default"
 
-    def resolve(self, graph: onnx.GraphProto, shapes: ShapeResult | None = None) -> list[PlannedNode]:
-        """Every top-level node with its planned precision, or 'fixed' and the reason."""
+    def resolve(self, graph: onnx.GraphProto, shapes: ShapeResult | None = None,
+                opsets: dict[str, int] | None = None, *, facts: GraphFacts | None = None) -> list[PlannedNode]:
+        """Every top-level node with the precision its variant really runs, what was planned, and why they
+        differ: 'fixed' (cannot change), or FP32 where the FP16/BF16 or INT8 transform keeps the node in float.
+
+        `opsets` (:func:`model_opsets`) decides which ops have half-precision kernels; without it the newest
+        opset is assumed. Without `shapes`, only what the ops alone say is known. `facts`, built once for
+        this graph, shapes and opsets, makes repeated resolves cheap.
+        """
+        if facts is None or facts.graph is not graph:
+            facts = GraphFacts(graph, shapes, opsets)
         rows = []
-        for i, (key, node) in enumerate(zip(node_keys(graph), graph.node, strict=True)):
-            reason = fixed_reason(node, shapes)
-            precision = "fixed" if reason else self.planned(key, node.op_type)
-            rows.append(PlannedNode(key, i, node.op_type, precision, self.source(key, node.op_type), reason or ""))
+        overrides, rules, default = self.overrides, self.op_rules, self.default
+        for i, (key, op, fixed) in enumerate(zip(facts.keys, facts.op_types, facts.fixed, strict=True)):
+            if key in overrides:
+                planned, source = overrides[key], "node"
+            elif op in rules:
+                planned, source = rules[op], "op type"
+            else:
+                planned, source = default, "default"
+            if fixed:
+                rows.append(PlannedNode(key, i, op, "fixed", source, fixed, planned))
+                continue
+            why = facts.why_not(i, planned) if planned != "fp32" else None
+            if why is None and planned != "fp32":
+                rows.append(PlannedNode(key, i, op, planned, source, "", planned))
+                continue
+            # Kept (or planned) in float: the transforms convert float32 only, so a node the model already
+            # computes in FP16/BF16 stays in that type.
+            native = facts.native(i)
+            precision = native or "fp32"
+            if precision == planned:
+                why = None
+            elif native is not None:
+                own = (f"the model itself computes it in {native.upper()} (its outputs are "
+                       f"{'float16' if native == 'fp16' else 'bfloat16'}); no transform widens it")
+                why = own if why in (None, NOT_FLOAT32) else f"{why}; {own}"
+            rows.append(PlannedNode(key, i, op, precision, source, why or "", planned))
         return rows
 
     def unknown_keys(self, graph: onnx.GraphProto) -> list[str]:
@@ -176,9 +284,24 @@ class PlannedNode:
     key: str
     index: int
     op_type: str
-    precision: str      # one of PRECISIONS, or "fixed"
-    source: str         # "node" | "op type" | "default"
-    reason: str = ""    # why it is fixed
+    precision: str      # what the variant runs: one of PRECISIONS, or "fixed"
+    source: str         # what set the planned precision: "node" | "op type" | "default"
+    reason: str = ""    # why it is fixed, or why it runs another precision than planned (the transform's words)
+    planned: str = ""   # what the plan asks (one of PRECISIONS); "" means the same as `precision`
+
+    def __post_init__(self) -> None:
+        if not self.planned:
+            object.__setattr__(self, "planned", self.precision)
+
+    @property
+    def differs(self) -> bool:
+        """A changeable node the variant runs in another precision than planned."""
+        return self.precision != "fixed" and self.precision != self.planned
+
+    @property
+    def kept(self) -> bool:
+        """Planned FP16/BF16/INT8, kept FP32 by the transform."""
+        return self.differs and self.precision == "fp32"
 
 
 def _check(precision: str) -> str:

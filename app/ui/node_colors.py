@@ -7,7 +7,7 @@ Errors are binned into a few named bands rather than a continuous ramp, so a rea
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from PySide6.QtGui import QColor
@@ -28,15 +28,23 @@ ERROR_BANDS = (
 NONFINITE = QColor("#5f0f40")
 
 
-def precision_colors(graph: DisplayGraph, precision_of: Sequence[str | None]) -> tuple[list[QColor], list]:
-    """Per display node colours and legend entries (label, colour, count) for the planned precisions."""
-    colors, counts = [], {}
+def precision_colors(graph: DisplayGraph, precision_of: Sequence[str | None], counts: dict[str, int] | None = None,
+                     label_of: Callable[[str], str] | None = None) -> tuple[list[QColor], list]:
+    """Per display node colours and legend entries (label, colour, count) for the precisions the nodes run.
+
+    `counts` (the plan's, over every node) replaces the count of drawn boxes, so the legend says what the
+    Precision table and its summary say (a Constant drawn as a weight chip is a node there too); `label_of`
+    names a precision in the legend (e.g. 'FP32 (12 kept)').
+    """
+    colors, drawn = [], {}
     for idx in graph.onnx_index.tolist():
         p = precision_of[idx] if 0 <= idx < len(precision_of) else None
         colors.append(PRECISION_COLORS[p] if p else NOT_AN_OP)
         if p:
-            counts[p] = counts.get(p, 0) + 1
-    legend = [(PRECISION_LABELS[p], PRECISION_COLORS[p], counts[p]) for p in PRECISION_COLORS if p in counts]
+            drawn[p] = drawn.get(p, 0) + 1
+    counts = drawn if counts is None else counts
+    label_of = label_of or PRECISION_LABELS.__getitem__
+    legend = [(label_of(p), PRECISION_COLORS[p], counts[p]) for p in PRECISION_COLORS if counts.get(p)]
     return colors, legend
 
 

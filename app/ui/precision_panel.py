@@ -1,5 +1,6 @@
-"""The Precision dock: the plan's default, a sortable and filterable table of every node with its planned
-precision and (after a diagnosis) its error, and the diagnosis' "go to" buttons."""
+"""The Precision dock: the plan's default, a sortable and filterable table of every node with the precision
+its variant runs (marked, with the transform's reason, where that is not what was planned) and (after a
+diagnosis) its error, and the diagnosis' "go to" buttons."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from PySide6.QtCore import (
     Qt,
     Signal,
 )
-from PySide6.QtGui import QAction, QBrush
+from PySide6.QtGui import QAction, QBrush, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -31,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from app.core.precision import PRECISIONS
 from app.ui.node_colors import ERROR_BANDS, NONFINITE, error_band
-from app.ui.plan_controller import PRECISION_COLORS, PRECISION_LABELS, PlanController
+from app.ui.plan_controller import PRECISION_COLORS, PRECISION_LABELS, PlanController, differs_note, row_label
 
 COLUMNS = ("Node", "Op", "Precision", "Set by", "Cosine", "Max |Δ|", "NaN/Inf", "Note")
 COL_NODE, COL_OP, COL_PREC, COL_SOURCE, COL_COS, COL_MAX, COL_NONFINITE, COL_NOTE = range(len(COLUMNS))
@@ -73,19 +74,28 @@ class PlanTableModel(QAbstractTableModel):
         self.errors: dict[str, NodeError] = {}
         ctl.changed.connect(self.refresh)
 
-    def refresh(self) -> None:
-        """New values for the same rows keep the view's selection and sorting; other changes reset."""
-        rows = len(self.ctl.rows)
-        if rows and rows == getattr(self, "_rows", -1):
-            self.dataChanged.emit(self.index(0, 0), self.index(rows - 1, len(COLUMNS) - 1))
+    def refresh(self, everything: bool = False) -> None:
+        """New values for the same rows keep the view's selection and sorting; other changes reset.
+
+        Only the span of rows that changed is announced: re-sorting 10k rows after every one-node edit is
+        what a plan edit would otherwise cost on the GUI thread.
+        """
+        new = self.ctl.rows
+        old = getattr(self, "_shown", None)
+        self._shown = list(new)
+        if old is not None and new and len(new) == len(old):
+            changed = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
+            if everything:
+                changed = [0, len(new) - 1]
+            if changed:
+                self.dataChanged.emit(self.index(changed[0], 0), self.index(changed[-1], len(COLUMNS) - 1))
         else:
             self.beginResetModel()
-            self._rows = rows
             self.endResetModel()
 
     def set_errors(self, errors: dict[str, NodeError]) -> None:
         self.errors = errors
-        self.refresh()
+        self.refresh(everything=True)
 
     def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: N802, B008
         return 0 if parent.isValid() else len(self.ctl.rows)
@@ -100,7 +110,9 @@ class PlanTableModel(QAbstractTableModel):
             return {COL_COS: "Lowest cosine similarity of the node's outputs against the FP32 reference",
                     COL_MAX: "Largest absolute difference of the node's outputs",
                     COL_NONFINITE: "NaN/Inf values the variant produced that the reference did not",
-                    COL_SOURCE: "What set the precision: this node, a rule for its op type, or the default",
+                    COL_SOURCE: "What set the planned precision: this node, a rule for its op type, or the default",
+                    COL_PREC: "The precision the variant runs. 'kept': planned FP16/BF16/INT8, kept FP32 by the "
+                              "transform (the note says why)",
                     }.get(section)
         return None
 
@@ -118,7 +130,7 @@ class PlanTableModel(QAbstractTableModel):
             if col == COL_OP:
                 return row.op_type
             if col == COL_PREC:
-                return "fixed" if row.precision == "fixed" else row.precision.upper()
+                return row_label(row)
             if col == COL_SOURCE:
                 return "" if row.precision == "fixed" else row.source
             if col == COL_COS:
@@ -128,7 +140,7 @@ class PlanTableModel(QAbstractTableModel):
             if col == COL_NONFINITE:
                 return "" if err is None else (f"{err.nonfinite:,}" if err.nonfinite else "0")
             if col == COL_NOTE:
-                return row.reason
+                return differs_note(row)
         if role == SORT_ROLE:
             if col == COL_NODE:
                 return row.index  # node order (topological in a valid model)
@@ -141,6 +153,10 @@ class PlanTableModel(QAbstractTableModel):
             return str(self.data(index, Qt.ItemDataRole.DisplayRole) or "")
         if role == Qt.ItemDataRole.ForegroundRole and col == COL_PREC:
             return QBrush(PRECISION_COLORS.get(row.precision, PRECISION_COLORS["fixed"]).darker(130))
+        if role == Qt.ItemDataRole.FontRole and row.differs and col in (COL_PREC, COL_NOTE):
+            font = QFont()
+            font.setItalic(True)  # not what was planned: set apart from the rows that run as planned
+            return font
         if role == Qt.ItemDataRole.BackgroundRole and col == COL_COS and err is not None:
             band = error_band(err.cosine, bool(err.nonfinite))
             if band == len(ERROR_BANDS):
@@ -148,6 +164,9 @@ class PlanTableModel(QAbstractTableModel):
             if band >= 0:
                 return QBrush(ERROR_BANDS[band][2].lighter(170))
         if role == Qt.ItemDataRole.ToolTipRole:
+            if row.differs and col in (COL_PREC, COL_NOTE, COL_SOURCE):
+                return (f"Planned {row.planned.upper()} (set by {row.source}); the variant runs it in "
+                        f"{row.precision.upper()}: {row.reason}")
             if col == COL_NOTE or row.precision == "fixed":
                 return row.reason or None
             if err is not None and col in (COL_COS, COL_MAX):
@@ -178,7 +197,9 @@ class _Filter(QSortFilterProxyModel):
             return False
         if self.precision == "measured" and row.key not in m.errors:
             return False
-        if self.precision not in ("", "override", "measured") and row.precision != self.precision:
+        if self.precision == "differs" and not row.differs:
+            return False
+        if self.precision not in ("", "override", "measured", "differs") and row.precision != self.precision:
             return False
         return not self.text or self.text in row.key.lower() or self.text in row.op_type.lower()
 
@@ -205,6 +226,8 @@ class PrecisionPanel(QWidget):
         top.addWidget(self.default_combo)
         self.summary = QLabel()
         self.summary.setStyleSheet("color:#5c6370;")
+        self.summary.setToolTip("Nodes per precision the variant runs. 'kept': planned FP16/BF16/INT8, but the "
+                                "transform keeps them FP32 (the table's note says why).")
         top.addWidget(self.summary, 1)
         self.save_button = QPushButton("Save…")
         self.save_button.setToolTip("Save the plan as JSON (for `trtlab --plan`)")
@@ -222,6 +245,10 @@ class PrecisionPanel(QWidget):
         self.filter_combo.addItem("All nodes", "")
         for p in (*PRECISIONS, "fixed"):
             self.filter_combo.addItem(PRECISION_LABELS[p], p)
+        self.filter_combo.addItem("Not as planned", "differs")
+        self.filter_combo.setItemData(self.filter_combo.count() - 1, "Nodes the variant runs in another precision than "
+                                      "planned: kept FP32 by the transform, or FP16 in the model itself",
+                                      Qt.ItemDataRole.ToolTipRole)
         self.filter_combo.addItem("Overridden", "override")
         self.filter_combo.addItem("Measured", "measured")
         filt.addWidget(self.filter_edit, 1)
@@ -275,7 +302,7 @@ class PrecisionPanel(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
-        for c, w in ((COL_NODE, 220), (COL_OP, 110), (COL_PREC, 70), (COL_SOURCE, 70), (COL_COS, 80),
+        for c, w in ((COL_NODE, 220), (COL_OP, 110), (COL_PREC, 96), (COL_SOURCE, 70), (COL_COS, 80),
                      (COL_MAX, 70), (COL_NONFINITE, 60)):
             self.table.setColumnWidth(c, w)
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)

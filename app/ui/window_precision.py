@@ -47,7 +47,12 @@ class PrecisionWindowMixin:
         if self.color_mode == "op":
             self.set_color_mode("precision")
         what = PRECISION_LABELS[precision] if precision else "the default precision"
-        self.status_label.setText(f"{len(keys):,} node{'s' if len(keys) != 1 else ''} set to {what} "
+        chosen = set(keys)
+        # The plan records the wish; say at once where the variant will not follow it, and why.
+        other = [r for r in self.plan.rows if r.key in chosen and r.differs]
+        note = (f"; {len(other):,} of them run{'s' if len(other) == 1 else ''} {other[0].precision.upper()}: "
+                f"{other[0].reason}" if other else "")
+        self.status_label.setText(f"{len(keys):,} node{'s' if len(keys) != 1 else ''} set to {what}{note} "
                                   "(Ctrl+Z undoes)")
 
     def _graph_menu(self, node: int | None, pos: object) -> None:
@@ -154,7 +159,9 @@ class PrecisionWindowMixin:
             return
         mode = self.color_mode if self._at_root() else "op"
         if mode == "precision" and self.plan.rows:
-            colors, legend = precision_colors(pic.graph, [r.precision for r in self.plan.rows])
+            # What the variant runs (kept nodes in FP32), counted as the Precision table and its summary count.
+            colors, legend = precision_colors(pic.graph, [r.precision for r in self.plan.rows], self.plan.counts(),
+                                              self._legend_label)
             item.set_node_fill(colors)
             self.view.legend.set_entries("Planned precision", legend)
         elif mode == "error" and self.diagnosis:
@@ -180,6 +187,9 @@ class PrecisionWindowMixin:
             self.view.legend.set_graph(pic.graph)
         self.view.minimap.update()
         self._apply_overlay_visibility()
+
+    def _legend_label(self, precision: str) -> str:
+        return "fixed (cannot change)" if precision == "fixed" else self.plan.count_label(precision)
 
     def set_diagnosis(self, doc: dict | None) -> None:
         """Show a diagnosis: errors in the table, the graph coloured by them."""

@@ -38,9 +38,9 @@ def check_plan(index: GraphIndex, plan: PrecisionPlan, shapes: ShapeResult, cach
                            "they are ignored.",
                            "The plan was made for another model or an older export: set those nodes again."))
     rows = plan.resolve(g, shapes)
-    halves = sorted({r.precision for r in rows} & {"fp16", "bf16"})
+    halves = sorted({r.planned for r in rows if r.precision != "fixed"} & {"fp16", "bf16"})
     if len(halves) > 1:
-        mixed = [r.key for r in rows if r.precision in ("fp16", "bf16")]
+        mixed = [r.key for r in rows if r.precision != "fixed" and r.planned in ("fp16", "bf16")]
         out.append(Finding("error", "plan-mixed-half", mixed[:50],
                            "The plan mixes FP16 and BF16 nodes; a variant computes in one half type, so it cannot be "
                            "built.", "Set the BF16 nodes to FP16 (or the reverse); keep FP32 where neither is safe."))

@@ -86,8 +86,13 @@ def half_skip_reason(node: onnx.NodeProto, opset: int, precision: str) -> str | 
     """
     if node.op_type in KEEP_FP32_OPS:
         return f"{node.op_type} is kept in FP32 (known to lose accuracy or break in half precision)"
-    if half_inputs(node, opset, precision) is None:
+    idx = half_inputs(node, opset, precision)
+    if idx is None:
         return f"{node.op_type} has no {precision} kernel at opset {opset}"
+    if not idx and node.op_type != "Cast":
+        # ConstantOfShape, EyeLike, If…: casting inputs cannot change the output's type; left FP32, its half
+        # readers get a Cast.
+        return f"{node.op_type} takes its output type from an attribute or a subgraph, not from its inputs"
     return None
 
 
@@ -118,12 +123,8 @@ def to_half(model: onnx.ModelProto, plan: PrecisionPlan, precision: str = "fp16"
         if fixed_reason(node, shapes) is not None:
             report.fixed += 1
             continue
-        why = None
-        if node.op_type in KEEP_FP32_OPS:
-            why = f"{node.op_type} is kept in FP32 (known to lose accuracy or break in half precision)"
+        why = half_skip_reason(node, opset[node.domain], precision)
         idx = None if why else _convertible_inputs(node, opset[node.domain], half)
-        if idx is None and why is None:
-            why = f"{node.op_type} has no {precision} kernel at opset {opset[node.domain]}"
         outs = [o for o in node.output if o]
         if why is None and not all(o in is_float32 for o in outs):
             why = "outputs are not all float32"
@@ -165,6 +166,9 @@ def to_half(model: onnx.ModelProto, plan: PrecisionPlan, precision: str = "fp16"
         if i in half_inputs:
             for j in half_inputs[i]:
                 name = node.input[j]
+                if name in renamed_outputs:  # a half graph output: its original name is the FP32 copy
+                    node.input[j] = renamed_outputs[name]
+                    continue
                 if name in converted_inits or name in half_tensors:
                     continue
                 node.input[j] = cast(name, half)

@@ -163,7 +163,7 @@ def to_int8(model: onnx.ModelProto, plan: PrecisionPlan, samples: Iterable[Mappi
     for node, row in zip(work.graph.node, resolved, strict=True):  # names = plan keys from here on
         node.name = row.key
     rows = {r.key: r for r in resolved}
-    planned_int8 = {k for k, r in rows.items() if r.precision == "int8"}
+    planned_int8 = {k for k, r in rows.items() if r.planned == "int8" and r.precision != "fixed"}
     report.fixed = sum(1 for k, r in rows.items() if r.precision == "fixed" and plan.planned(k, r.op_type) == "int8")
     if not planned_int8:
         raise NothingToQuantize("The plan has no INT8 node that can change precision.",
