@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from app.backends.base import (
     BACKEND_NAMES,
+    ENGINE_BACKENDS,
     PRECISIONS,
     Availability,
     Backend,
@@ -23,6 +24,10 @@ def get_backend(name: str) -> Backend:
         from app.backends.trt import TrtBackend
 
         return TrtBackend()
+    if name == "trt-rtx":
+        from app.backends.trt_rtx import RtxBackend
+
+        return RtxBackend()
     raise BackendSpecError(f"Unknown backend '{name}'.", fix=f"Use one of {', '.join(BACKEND_NAMES)}.")
 
 
@@ -30,5 +35,5 @@ def all_availability() -> dict[str, Availability]:
     return {name: get_backend(name).availability() for name in BACKEND_NAMES}
 
 
-__all__ = ["BACKEND_NAMES", "PRECISIONS", "Availability", "Backend", "BackendSpecError", "BackendUnavailable",
-           "Target", "all_availability", "get_backend"]
+__all__ = ["BACKEND_NAMES", "ENGINE_BACKENDS", "PRECISIONS", "Availability", "Backend", "BackendSpecError",
+           "BackendUnavailable", "Target", "all_availability", "get_backend"]

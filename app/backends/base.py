@@ -11,7 +11,8 @@ import numpy as np
 from app.core.errors import TrtlabError
 
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
-BACKEND_NAMES = ("ort-cpu", "ort-cuda", "ort-trt", "trt")
+BACKEND_NAMES = ("ort-cpu", "ort-cuda", "ort-trt", "trt", "trt-rtx")
+ENGINE_BACKENDS = ("trt", "trt-rtx")   # build TensorRT engines (`trtlab build --backend`)
 
 
 class BackendUnavailable(TrtlabError):
@@ -26,14 +27,28 @@ class BackendSpecError(TrtlabError):
 
 @dataclass(frozen=True)
 class Availability:
+    """Whether a backend can run models here (``available``: what run, compare and bench need) and, for the
+    engine backends, whether it can build engines (``can_build``; None for backends that build nothing).
+    TensorRT for RTX builds without a GPU but runs only on an RTX-class GPU, so the two differ there;
+    ``build_reason`` says why it cannot build."""
+
     available: bool
     reason: str = ""
     install_hint: str = ""
     details: dict[str, str] = field(default_factory=dict)
+    can_build: bool | None = None
+    build_reason: str = ""
+
+    @property
+    def can_run(self) -> bool:
+        return self.available
 
     def to_json(self) -> dict[str, object]:
-        return {"available": self.available, "reason": self.reason, "install_hint": self.install_hint,
-                "details": dict(self.details)}
+        doc: dict[str, object] = {"available": self.available, "reason": self.reason,
+                                  "install_hint": self.install_hint, "details": dict(self.details)}
+        if self.can_build is not None:
+            doc.update({"can_build": self.can_build, "can_run": self.available, "build_reason": self.build_reason})
+        return doc
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """Native TensorRT as a trtlab backend: availability, engine build (or the engine cache), and a session.
 
 Everything TensorRT-specific that can be pure lives in `app.core.engine` and is tested without TensorRT;
-the calls themselves are in `trt_build` and `trt_runtime`, written from TENSORRT.md for 10.x and 11.x.
-Builds and runs happen only in job processes.
+the calls themselves are in `trt_build` and `trt_runtime`, written from TENSORRT.md for 10.x and 11.x and
+shared with TensorRT for RTX (`trt_rtx`): `ensure_engine` takes the flavour (`trt_flavour`), which picks the
+module, the cache key and whether a timing cache is kept. Builds and runs happen only in job processes.
 """
 
 from __future__ import annotations
@@ -14,15 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from app.backends.base import Availability, BackendUnavailable
+from app.backends.trt_flavour import TENSORRT, Flavour
 
 log = logging.getLogger(__name__)
 
 
-_LOGGER: dict[str, Any] = {}   # one TensorRT logger per process (TENSORRT.md §8), forwarding to the current job
+_LOGGER: dict[str, Any] = {}   # one logger per TensorRT module and process (TENSORRT.md §8), forwarding to the job
 
 
 def job_logger(trt: Any, ctx: object | None) -> Any:
-    """The process's TensorRT logger, now forwarding to `ctx`'s job log (or Python logging outside a job)."""
+    """The process's logger for this TensorRT module, now forwarding to `ctx`'s job log (or Python logging
+    outside a job)."""
     from app.backends.trt_build import make_logger
 
     def emit(level: str, msg: str) -> None:
@@ -32,10 +35,11 @@ def job_logger(trt: Any, ctx: object | None) -> Any:
         else:
             log.log(logging.WARNING if level in ("warning", "error") else logging.DEBUG, msg)
 
-    if "logger" not in _LOGGER:
-        _LOGGER["logger"] = make_logger(trt, emit)
+    name = getattr(trt, "__name__", "tensorrt")
+    if name not in _LOGGER:
+        _LOGGER[name] = make_logger(trt, emit)
     _LOGGER["ctx"] = ctx
-    logger = _LOGGER["logger"]
+    logger = _LOGGER[name]
     logger.notable.clear()
     return logger
 
@@ -47,6 +51,7 @@ class EngineOutcome:
     cached: bool
     warnings: list[str]
     layer_info: dict | None
+    layer_source: str = ""
 
 
 def build_config_from(options: dict[str, Any], inputs: list, shapes: dict[str, tuple[int, ...]]) -> Any:
@@ -62,55 +67,90 @@ def build_config_from(options: dict[str, Any], inputs: list, shapes: dict[str, t
     for p in profiles:
         validate_profile(p, inputs)
     return BuildConfig(workspace_mb=options.get("workspace_mb"), optimization_level=int(options.get("opt_level", 3)),
-                       tf32=bool(options.get("tf32", False)), profiles=profiles)
+                       tf32=bool(options.get("tf32", False)), profiles=profiles,
+                       targets=tuple(options.get("targets") or ()))
 
 
-def ensure_engine(variant_path: str, config: Any, ctx: object | None, root: str | Path | None = None) -> EngineOutcome:
-    """The engine for (variant, config, TensorRT version, GPU): from the cache, else built now."""
-    from app.backends.cuda_rt import gpu_info
+def rtx_gpu() -> tuple[str, str] | None:
+    """(name, compute capability) of GPU 0 for TensorRT for RTX, or None: found the way `trt_env` finds it."""
+    from app.backends.trt_env import environment
+
+    gpus = environment().gpus
+    return (gpus[0].name, gpus[0].compute_capability) if gpus else None
+
+
+def ensure_engine(variant_path: str, config: Any, ctx: object | None, root: str | Path | None = None,
+                  flavour: Flavour = TENSORRT) -> EngineOutcome:
+    """The engine for (variant, config, TensorRT version, GPU) — for TensorRT for RTX (variant, config, RTX
+    version, targets) — from the cache, else built now."""
     from app.backends.trt_build import BuildCancelled, build_engine, trt_version
-    from app.backends.trt_runtime import import_trt
     from app.core.engine import cache as ec
     from app.core.engine.progress import PhaseTracker
+    from app.core.engine.rtx import run_problem
     from app.core.variants import model_digest
 
-    trt = import_trt()
+    trt = flavour.import_module()
     version = trt_version(trt)
-    gpu = gpu_info()
+    problem = flavour.version_problem(version)
+    if problem:
+        raise BackendUnavailable(problem, fix=flavour.install_hint)
     root = Path(root) if root is not None else ec.default_root()
-    key = ec.engine_key(model_digest(variant_path), config, version, gpu.name, gpu.compute_capability)
-    found = ec.lookup_engine(root, key, version, gpu.name, gpu.compute_capability)
+    digest = model_digest(variant_path)
+    if flavour.portable:
+        gpu = rtx_gpu()
+        # The inspector needs a deserialized engine, so a GPU of a target; without one, the builder's dump.
+        inspect = gpu is not None and not run_problem(config.targets, gpu[1], gpu[0])
+        key = ec.rtx_engine_key(digest, config, version)
+        found = ec.lookup_engine(root, key, version, None, None)
+    else:
+        from app.backends.cuda_rt import gpu_info
+
+        if config.targets:
+            raise ec.BuildConfigError("Compute-capability targets are a TensorRT for RTX setting; TensorRT 10/11 "
+                                      "builds for the GPU it runs on.", fix="Build with trt-rtx, or drop the targets.")
+        info = gpu_info()
+        gpu, inspect = (info.name, info.compute_capability), True
+        key = ec.engine_key(digest, config, version, *gpu)
+        found = ec.lookup_engine(root, key, version, *gpu)
     if found is not None:
         layers = found.with_name(found.name + ".layers.json")
-        info = json.loads(layers.read_text(encoding="utf-8")) if layers.exists() else None
+        layer_info = json.loads(layers.read_text(encoding="utf-8")) if layers.exists() else None
         meta = ec.load_engine_meta(found)
-        return EngineOutcome(found, meta, True, list(meta.get("warnings", [])), info)
+        return EngineOutcome(found, meta, True, list(meta.get("warnings", [])), layer_info,
+                             str(meta.get("layer_source", "")))
 
     logger = job_logger(trt, ctx)
     tracker = PhaseTracker(emit=(lambda f, m: ctx.progress(f, m)) if ctx is not None else None,
-                           cancelled=getattr(ctx, "cancelled", None), title="Building the TensorRT engine")
-    tc_path = ec.timing_cache_path(root, version, gpu.name, gpu.compute_capability)
-    timing = ec.load_timing_cache(tc_path) if config.uses_timing_cache else b""
+                           cancelled=getattr(ctx, "cancelled", None), title=f"Building the {flavour.label} engine")
+    timing: bytes | None = None  # TensorRT for RTX: timing caches are no-ops there
+    tc_path = None
+    if flavour.timing_cache and gpu is not None:
+        tc_path = ec.timing_cache_path(root, version, *gpu)
+        timing = ec.load_timing_cache(tc_path) if config.uses_timing_cache else b""
     try:
-        result = build_engine(variant_path, logger=logger, workspace_bytes=config.workspace_bytes,
+        result = build_engine(variant_path, trt=trt, logger=logger, workspace_bytes=config.workspace_bytes,
                               optimization_level=config.optimization_level, tf32=config.tf32,
-                              profiles=[p.trt_shapes() for p in config.profiles], timing_cache=timing,
-                              tracker=tracker)
+                              profiles=[p.trt_shapes() for p in config.profiles], targets=config.targets,
+                              timing_cache=timing, tracker=tracker, inspect=inspect)
     except BuildCancelled:
         if ctx is not None:
             ctx.check_cancelled()
         raise
-    if config.uses_timing_cache and result.timing_cache:
+    if tc_path is not None and config.uses_timing_cache and result.timing_cache:
         ec.save_timing_cache(tc_path, result.timing_cache)
     path = ec.engine_path(root, key)
-    meta = ec.make_engine_meta(key, config, version, gpu.name, gpu.compute_capability,
-                               onnx_digest=model_digest(variant_path), warnings=result.warnings)
+    more = {"warnings": result.warnings, "layer_source": result.layer_source}
+    if flavour.portable:
+        meta = ec.make_rtx_engine_meta(key, config, version, onnx_digest=digest, **more)
+    else:
+        meta = ec.make_engine_meta(key, config, version, *gpu, onnx_digest=digest, **more)
     ec.save_engine(path, result.engine, meta)
     if result.layer_info is not None:
         from app.core.fileio import atomic_write_text
 
         atomic_write_text(path.with_name(path.name + ".layers.json"), json.dumps(result.layer_info))
-    return EngineOutcome(path, ec.load_engine_meta(path), False, result.warnings, result.layer_info)
+    return EngineOutcome(path, ec.load_engine_meta(path), False, result.warnings, result.layer_info,
+                         result.layer_source)
 
 
 class TrtBackend:
@@ -131,7 +171,7 @@ class TrtBackend:
             raise BackendUnavailable(f"trt: {a.reason}", fix=a.install_hint)
         import onnx
 
-        from app.backends.trt_runtime import TrtSession, import_trt
+        from app.backends.trt_runtime import TrtSession
         from app.core.tensors import graph_inputs, value_info_to_tensor_info
 
         opts = dict(options or {})
@@ -139,9 +179,9 @@ class TrtBackend:
         inputs = [value_info_to_tensor_info(v) for v in graph_inputs(model.graph)]
         config = build_config_from(opts, inputs, dict(shapes or {}))
         outcome = ensure_engine(str(model_path), config, ctx)
-        trt = import_trt()
+        trt = TENSORRT.import_module()
         notes = [f"TensorRT {outcome.meta.get('trt_version')} engine on {outcome.meta.get('gpu_name')}"
                  + (" (from the engine cache)" if outcome.cached else ""),
                  "TF32 on" if config.tf32 else "TF32 off"]
         notes += [f"TensorRT: {w}" for w in outcome.warnings[:10]]
-        return TrtSession(outcome.path.read_bytes(), job_logger(trt, ctx), notes)
+        return TrtSession(outcome.path.read_bytes(), job_logger(trt, ctx), notes, trt=trt)

@@ -1,10 +1,14 @@
-"""Building a TensorRT engine from a variant ONNX graph, written from TENSORRT.md §1, §2, §5, §8 and §10.
+"""Building a TensorRT engine from a variant ONNX graph, written from TENSORRT.md §1, §2, §5, §8 and §10 and
+TENSORRT_RTX.md.
 
-One code path for TensorRT 10.x and 11.x: a strongly typed network (the flag computed from the enum, never
-hard-coded; 11.x ignores it) parsed with `parse_from_file` (external weights next to the file), no
+One code path for TensorRT 10.x, 11.x and TensorRT for RTX 1.x (whose build API is 11.1's): the module is
+passed in (`app.backends.trt_flavour` imports it). A strongly typed network (the flag computed from the enum,
+never hard-coded; 11.x and RTX ignore it) parsed with `parse_from_file` (external weights next to the file), no
 precision builder flags (the precision is in the graph: Casts and Q/DQ), TF32 cleared unless asked for,
-profiling verbosity DETAILED, a timing cache loaded and saved, a progress monitor whose `step_complete`
-returns False on Cancel. This module runs only in job processes; TensorRT is imported inside functions.
+profiling verbosity DETAILED, a timing cache loaded and saved (TensorRT only: RTX's are no-ops), compute-
+capability targets (RTX only), a progress monitor whose `step_complete` returns False on Cancel. The engine's
+layers come from the engine inspector when this machine can load the engine, else from the builder's
+`Layers:` dump (logged at VERBOSE with DETAILED), which is all there is without a GPU. Job processes only.
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.backends.trt_runtime import import_trt
 from app.core.errors import TrtlabError
 
 log = logging.getLogger(__name__)
@@ -23,6 +26,12 @@ log = logging.getLogger(__name__)
 # Logger lines worth a visible warning in the UI (TensorRT reports these at WARNING or INFO level).
 NOTABLE = re.compile(r"subnormal|overflow|outside (of )?(the )?(fp16|half)|clamp|fall(ing|s)? ?back|"
                      r"not (be )?supported|will be (cast|converted)|int64", re.IGNORECASE)
+# Warnings that change nothing in the engine, logged as info so they do not bury the ones that do: the parser
+# met a zero-element initializer (an empty Resize roi/scales) and bound no data to it.
+QUIET = re.compile(r"Empty initializer \S+ was provided with non-empty data")
+# TensorRT for RTX probes CUDA while it parses and builds; on a machine without a GPU (where RTX still builds)
+# that probe fails with these lines, which say nothing about the model: logged as info, left out of messages.
+NO_GPU = re.compile(r"catchCudaError|cudaError 35|CUDA driver version is insufficient|Error reading CUDA GPU")
 
 
 class BuildFailed(TrtlabError):
@@ -40,7 +49,8 @@ class BuildResult:
     timing_cache: bytes
     trt_version: str
     warnings: list[str] = field(default_factory=list)
-    layer_info: dict | None = None      # the engine inspector's JSON (DETAILED)
+    layer_info: dict | None = None      # the engine inspector's JSON (DETAILED), or the Layers: dump read as such
+    layer_source: str = ""              # "inspector" | "builder log" | "" (none)
 
 
 def trt_version(trt: Any) -> str:
@@ -64,17 +74,33 @@ def severity_level(trt: Any, severity: Any) -> str:
 
 def make_logger(trt: Any, emit: Callable[[str, str], None], verbose: bool = False) -> Any:
     """A thread-safe ILogger that forwards to the job log (`emit(level, message)`); one per process,
-    shared by Builder and Runtime (TENSORRT.md §8). Notable lines are collected as warnings."""
+    shared by Builder and Runtime (TENSORRT.md §8). Notable lines are collected as warnings, error lines in
+    `errors` (to explain a failed build) and the builder's `Layers:` dump in `layer_dumps`."""
+    from app.core.engine.layer_dump import DUMP_HEADER
+
+    gpu_free = str(getattr(trt, "__name__", "")).startswith("tensorrt_rtx")  # RTX builds without a GPU
 
     class JobLogger(trt.ILogger):
         def __init__(self) -> None:
             trt.ILogger.__init__(self)
             self.notable: list[str] = []
+            self.errors: list[str] = []
+            self.layer_dumps: list[str] = []
 
         def log(self, severity: Any, msg: str) -> None:
             level = severity_level(trt, severity)
+            if level == "debug" and msg.startswith(DUMP_HEADER):
+                self.layer_dumps.append(msg)  # one message per build: the only per-layer facts without a GPU
+                del self.layer_dumps[:-4]
             if level == "debug" and not verbose:
                 return  # VERBOSE lines arrive too (there is no minimum in the interface): drop them early
+            if level == "warning" and QUIET.search(msg):
+                level = "info"
+            if gpu_free and level == "error" and NO_GPU.search(msg):
+                level = "info"
+            if level == "error":
+                self.errors.append(msg.strip())
+                del self.errors[:-50]
             if level in ("warning", "info") and NOTABLE.search(msg):
                 self.notable.append(msg.strip())
                 level = "warning"
@@ -117,19 +143,41 @@ def parser_issues(parser: Any) -> list[dict]:
                 value = None
             fields[key] = str(value).rsplit(".", 1)[-1] if key == "code" and value is not None else value
         fields["text"] = str(e)
+        for key in ("desc", "text"):  # without TensorRT for RTX's failed CUDA probes (no GPU here)
+            if isinstance(fields.get(key), str):
+                fields[key] = "\n".join(line for line in fields[key].splitlines() if not NO_GPU.search(line))
         out.append(fields)
     return out
 
 
-def build_engine(onnx_path: str, *, logger: Any, workspace_bytes: int | None = None, optimization_level: int = 3,
-                 tf32: bool = False,
-                 profiles: list[dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]] | None = None,
-                 timing_cache: bytes = b"", tracker: Any = None) -> BuildResult:
-    """Parse, configure and build; raises BuildFailed with the parser's issues, or BuildCancelled.
+def set_targets(trt: Any, config: Any, targets: tuple[str, ...] | list[str]) -> None:
+    """TensorRT for RTX's compute-capability targets ('8.6' -> ComputeCapability.SM86); () keeps its default."""
+    from app.core.engine.rtx import enum_names
 
-    `tracker` (app.core.engine.progress.PhaseTracker) receives TensorRT's progress callbacks; its
-    `step_complete` returns False once Cancel was asked, which stops the build."""
-    trt = import_trt()
+    if not targets:
+        return
+    if not hasattr(config, "set_compute_capability"):
+        raise BuildFailed(f"This TensorRT ({trt_version(trt)}) has no compute-capability targets.",
+                          fix="Targets are a TensorRT for RTX setting: build with --backend trt-rtx, or drop "
+                              "--target-cc.")
+    config.num_compute_capabilities = len(targets)
+    for i, name in enumerate(enum_names(targets)):
+        config.set_compute_capability(getattr(trt.ComputeCapability, name), i)
+
+
+def build_engine(onnx_path: str, *, trt: Any, logger: Any, workspace_bytes: int | None = None,
+                 optimization_level: int = 3, tf32: bool = False,
+                 profiles: list[dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]] | None = None,
+                 targets: tuple[str, ...] = (), timing_cache: bytes | None = b"", tracker: Any = None,
+                 inspect: bool = True) -> BuildResult:
+    """Parse, configure and build with the TensorRT module `trt`; raises BuildFailed (with the parser's issues,
+    or the build's errors explained), or BuildCancelled.
+
+    `timing_cache` None builds without one (TensorRT for RTX, whose timing cache calls are no-ops); `targets`
+    are RTX compute capabilities. `inspect` False skips the engine inspector (it needs a GPU that can load the
+    engine), so the layers come from the builder's `Layers:` dump. `tracker`
+    (app.core.engine.progress.PhaseTracker) receives TensorRT's progress callbacks; its `step_complete`
+    returns False once Cancel was asked, which stops the build."""
     trt.init_libnvinfer_plugins(logger, "")
     builder = trt.Builder(logger)
     network = builder.create_network(network_flags(trt))
@@ -153,22 +201,48 @@ def build_engine(onnx_path: str, *, logger: Any, workspace_bytes: int | None = N
         for name, (lo, opt, hi) in shapes.items():
             p.set_shape(name, tuple(lo), tuple(opt), tuple(hi))
         config.add_optimization_profile(p)
-    cache = config.create_timing_cache(bytes(timing_cache))
-    config.set_timing_cache(cache, False)  # ignore_mismatch is a required argument
+    set_targets(trt, config, tuple(targets))
+    if timing_cache is not None:
+        cache = config.create_timing_cache(bytes(timing_cache))
+        config.set_timing_cache(cache, False)  # ignore_mismatch is a required argument
     monitor = make_monitor(trt, tracker) if tracker is not None else None
     if monitor is not None:
         config.progress_monitor = monitor
+    errors = getattr(logger, "errors", None)
+    dumps = getattr(logger, "layer_dumps", None)
+    if errors is not None:
+        errors.clear()
+    if dumps is not None:
+        dumps.clear()
     plan = builder.build_serialized_network(network, config)
     if plan is None:
         if tracker is not None and tracker.cancelled():
             raise BuildCancelled("The build was cancelled.", fix="")
-        raise BuildFailed("TensorRT could not build the engine (its log above says why).",
-                          fix="Look for the first error in the log; unsupported layers, out-of-memory and "
-                              "profile problems are the usual causes.")
+        from app.core.engine.build_errors import explain_build_failure
+
+        message, fix = explain_build_failure(list(errors or []))
+        raise BuildFailed(message, fix=fix)
     engine_bytes = bytes(plan)
-    new_cache = bytes(config.get_timing_cache().serialize())
-    return BuildResult(engine_bytes, new_cache, trt_version(trt), list(getattr(logger, "notable", [])),
-                       engine_layer_info(trt, logger, engine_bytes))
+    new_cache = bytes(config.get_timing_cache().serialize()) if timing_cache is not None else b""
+    info, source = (engine_layer_info(trt, logger, engine_bytes), "inspector") if inspect else (None, "")
+    if info is None:
+        info, source = dump_layer_info(list(dumps or [])), "builder log"
+    return BuildResult(engine_bytes, new_cache, trt_version(trt), list(getattr(logger, "notable", [])), info,
+                       source if info is not None else "")
+
+
+def dump_layer_info(messages: list[str]) -> dict | None:
+    """The builder's `Layers:` dump as inspector JSON (app.core.engine.layer_dump), or None without one."""
+    from app.core.engine.layer_dump import find_dump, parse_layer_dump
+
+    text = find_dump(messages)
+    if text is None:
+        return None
+    try:
+        return parse_layer_dump(text)
+    except Exception as exc:  # reading the log must never fail a good build
+        log.warning("the builder's layer dump could not be read: %s", exc)
+        return None
 
 
 def engine_layer_info(trt: Any, logger: Any, engine_bytes: bytes) -> dict | None:
@@ -177,6 +251,8 @@ def engine_layer_info(trt: Any, logger: Any, engine_bytes: bytes) -> dict | None
 
     try:
         engine = trt.Runtime(logger).deserialize_cuda_engine(engine_bytes)
+        if engine is None:  # no GPU that can load it: TensorRT logged why and returned None
+            return None
         inspector = engine.create_engine_inspector()
         # With dynamic inputs the inspector reports "N/A due to dynamic shapes" unless it has a context whose
         # input shapes are set (TENSORRT.md §7): use the first profile's opt shapes.

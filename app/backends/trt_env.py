@@ -1,9 +1,13 @@
-"""What the native TensorRT backend needs, found without importing TensorRT or touching the GPU.
+"""What the native TensorRT backends need, found without importing TensorRT or touching the GPU.
 
 The GUI asks this to grey out `trt` with a reason; it must not load CUDA into the GUI process (TensorRT and
 GPU work run in job processes only). So the packages are read from their installed metadata, and the GPU
 (name, compute capability, memory) through cuda-python in a short child process
 (`app.backends.cuda_rt.gpu_info`), or from `nvidia-smi` when cuda-python is not installed.
+
+TensorRT for RTX (`rtx_environment`) says "can build" and "can run" separately: its builder needs only the two
+wheels (bindings and libs); running needs cuda-python and a GPU of an RTX compute capability (8.0, 8.6, 8.9,
+12.x; 7.5 for plans built for it), which the H100/H200 (9.0) are not.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from dataclasses import dataclass, field
 from app.backends.base import Availability
 
 INSTALL_HINT = 'pip install "trtlab[tensorrt]"'
+RTX_INSTALL_HINT = 'pip install "trtlab[tensorrt-rtx]"'
 SUPPORTED_MAJORS = (10, 11)
+RTX_BINDINGS = ("tensorrt-rtx-cu13-bindings", "tensorrt-rtx-cu12-bindings", "tensorrt-rtx")
+RTX_LIBS = ("tensorrt-rtx-cu13-libs", "tensorrt-rtx-cu12-libs", "tensorrt-rtx")
 
 
 @dataclass(frozen=True)
@@ -42,8 +49,15 @@ class TrtEnvironment:
             details.update({"gpu": g.name, "compute_capability": g.compute_capability,
                             "gpu_memory": f"{g.memory_mib / 1024:.0f} GiB"})
         if self.tensorrt is None:
-            return Availability(False, "tensorrt is not installed.", INSTALL_HINT, details)
-        major = trt_major(self.tensorrt)
+            return Availability(False, "tensorrt is not installed.", INSTALL_HINT, details, can_build=False,
+                                build_reason="tensorrt is not installed.")
+        # TensorRT 10/11 builds for the GPU it runs on: it can build exactly where it can run.
+        a = self._run_availability(details)
+        return Availability(a.available, a.reason, a.install_hint, details, can_build=a.available,
+                            build_reason=a.reason)
+
+    def _run_availability(self, details: dict[str, str]) -> Availability:
+        major = trt_major(self.tensorrt or "")
         if major not in SUPPORTED_MAJORS and self.tensorrt != "unknown":
             return Availability(False, f"TensorRT {self.tensorrt} is installed; trtlab supports TensorRT 10.x and "
                                        "11.x.", 'pip install "tensorrt>=10,<12"', details)
@@ -54,6 +68,55 @@ class TrtEnvironment:
             return Availability(False, f"no NVIDIA GPU found{': ' + self.gpu_error if self.gpu_error else ''}.",
                                 "Run on a machine with an NVIDIA GPU and driver (nvidia-smi must list it).", details)
         return Availability(True, "", "", details)
+
+
+@dataclass(frozen=True)
+class RtxEnvironment:
+    bindings: str | None                 # version of the bindings wheel, None when not installed
+    libs: str | None                     # version of the libs wheel
+    cuda_python: str | None
+    gpus: list[GpuListing] = field(default_factory=list)
+    gpu_error: str = ""
+
+    def availability(self) -> Availability:
+        from app.core.engine.rtx import run_problem
+
+        details = {"tensorrt-rtx": self.bindings or "not installed", "tensorrt-rtx libs": self.libs or "not installed",
+                   "cuda-python": self.cuda_python or "not installed"}
+        if self.gpus:
+            g = self.gpus[0]
+            details.update({"gpu": g.name, "compute_capability": g.compute_capability})
+        build = ""
+        if self.bindings is None:
+            build = "TensorRT for RTX is not installed."
+        elif self.libs is None:
+            build = ("TensorRT for RTX's bindings are installed without its libraries (tensorrt-rtx-cu13-libs), so "
+                     "the import fails.")
+        elif trt_major(self.bindings) != 1:
+            build = f"TensorRT for RTX {self.bindings} is installed; trtlab drives 1.x (tested with 1.7.1.116)."
+        if build:
+            details["can_build"] = "no"
+            return Availability(False, build, RTX_INSTALL_HINT, details, can_build=False, build_reason=build)
+        details["can_build"] = "yes"
+        # Not an install problem when no RTX-class GPU is here: building still works, so no install hint.
+        hint = ""
+        if not self.gpus:
+            gpu = f" ({self.gpu_error})" if self.gpu_error else ""
+            run = (f"builds engines here (trtlab build --backend trt-rtx), but running one needs an RTX-class NVIDIA "
+                   f"GPU and none was found{gpu}.")
+        else:
+            g = self.gpus[0]
+            problem = run_problem((), g.compute_capability, g.name)
+            if problem and g.compute_capability.strip() == "7.5":
+                problem = ""  # Turing runs plans built for it (--target-cc 7.5)
+            run = f"builds engines here, but cannot run them: {problem}" if problem else ""
+            if not problem and self.cuda_python is None:
+                run = "builds engines here; running them needs cuda-python (trtlab moves buffers with it)."
+                hint = 'pip install "cuda-python>=12"'
+        details["can_run"] = "no" if run else "yes"
+        if run:
+            return Availability(False, run, hint, details, can_build=True)
+        return Availability(True, "", "", details, can_build=True)
 
 
 def trt_major(version: str) -> int | None:
@@ -118,6 +181,14 @@ def _gpus_by_cuda_python() -> tuple[list[GpuListing], str]:
     except (ValueError, IndexError):
         return [], ""
     return [GpuListing(str(name), str(cc), int(total) // (1 << 20))], ""
+
+
+@functools.cache
+def rtx_environment() -> RtxEnvironment:
+    """TensorRT for RTX's wheels (read from their metadata: importing them costs 150 MB) and the GPU."""
+    env = environment()
+    return RtxEnvironment(_dist_version(*RTX_BINDINGS), _dist_version(*RTX_LIBS), env.cuda_python, list(env.gpus),
+                          env.gpu_error)
 
 
 @functools.cache

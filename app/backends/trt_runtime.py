@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from app.backends.base import BackendUnavailable
 from app.backends.cuda_rt import DeviceBuffer, Stream, check, cudart, time_on_stream
 from app.core.errors import TrtlabError
 
@@ -28,11 +27,10 @@ class TrtRuntimeError(TrtlabError):
 
 
 def import_trt() -> Any:
-    try:
-        import tensorrt as trt
-    except ImportError as exc:
-        raise BackendUnavailable("tensorrt is not installed.", fix='pip install "trtlab[tensorrt]"') from exc
-    return trt
+    """The `tensorrt` module (TensorRT 10.x/11.x); TensorRT for RTX comes from `trt_flavour.RTX.import_module()`."""
+    from app.backends.trt_flavour import TENSORRT
+
+    return TENSORRT.import_module()
 
 
 def tensor_type(dt: Any) -> str:
@@ -83,14 +81,17 @@ def _make_output_allocator(trt: Any) -> Any:
 class TrtSession:
     """A deserialized engine with its execution context, stream and buffers (the backend Session protocol)."""
 
-    def __init__(self, engine_bytes: bytes, logger: Any, notes: list[str] | None = None) -> None:
-        trt = self.trt = import_trt()
+    def __init__(self, engine_bytes: bytes, logger: Any, notes: list[str] | None = None, *, trt: Any = None,
+                 runtime_cache: str | None = None) -> None:
+        trt = self.trt = trt if trt is not None else import_trt()
         self.runtime = trt.Runtime(logger)
         self.engine = self.runtime.deserialize_cuda_engine(engine_bytes)
         if self.engine is None:
             raise TrtRuntimeError("TensorRT could not load the engine (it was built by another TensorRT version, "
                                   "for another GPU, or the file is damaged).", fix="Build the engine again here.")
-        self.context = self.engine.create_execution_context()
+        self.runtime_cache_path = runtime_cache
+        self._runtime_cache: Any = None
+        self.context = self._make_context()
         if self.context is None:
             raise TrtRuntimeError("TensorRT could not create an execution context (out of GPU memory?).",
                                   fix="Free GPU memory or build with a smaller workspace.")
@@ -104,6 +105,37 @@ class TrtSession:
         self.buffers: dict[str, DeviceBuffer] = {}
         self.allocator: Any = None
         self.dynamic_outputs: list[str] = []
+
+    def _make_context(self) -> Any:
+        """An execution context; with a runtime cache file (TensorRT for RTX: the kernels it compiled on this
+        GPU before), through an IRuntimeConfig that reads it, so the first runs need not compile again."""
+        if self.runtime_cache_path is None or not hasattr(self.engine, "create_runtime_config"):
+            return self.engine.create_execution_context()
+        from pathlib import Path
+
+        try:
+            config = self.engine.create_runtime_config()
+            cache = config.create_runtime_cache()
+            path = Path(self.runtime_cache_path)
+            if path.is_file():
+                cache.deserialize(path.read_bytes())
+            config.set_runtime_cache(cache)
+            context = self.engine.create_execution_context(config)
+            self._runtime_cache, self._runtime_config = cache, config
+            return context
+        except Exception as exc:  # a stale or unreadable cache costs compile time, never the run
+            log.warning("runtime cache %s not used: %s", self.runtime_cache_path, exc)
+            return self.engine.create_execution_context()
+
+    def _save_runtime_cache(self) -> None:
+        if self._runtime_cache is None or self.runtime_cache_path is None:
+            return
+        try:
+            from app.core.fileio import atomic_write_bytes
+
+            atomic_write_bytes(self.runtime_cache_path, bytes(self._runtime_cache.serialize()))
+        except Exception as exc:
+            log.warning("runtime cache %s not saved: %s", self.runtime_cache_path, exc)
 
     # ----------------------------------------------------------------- binding
     def profile_problems(self, shapes: dict[str, tuple[int, ...]]) -> list[str]:
@@ -244,6 +276,8 @@ class TrtSession:
                 self.stream.synchronize()
         except TrtlabError:
             pass
+        self._save_runtime_cache()
+        self._runtime_cache = None
         for buf in self.buffers.values():
             buf.free()
         if self.allocator is not None:

@@ -1,4 +1,5 @@
-"""`trtlab check MODEL [--plan PLAN.json] [--shapes SPEC] [--trt-version 10|11] [--json PATH|-]`.
+"""`trtlab check MODEL [--plan PLAN.json] [--shapes SPEC] [--trt-version 10|11|rtx] [--target-cc CC,…]
+[--json PATH|-]`.
 
 Exit 1 when a finding is an error (the TensorRT build would fail), 0 otherwise; 2 for bad input (a model
 that does not open, a malformed plan or ``--shapes``). A ``--shapes`` entry that names no input of the model
@@ -28,7 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", metavar="MODEL")
     p.add_argument("--plan", metavar="PLAN.json", help="a precision plan: check its FP16/BF16 weights and nodes")
     p.add_argument("--shapes", metavar="SPEC", help="input shapes, e.g. x:1x3x224x224[,y:...]")
-    p.add_argument("--trt-version", choices=("10", "11"), default="11", help="TensorRT major version (default 11)")
+    p.add_argument("--trt-version", choices=("10", "11", "rtx"), default="11",
+                   help="TensorRT 10 or 11, or rtx for TensorRT for RTX (default 11)")
+    p.add_argument("--target-cc", default=None, metavar="CC[,CC...]",
+                   help="rtx: the compute capabilities to build for (default: RTX's portable set)")
     p.add_argument("--json", metavar="PATH|-", help="write the findings as JSON to PATH, or stdout with -")
 
 
@@ -57,10 +61,17 @@ def _wrap(text: str, indent: str) -> str:
 def format_report(report: Report, model_name: str) -> str:
     table = load_support_table()
     v = report.trt_version
-    lines = [f"TensorRT {v}.x readiness of {model_name}: {report.errors} error(s), {report.warnings} warning(s), "
-             f"{report.infos} note(s) ({report.seconds:.2f} s)",
-             f"Operator support: onnx-tensorrt's operator matrix of TensorRT {table.matrix(v)} (recorded "
-             f"{table.recorded})"]
+    label = table.label(v)
+    if v == "rtx":
+        from app.core.engine.rtx import describe_targets
+
+        label += f" (compute capability {describe_targets(report.targets)})"
+        source = f"Operator support: {table.matrix(v)}"
+    else:
+        source = f"Operator support: onnx-tensorrt's operator matrix of TensorRT {table.matrix(v)} (recorded " \
+                 f"{table.recorded})"
+    lines = [f"{label} readiness of {model_name}: {report.errors} error(s), {report.warnings} warning(s), "
+             f"{report.infos} note(s) ({report.seconds:.2f} s)", source]
     groups = report.by_severity()
     for severity in SEVERITIES:
         found = groups[severity]
@@ -76,7 +87,7 @@ def format_report(report: Report, model_name: str) -> str:
             lines.append(_wrap(f"fix: {f.fix}", "    "))
     lines.append("")
     if report.errors:
-        lines.append(f"Result: the TensorRT {v}.x build would fail ({report.errors} error(s)); fix them first.")
+        lines.append(f"Result: the {table.label(v)} build would fail ({report.errors} error(s)); fix them first.")
     elif report.warnings:
         lines.append(f"Result: no errors; the build should start, but read the {report.warnings} warning(s).")
     else:
@@ -93,7 +104,14 @@ def cmd_check(args: argparse.Namespace) -> int:
         check_out_path(args.json, "--json", args.model)
     plan = PrecisionPlan.load(args.plan) if args.plan else None
     shapes = shape_pairs(args.shapes) if args.shapes else None
-    report = check_model(doc.model, plan=plan, shapes=shapes, trt_version=args.trt_version, model_path=doc.path)
+    if args.target_cc is not None and args.trt_version != "rtx":
+        raise CliInputError("--target-cc is a TensorRT for RTX setting.", fix="Add --trt-version rtx, or drop "
+                                                                               "--target-cc.")
+    from app.core.engine.rtx import parse_targets
+
+    targets = parse_targets(args.target_cc)  # exit 2 on a compute capability RTX cannot build for
+    report = check_model(doc.model, plan=plan, shapes=shapes, trt_version=args.trt_version, model_path=doc.path,
+                         targets=targets or None)
     text = format_report(report, Path(doc.path).name)
     if args.json:
         write_json(report.to_json(str(doc.path)), args.json)

@@ -38,9 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("inspect", help="summarise a model: I/O, opsets, ops, parameters")
     p.add_argument("model", metavar="MODEL")
     p.add_argument("--json", metavar="PATH|-", help="write the summary as JSON to PATH, or stdout with -")
-    from app.cli import check_cmd, run_cmds
+    from app.cli import build_cmd, check_cmd, run_cmds
 
     run_cmds.register(sub)
+    build_cmd.register(sub)
     check_cmd.register(sub)
     for name in sorted(_PLANNED):
         q = sub.add_parser(name, help="(not in this version yet)", add_help=False)
@@ -64,6 +65,10 @@ def run_cli(argv: list[str]) -> int:
             from app.cli.check_cmd import cmd_check
 
             return cmd_check(args)
+        if args.command == "build":
+            from app.cli.build_cmd import cmd_build
+
+            return cmd_build(args)
         if args.command in _BUILT:
             from app.cli import run_cmds
 

@@ -1,4 +1,5 @@
-"""`trtlab run`, `compare` and `bench`: the same job functions the GUI runs, in a child process."""
+"""`trtlab run`, `compare`, `bench`, `diagnose`, `fallback` and `variant`: the same job functions the GUI runs, in
+a child process (`build` is in `build_cmd`)."""
 
 from __future__ import annotations
 
@@ -69,13 +70,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--samples", type=int, default=1, metavar="N", help="samples every evaluation runs (default 1)")
     p.add_argument("--budget", default=None, metavar="Ts", help="stop searching after this long, e.g. 120s")
     p.add_argument("-o", "--out", metavar="PLAN.json", help="save the resulting precision plan here")
-    p = sub.add_parser("build", help="build a TensorRT engine of the variant for a precision or a plan")
-    add_common(p, inputs=False)
-    p.add_argument("--profile", action="append", default=[], metavar="NAME:MIN:OPT:MAX",
-                   help="an optimization profile for a dynamic input, e.g. x:1x3x224x224:8x3x224x224:32x3x224x224")
-    p.add_argument("--workspace", type=int, default=None, metavar="MB", help="builder workspace limit")
-    p.add_argument("--opt-level", type=int, default=3, metavar="0-5", help="builder optimization level (default 3)")
-    p.add_argument("-o", "--out", required=True, metavar="ENGINE", help="where to save the engine")
     p = sub.add_parser("variant", help="write the variant ONNX graph for a precision or a plan")
     add_common(p, inputs=False)
     p.add_argument("-o", "--out", required=True, metavar="OUT.onnx", help="where to save the variant")
@@ -382,58 +376,6 @@ def _format_fallback(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def cmd_build(args: argparse.Namespace) -> int:
-    from app.core.engine.cache import BuildConfig
-    from app.core.engine.profiles import parse_profile_args
-    from app.core.loader import load_model
-    from app.core.summary import summarize
-
-    _early_checks(args, "-o")
-    precision = (args.precision or "fp32").lower()
-    target = Target.parse("trt:plan" if args.plan else f"trt:{precision}")
-    inputs = summarize(load_model(args.model)).inputs
-    shapes = {}
-    if args.shapes:
-        from app.core.shapes import parse_shape_spec
-
-        shapes = {k: list(v) for k, v in parse_shape_spec(args.shapes, inputs).items()}
-    profile = parse_profile_args(args.profile, inputs, shapes)  # names, ranks and min ≤ opt ≤ max checked here
-    config = BuildConfig(workspace_mb=args.workspace, optimization_level=args.opt_level, tf32=bool(args.tf32),
-                         profiles=[profile])
-    _check_available(target)
-    params = {"model": args.model, "target": target.name, "out": str(Path(args.out).resolve()),
-              "shapes": {k: list(p.opt) for k, p in profile.inputs.items()},
-              "inputs": {"kind": "random", "seed": args.seed},
-              "options": {"workspace_mb": args.workspace, "opt_level": args.opt_level, "tf32": bool(args.tf32),
-                          "profiles": [p.to_json() for p in config.profiles]},
-              **_variant_params(args, [target])}
-    doc = _run_job("app.backends.tasks:build_task", params, f"Build TensorRT engine ({target.name})")
-    if not doc.get("ok", True):
-        _emit(args, doc, _format_parse_errors(doc))
-        return EXIT_BAD_INPUT
-    _emit(args, doc, _format_build(doc))
-    return EXIT_OK
-
-
-def _format_parse_errors(doc: dict) -> str:
-    errs = doc.get("parse_errors", [])
-    lines = [f"TensorRT's ONNX parser refused {Path(doc['model']).name} ({len(errs)} error(s)):"]
-    for e in errs[:10]:
-        lines.append(f"  node {e['node'] or '?'} ({e['op'] or '?'}): {e['message']}")
-        lines.append(f"    Fix: {e['fix']}")
-    return "\n".join(lines)
-
-
-def _format_build(doc: dict) -> str:
-    lines = [f"Engine for {Path(doc['model']).name} ({doc['target']}) saved to {doc['out']}"
-             + (" (from the engine cache)" if doc.get("cached") else ""),
-             f"  TensorRT {doc.get('trt_version')} on {doc.get('gpu')} (compute capability "
-             f"{doc.get('compute_capability')}); {len(doc.get('layers', []))} engine layers"]
-    lines += [f"  warning: {w}" for w in doc.get("warnings", [])[:10]]
-    lines += [f"  {m['severity']}: {m['message']}" for m in doc.get("mismatches", [])[:20]]
-    return "\n".join(lines)
-
-
 def cmd_variant(args: argparse.Namespace) -> int:
     if not args.plan and not args.precision:
         raise CliInputError("variant needs --precision P or --plan PLAN.json.", fix="Add e.g. --precision fp16.")
@@ -535,7 +477,23 @@ def report_job_failure(command: str, exc: JobFailed) -> int:
         return EXIT_BAD_INPUT
     if getattr(r, "exit_reason", ""):
         sys.stderr.write(f"  Exit: {r.exit_reason}\n")
-    tail = [line for line in getattr(r, "log_tail", []) if line.strip()][-12:]
+    tail = [line for line in _without_traceback(getattr(r, "log_tail", [])) if line.strip()][-12:]
     if tail:
         sys.stderr.write("  Last log lines:\n" + "".join(f"    {line.rstrip()}\n" for line in tail))
     return EXIT_JOB_FAILED
+
+
+def _without_traceback(lines: list[str]) -> list[str]:
+    """The job's log without the Python traceback its process printed: the error above says what failed, and
+    the lines a reader needs are the job's own (TensorRT's errors, for a failed build)."""
+    out, skipping = [], False
+    for line in lines:
+        if line.startswith("Traceback (most recent call last)"):
+            skipping = True
+            continue
+        if skipping:
+            if not line[:1].isspace():  # the exception's own line ends the traceback
+                skipping = False
+            continue
+        out.append(line)
+    return out

@@ -5,6 +5,10 @@ the GPU model that made them. Engines are therefore cached under a key made of t
 the build config, the full TensorRT version, the GPU name and its compute capability: a changed key is
 a rebuild, the same key a cache hit. Each engine file ``X`` has a JSON sidecar ``X.json`` saying what built
 it, so an engine opened later (or copied to another machine) is checked before TensorRT is asked to load it.
+
+TensorRT for RTX plans are compiled ahead of time, without a GPU, for a set of compute capabilities: their
+key is the variant's digest, the build config (targets included) and the full RTX version, with no GPU in it
+(:func:`rtx_engine_key`, :func:`make_rtx_engine_meta`); RTX ignores timing caches, so none is kept for it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core.engine.profiles import OptimizationProfile
+from app.core.engine.rtx import describe_targets, parse_targets, run_problem, runs_on
 from app.core.errors import TrtlabError
 from app.core.fileio import atomic_write_bytes, atomic_write_text
 from app.core.variants import cache_root
@@ -34,6 +39,12 @@ META_SCHEMA = 1
 OPT_LEVEL_RANGE = (0, 5)
 DEFAULT_OPT_LEVEL = 3  # TensorRT's own default
 _META_REQUIRED = ("trt_version", "gpu_name", "compute_capability")
+RTX = "rtx"   # the sidecar's "flavour" of a TensorRT for RTX plan (TensorRT 10/11 sidecars have none)
+
+
+def _required(meta: Mapping[str, Any]) -> tuple[str, ...]:
+    """An RTX plan is not tied to a GPU, so its sidecar names the RTX version and targets instead."""
+    return ("trt_version",) if meta.get("flavour") == RTX else _META_REQUIRED
 
 
 class BuildConfigError(TrtlabError):
@@ -65,7 +76,9 @@ class BuildConfig:
     ``workspace_mb`` None leaves TensorRT's default (all device memory). ``tf32`` is off by default
     here although TensorRT turns it on, so FP32 engines compare strictly with an FP32 reference.
     ``strongly_typed`` records that the network was built strongly typed (always so in TensorRT 11,
-    opt-in in 10.x); precision lives in the variant graph, never in builder flags.
+    opt-in in 10.x); precision lives in the variant graph, never in builder flags. ``targets`` are the
+    compute capabilities a TensorRT for RTX plan is built for (``()``: RTX's portable default); they are
+    written to JSON only when set, so the keys of TensorRT 10/11 engines do not change.
     """
 
     workspace_mb: int | None = None
@@ -74,8 +87,10 @@ class BuildConfig:
     strongly_typed: bool = True
     profiles: list[OptimizationProfile] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    targets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        self.targets = parse_targets(self.targets)
         lo, hi = OPT_LEVEL_RANGE
         level = self.optimization_level
         if isinstance(level, bool) or not isinstance(level, int) or not lo <= level <= hi:
@@ -115,15 +130,18 @@ class BuildConfig:
         return self.optimization_level > 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"workspace_mb": self.workspace_mb, "optimization_level": self.optimization_level,
-                "tf32": self.tf32, "strongly_typed": self.strongly_typed,
-                "profiles": [p.to_json() for p in self.profiles], "extra": dict(self.extra)}
+        doc = {"workspace_mb": self.workspace_mb, "optimization_level": self.optimization_level,
+               "tf32": self.tf32, "strongly_typed": self.strongly_typed,
+               "profiles": [p.to_json() for p in self.profiles], "extra": dict(self.extra)}
+        if self.targets:
+            doc["targets"] = list(self.targets)
+        return doc
 
     @classmethod
     def from_json(cls, doc: object) -> BuildConfig:
         if not isinstance(doc, Mapping):
             raise BuildConfigError(f"Saved build settings are malformed: {doc!r}.", fix="Set the build options again.")
-        known = ("workspace_mb", "optimization_level", "tf32", "strongly_typed", "profiles", "extra")
+        known = ("workspace_mb", "optimization_level", "tf32", "strongly_typed", "profiles", "extra", "targets")
         return cls(**{k: doc[k] for k in known if k in doc})
 
     def digest(self) -> str:
@@ -172,6 +190,15 @@ def engine_key(variant_onnx_digest: str, config: BuildConfig, trt_version: str, 
     return hashlib.sha256(_canonical(doc).encode()).hexdigest()[:32]
 
 
+def rtx_engine_key(variant_onnx_digest: str, config: BuildConfig, rtx_version: str) -> str:
+    """The cache key of a TensorRT for RTX plan: graph, settings, the full RTX version and the compute-capability
+    targets. No GPU name: the plan is compiled ahead of time and runs on any GPU of its targets."""
+    doc = {"engine_key": ENGINE_KEY_VERSION, "flavour": RTX, "onnx": _text(variant_onnx_digest, "variant digest"),
+           "config": config.digest(), "trt": _text(rtx_version, "TensorRT for RTX version"),
+           "targets": list(config.targets)}
+    return hashlib.sha256(_canonical(doc).encode()).hexdigest()[:32]
+
+
 def default_root() -> Path:
     """Where engines and timing caches live: ``<cache_root()>/tensorrt``."""
     return cache_root() / "tensorrt"
@@ -211,19 +238,31 @@ def make_engine_meta(key: str, config: BuildConfig, trt_version: str, gpu_name: 
             "created": created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **more}
 
 
+def make_rtx_engine_meta(key: str, config: BuildConfig, rtx_version: str, *, onnx_digest: str = "",
+                         created: str | None = None, **more: Any) -> dict[str, Any]:
+    """The sidecar of a TensorRT for RTX plan: its targets and what they run on, and no GPU (it was built
+    without one)."""
+    return {"key": key, "flavour": RTX, "trt_version": _text(rtx_version, "TensorRT for RTX version"),
+            "targets": list(config.targets), "runs_on": list(runs_on(config.targets)),
+            "targets_text": describe_targets(config.targets), "config": config.to_json(), "onnx_digest": onnx_digest,
+            "created": created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **more}
+
+
 def save_engine(path: str | os.PathLike[str], data: bytes | bytearray | memoryview, meta: Mapping[str, Any]) -> Path:
     """Write the engine, then its sidecar, each atomically; returns the sidecar's path.
 
     A crash between the two leaves an engine without a sidecar, which :func:`load_engine_meta` refuses
     and :func:`lookup_engine` treats as missing, so a half-saved engine is rebuilt rather than trusted.
     """
-    missing = [k for k in _META_REQUIRED if not meta.get(k)]
+    missing = [k for k in _required(meta) if not meta.get(k)]
     if missing:
         raise EngineCacheError(f"The engine's description lacks {', '.join(missing)}.",
-                               fix="Describe engines with make_engine_meta().")
+                               fix="Describe engines with make_engine_meta() or make_rtx_engine_meta().")
     view = memoryview(data).cast("B")
-    doc = {**meta, "schema": META_SCHEMA, "compute_capability": format_cc(meta["compute_capability"]),
-           "engine_bytes": view.nbytes, "engine_sha256": hashlib.sha256(view).hexdigest()}
+    doc = {**meta, "schema": META_SCHEMA, "engine_bytes": view.nbytes,
+           "engine_sha256": hashlib.sha256(view).hexdigest()}
+    if meta.get("compute_capability") is not None:
+        doc["compute_capability"] = format_cc(meta["compute_capability"])
     doc.setdefault("created", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     try:
         text = json.dumps(doc, indent=1, sort_keys=True, allow_nan=False)
@@ -259,7 +298,7 @@ def load_engine_meta(path: str | os.PathLike[str], *, verify: bool = False) -> d
     if not isinstance(schema, int) or schema > META_SCHEMA:
         raise EngineCacheError(f"The sidecar '{side.name}' has format {schema!r}; this trtlab reads format "
                                f"{META_SCHEMA} or older.", fix="Update trtlab, or rebuild the engine with this one.")
-    missing = [k for k in _META_REQUIRED if not doc.get(k)]
+    missing = [k for k in _required(doc) if not doc.get(k)]
     if missing:
         raise EngineCacheError(f"The sidecar '{side.name}' lacks {', '.join(missing)}.", fix=rebuild)
     size = target.stat().st_size
@@ -277,14 +316,17 @@ def load_engine_meta(path: str | os.PathLike[str], *, verify: bool = False) -> d
     return doc
 
 
-def check_engine_compat(meta: Mapping[str, Any], trt_version: str, gpu_name: str, cc: object, *,
+def check_engine_compat(meta: Mapping[str, Any], trt_version: str, gpu_name: str | None, cc: object | None, *,
                         strict_gpu: bool = True) -> EngineCompatError | None:
     """None when this machine can run the engine ``meta`` describes, else the error to show.
 
     TensorRT refuses a plan from another TensorRT version or GPU architecture. Another GPU model of the
     same compute capability loads with a warning and tactics tuned for the other model; ``strict_gpu``
-    (the default, used for the cache) counts that as a mismatch too.
+    (the default, used for the cache) counts that as a mismatch too. A TensorRT for RTX plan needs only
+    the same RTX version, and a GPU of one of its targets when ``cc`` is given (None: not checked).
     """
+    if meta.get("flavour") == RTX:
+        return check_rtx_engine_compat(meta, trt_version, cc, gpu_name or "")
     here_v, here_gpu, here_cc = _text(trt_version, "TensorRT version"), _text(gpu_name, "GPU name"), format_cc(cc)
     try:
         built_v = _text(meta.get("trt_version"), "engine's TensorRT version")
@@ -309,8 +351,28 @@ def check_engine_compat(meta: Mapping[str, Any], trt_version: str, gpu_name: str
             "engines run only on the TensorRT version and GPU that built them.")
 
 
-def lookup_engine(root: str | os.PathLike[str], key: str, trt_version: str, gpu_name: str,
-                  cc: object) -> Path | None:
+def check_rtx_engine_compat(meta: Mapping[str, Any], rtx_version: str, cc: object | None = None,
+                            gpu_name: str = "") -> EngineCompatError | None:
+    """None when this TensorRT for RTX (and the GPU of compute capability ``cc``, if given) can load the plan."""
+    here_v = _text(rtx_version, "TensorRT for RTX version")
+    built_v = str(meta.get("trt_version") or "").strip()
+    targets = tuple(meta.get("targets") or ())
+    if built_v != here_v:
+        return EngineCompatError(f"This plan was built with TensorRT for RTX {built_v or '?'}; this machine has "
+                                 f"{here_v}.", fix="Rebuild it with this version: RTX plans load only in the "
+                                                   "TensorRT for RTX version that built them.")
+    if cc is None:
+        return None
+    problem = run_problem(targets, cc, gpu_name)
+    if problem:
+        return EngineCompatError(f"This plan cannot run here: {problem}",
+                                 fix=f"Run it on an RTX GPU of compute capability {', '.join(runs_on(targets))}, "
+                                     "or rebuild it with --target-cc naming this GPU's.")
+    return None
+
+
+def lookup_engine(root: str | os.PathLike[str], key: str, trt_version: str, gpu_name: str | None,
+                  cc: object | None) -> Path | None:
     """The cached engine for ``key`` when it is complete and fits this machine, else None (build it)."""
     path = engine_path(root, key)
     if not path.is_file():

@@ -37,8 +37,10 @@ to ``"[ONNX Layer: <node name>]"`` (possibly followed by ``" | Local Function: <
 with ``"\\x1E"`` (``"\\x1F"`` is accepted too). That is used first. Without metadata the layer *name* is
 parsed: ``"a + b"`` fusions, ``"PWN(a, PWN(b, c))"`` point-wise fusions, and Myelin
 ``"{ForeignNode[first...last]}"`` regions, of which only the two ends are known (a *range*). Reformat and
-no-op layers (``"Reformatting CopyNode for ..."``), Myelin-internal kernels (``"__myl_..."``) and parser
-helper layers (``"ONNXTRT_..."``) have no ONNX node. An unnamed ONNX node appears as
+no-op layers (``"Reformatting CopyNode for ..."``), Myelin-internal kernels (``"__myl_..."``, ``"__mye..."``,
+``"$$myelin$$..."``: e.g. TensorRT for RTX's ``shape_call`` layers and unrolled recurrences) and parser helper
+layers (``"ONNXTRT_..."``) have no ONNX node. TensorRT for RTX's builder-log ``Layers:`` dump is read into this
+JSON by :mod:`app.core.engine.layer_dump` (its ``"\\x1F"``-joined metadata included). An unnamed ONNX node appears as
 ``"node_of_<first output>"``, which this project keys as ``"<Op>:<first output>"``.
 
 **Mapping onto the graph** (:func:`map_to_onnx`): exact names first, then the loose rules, whose matches are
@@ -108,7 +110,7 @@ _PWN_RE = re.compile(r"^PWN\((.*)\)$", re.S)
 _CUT_RE = re.compile(r" \.\.\.(?: |$)")
 _CALLER_RE = re.compile(r"^(.+) \(([^()]*)\)$")
 _REFORMAT_PREFIX = "Reformatting CopyNode for "
-_SYNTHETIC_PREFIXES = ("__myl_", "ONNXTRT_", "(Unnamed Layer* ")
+_SYNTHETIC_PREFIXES = ("__myl_", "__mye", "$$myelin$$", "ONNXTRT_", "(Unnamed Layer* ")
 
 
 class InspectError(TrtlabError):

@@ -348,6 +348,11 @@ def explain(item: ParserIssue | ResolvedIssue) -> tuple[str, str]:
                "symmetric activations (ActivationSymmetric=True) and signed int8 (QInt8).")
     elif "int32" in text and ("dequantize" in text or "bias" in text):
         fix = ("TensorRT cannot dequantize an int32 bias: quantize again with QuantizeBias=False so biases stay float.")
+    elif "same input types" in text or "must be of same type" in text:
+        # Strongly typed networks (TensorRT 11, RTX) take no implicit casts: FP32 meets FP16 inside this node.
+        fix = ("The node reads tensors of two float types (FP32 and FP16): strongly typed TensorRT does not cast "
+               "between them. Keep this node FP32 in the precision plan (or FP16 together with what feeds it), or "
+               "insert a Cast so both inputs have one type.")
     return message, fix
 
 

@@ -10,11 +10,12 @@ from pathlib import Path
 import onnx
 
 from app.core.engine.profiles import OptimizationProfile
+from app.core.engine.rtx import parse_targets
 from app.core.precision import PrecisionPlan
 from app.core.readiness import graph_checks
 from app.core.readiness.context import build_index
 from app.core.readiness.findings import Report, sort_findings
-from app.core.readiness.input_checks import check_inputs, valid_shapes
+from app.core.readiness.input_checks import check_dim_names, check_inputs, valid_shapes
 from app.core.readiness.plan_checks import check_plan
 from app.core.readiness.support import SupportTable, check_version, load_support_table
 from app.core.readiness.values import ScanCache, check_values
@@ -25,14 +26,16 @@ def check_model(model: onnx.ModelProto, *, plan: PrecisionPlan | None = None,
                 shapes: Mapping[str, Sequence[int]] | None = None, trt_version: str = "11",
                 profile: OptimizationProfile | None = None, model_path: str | os.PathLike[str] | None = None,
                 shape_result: ShapeResult | None = None, cache: ScanCache | None = None,
-                table: SupportTable | None = None) -> Report:
+                table: SupportTable | None = None, targets: Sequence[str] | str | None = None) -> Report:
     """What would break (error), surprise (warning) or is worth knowing (info) in a TensorRT build of ``model``.
 
     ``shapes``: the user's input shapes (``{input: dims}``, as the input panel or ``--shapes`` gives them);
     ``profile``: the optimization profile set for the build; ``plan``: the precision plan the variant will be
     made from. ``model_path`` lets weights stored as external data be read; ``shape_result`` reuses shape
     inference the caller already ran (only needed with a plan); ``cache`` keeps per-tensor value scans
-    between calls (pass one per opened model so plan edits are cheap). Nothing here needs TensorRT.
+    between calls (pass one per opened model so plan edits are cheap). ``trt_version`` "rtx" checks for
+    TensorRT for RTX, whose ``targets`` are compute capabilities ("8.6,8.9"; None: its portable default).
+    Nothing here needs TensorRT.
     """
     started = time.perf_counter()
     version = check_version(trt_version)
@@ -50,12 +53,21 @@ def check_model(model: onnx.ModelProto, *, plan: PrecisionPlan | None = None,
     findings += graph_checks.check_control_flow(index)
     findings += graph_checks.check_io_types(index)
     findings += check_inputs(index, shapes, profile)
+    findings += check_dim_names(index, shapes, profile)
     findings += check_values(index, table, cache, path)
+    if targets and version != "rtx":
+        raise ValueError("compute-capability targets are a TensorRT for RTX setting; check with trt_version='rtx'")
+    rtx_targets = parse_targets(targets) if version == "rtx" else ()
+    if version == "rtx":
+        from app.core.readiness.rtx_checks import check_rtx
+
+        findings += check_rtx(index, targets=rtx_targets, plan=plan, shapes=valid_shapes(index, shapes))
     if plan is not None:
         if shape_result is None:
             shape_result = infer_shapes(model, valid_shapes(index, shapes))
         findings += check_plan(index, plan, shape_result, cache, path)
-    report = Report(findings=sort_findings(_merge_unscanned(findings), index.order), trt_version=version)
+    report = Report(findings=sort_findings(_merge_unscanned(findings), index.order), trt_version=version,
+                    targets=rtx_targets)
     report.seconds = time.perf_counter() - started
     return report
 

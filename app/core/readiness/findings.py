@@ -9,7 +9,7 @@ from typing import Literal
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
-TRT_VERSIONS = ("10", "11")
+TRT_VERSIONS = ("10", "11", "rtx")   # TensorRT 10.x, 11.x, and TensorRT for RTX
 
 
 @dataclass
@@ -43,6 +43,7 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     trt_version: str = "11"
     seconds: float = 0.0
+    targets: tuple[str, ...] = ()   # TensorRT for RTX compute capabilities checked (() for its default set)
 
     @property
     def errors(self) -> int:
@@ -86,9 +87,12 @@ class Report:
 
     def to_json(self, model: str = "") -> dict[str, object]:
         """The ``trtlab check --json`` document (``CLI.md``): model, trt_version, errors, warnings, findings."""
-        return {"model": model, "trt_version": self.trt_version, "errors": self.errors, "warnings": self.warnings,
-                "infos": self.infos, "seconds": round(self.seconds, 4),
-                "findings": [f.to_json() for f in self.findings]}
+        doc: dict[str, object] = {"model": model, "trt_version": self.trt_version, "errors": self.errors,
+                                  "warnings": self.warnings, "infos": self.infos, "seconds": round(self.seconds, 4),
+                                  "findings": [f.to_json() for f in self.findings]}
+        if self.trt_version == "rtx":
+            doc["targets"] = list(self.targets)
+        return doc
 
 
 def sort_findings(findings: Iterable[Finding], order: dict[str, int] | None = None) -> list[Finding]:

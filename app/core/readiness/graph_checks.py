@@ -240,7 +240,7 @@ def _attr(node: onnx.NodeProto, name: str, default: object = None) -> object:
     return default
 
 
-def _restriction(node: onnx.NodeProto, graph_outputs: set[str], readers: dict) -> str | None:
+def _restriction(node: onnx.NodeProto, graph_outputs: set[str], readers: dict, version: str = "11") -> str | None:
     """Why a node breaks a restriction of TensorRT's operator matrix, or None."""
     op = node.op_type
 
@@ -253,7 +253,9 @@ def _restriction(node: onnx.NodeProto, graph_outputs: set[str], readers: dict) -
                                                                     or node.output[k] in graph_outputs)
 
     if op == "Resize":
-        if text("mode", "nearest") not in ("nearest", "linear"):
+        # TensorRT for RTX's parser imports cubic too (measured with 1.7.1; at most 2 resized dims)
+        modes = ("nearest", "linear", "cubic") if version == "rtx" else ("nearest", "linear")
+        if text("mode", "nearest") not in modes:
             return f"mode '{text('mode', 'nearest')}' (TensorRT resizes nearest or linear)"
         ct = text("coordinate_transformation_mode", "half_pixel")
         if ct not in ("half_pixel", "pytorch_half_pixel", "tf_half_pixel_for_nn", "asymmetric", "align_corners"):
@@ -282,7 +284,7 @@ def check_restrictions(index: GraphIndex, table: SupportTable, version: str) -> 
     for nested in index.nodes:
         if (nested.node.domain or "") not in _STANDARD:
             continue
-        why = _restriction(nested.node, graph_outputs, nested_readers)
+        why = _restriction(nested.node, graph_outputs, nested_readers, version)
         if why:
             groups.setdefault((nested.node.op_type, why), set()).add(nested.owner)
     out = []

@@ -96,3 +96,55 @@ def check_inputs(index: GraphIndex, shapes: Mapping[str, Sequence[int]] | None,
             f"Set its shape in the input panel (CLI: --shapes {info.name}:{_example(info)}, numbers for N), or a range "
             f"(--profile {info.name}:MIN:OPT:MAX) to serve several sizes."))
     return out
+
+
+def _named_dims(index: GraphIndex) -> dict[str, list[tuple[str, int]]]:
+    """dim_param name -> [(input, axis)] from the file's own declarations (a name '?' is a name too)."""
+    real = {i.name for i in index.inputs}
+    out: dict[str, list[tuple[str, int]]] = {}
+    for vi in index.graph.input:
+        if vi.name not in real or not vi.type.HasField("tensor_type"):
+            continue
+        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.HasField("dim_param") and d.dim_param:
+                out.setdefault(d.dim_param, []).append((vi.name, axis))
+    return out
+
+
+def check_dim_names(index: GraphIndex, shapes: Mapping[str, Sequence[int]] | None,
+                    profile: OptimizationProfile | None) -> list[Finding]:
+    """Dims that share a dim_param name are one dimension to TensorRT (its named dimensions): their sizes must
+    be equal, and their profile ranges must overlap. TensorRT for RTX 1.7 refuses the build otherwise ("Input
+    dimensions with this name have different constant values"), e.g. a classifier whose H and W are both '?'."""
+    given = valid_shapes(index, shapes)
+    out: list[Finding] = []
+    for name, places in _named_dims(index).items():
+        if len(places) < 2:
+            continue
+        sizes = {(inp, axis): given[inp][axis] for inp, axis in places if inp in given and axis < len(given[inp])}
+        where = ", ".join(f"'{inp}' axis {axis}" for inp, axis in places)
+        nodes = sorted({k for inp, _ in places for k in index.reader_keys(inp)}, key=lambda k: index.order.get(k, 0))
+        if len(set(sizes.values())) > 1:
+            got = ", ".join(f"'{inp}' axis {axis} = {v}" for (inp, axis), v in sizes.items())
+            out.append(Finding("error", "dim-param-conflict", nodes,
+                               f"The dims {where} share the name '{name}', so TensorRT treats them as one dimension, "
+                               f"but the shapes give them different sizes ({got}): the build fails ('Input "
+                               "dimensions with this name have different constant values').",
+                               f"Give every dim named '{name}' the same size, or rename the dim_param in the model "
+                               "so they are independent."))
+            continue
+        if profile is None:
+            continue
+        ranges = {}
+        for inp, axis in places:
+            p = profile.inputs.get(inp)
+            if p is not None and axis < len(p.min) and axis < len(p.max):
+                ranges[(inp, axis)] = (p.min[axis], p.max[axis])
+        if len(ranges) > 1 and max(lo for lo, _ in ranges.values()) > min(hi for _, hi in ranges.values()):
+            got = ", ".join(f"'{inp}' axis {axis} {lo}..{hi}" for (inp, axis), (lo, hi) in ranges.items())
+            out.append(Finding("error", "dim-param-conflict", nodes,
+                               f"The dims {where} share the name '{name}', so TensorRT treats them as one dimension, "
+                               f"but the profile's ranges do not overlap ({got}).",
+                               f"Give every dim named '{name}' overlapping min..max ranges (the same range is "
+                               "simplest)."))
+    return out

@@ -55,7 +55,8 @@ class SupportTable:
 
 
 def check_version(version: str) -> str:
-    version = str(version).strip().lower().removeprefix("trt").removesuffix(".x")
+    version = str(version).strip().lower()
+    version = "rtx" if version in ("trt-rtx", "tensorrt-rtx") else version.removeprefix("trt").removesuffix(".x")
     if version not in TRT_VERSIONS:
         raise ValueError(f"TensorRT version must be one of {', '.join(TRT_VERSIONS)}, not {version!r}")
     return version
