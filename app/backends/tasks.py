@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from app.backends import Target, get_backend
+from app.backends import ENGINE_BACKENDS, BackendSpecError, Target, get_backend
 from app.core.errors import TrtlabError
 from app.core.precision import PrecisionPlan
 from app.core.tensors import graph_inputs, value_info_to_tensor_info
@@ -142,10 +142,8 @@ def open_session(target: Target, path: str, params: dict, ctx: object | None,
                  shapes: dict[str, tuple[int, ...]]) -> object:
     """A backend session on a graph; native TensorRT builds its engine (with progress and Cancel) first."""
     options = params.get("options") or {}
-    if target.backend == "trt":
-        from app.backends.trt import TrtBackend
-
-        return TrtBackend().prepare(path, options, ctx=ctx, shapes=shapes)
+    if target.backend in ENGINE_BACKENDS:  # trt, trt-rtx
+        return get_backend(target.backend).prepare(path, options, ctx=ctx, shapes=shapes)  # type: ignore[call-arg]
     return get_backend(target.backend).prepare(path, options)
 
 
@@ -233,6 +231,7 @@ def plot_data(report: object) -> dict:
 
 def bench_task(params: dict, ctx: object) -> dict:
     """`trtlab bench`: latency statistics of one target."""
+    from app.core.compute import device_of
     from app.core.latency import Budget, measure
 
     target = Target.parse(params["target"])
@@ -247,8 +246,9 @@ def bench_task(params: dict, ctx: object) -> dict:
         stats = measure(fn, Budget.parse(str(params.get("warmup", "10"))),
                         Budget.parse(str(params.get("iterations", "100"))), mode=mode, batch=int(batch or 1),
                         cancel=ctx.cancelled if ctx is not None else None,
-                        progress=(lambda f, m: ctx.progress(f, m)) if ctx is not None else None)
-        layer_times = _layer_times(session, prep, ctx) if target.backend == "trt" else None
+                        progress=(lambda f, m: ctx.progress(f, m)) if ctx is not None else None,
+                        device=device_of(target.backend))
+        layer_times = _layer_times(session, prep, ctx) if target.backend in ENGINE_BACKENDS else None
     finally:
         session.close()
     doc = {"backend": target.name, **stats.to_json()}
@@ -475,7 +475,7 @@ def engine_report(layer_info: dict | None, variant_graph: onnx.GraphProto, plan:
     info = parse_engine_info(layer_info)
     layers = [layer for layer in info.layers if layer.profile == 0]
     mapping = map_to_onnx(layers, variant_graph)
-    planned = {r.key: r.precision for r in plan.resolve(model_graph)}
+    planned = {r.key: "fixed" if r.precision == "fixed" else r.planned for r in plan.resolve(model_graph)}
     # What the variant really asked of TensorRT: nodes the half transform kept FP32 are FP32 in the graph.
     for key in ((variant_report or {}).get("half") or {}).get("kept_fp32") or {}:
         if key in planned:
@@ -503,15 +503,22 @@ def _variant_report(path: str) -> dict:
 
 
 def build_task(params: dict, ctx: object) -> dict:
-    """`trtlab build`: the variant graph for the precision or plan, built into a TensorRT engine (or taken
-    from the engine cache), saved where asked, with its layers mapped to the ONNX nodes."""
+    """`trtlab build`: the variant graph for the precision or plan, built into a TensorRT engine (`trt`) or a
+    TensorRT for RTX plan (`trt-rtx`), or taken from the engine cache, saved where asked, with its layers mapped
+    to the ONNX nodes (from the engine inspector, or from the builder's `Layers:` dump where no GPU can load
+    the engine)."""
     import shutil
 
     from app.backends.trt import build_config_from, ensure_engine
     from app.backends.trt_build import BuildFailed
+    from app.backends.trt_flavour import flavour_of
     from app.core.engine.parser_errors import explain, issue_from_fields, map_issues_to_graph
 
     target = Target.parse(params["target"])
+    if target.backend not in ENGINE_BACKENDS:
+        raise BackendSpecError(f"{target.backend} does not build engines.",
+                               fix=f"Build with one of {', '.join(ENGINE_BACKENDS)}.")
+    flavour = flavour_of(target.backend)
     plan = target_plan(target, params)
     model_path = str(params["model"])
     path, notes = variant_path(model_path, target, ctx, params)
@@ -520,7 +527,7 @@ def build_task(params: dict, ctx: object) -> dict:
     shapes = {k: tuple(v) for k, v in (params.get("shapes") or {}).items()}
     config = build_config_from(params.get("options") or {}, inputs, shapes)
     try:
-        outcome = ensure_engine(path, config, ctx)
+        outcome = ensure_engine(path, config, ctx, flavour=flavour)
     except BuildFailed as exc:
         issues = getattr(exc, "issues", None)
         if not issues:
@@ -542,7 +549,15 @@ def build_task(params: dict, ctx: object) -> dict:
         shutil.copyfile(outcome.path.with_name(outcome.path.name + ".json"), f"{out}.json")
     model_graph = onnx.load(model_path, load_external_data=False).graph
     report = engine_report(outcome.layer_info, variant_graph, plan, model_graph, _variant_report(path))
+    meta = outcome.meta
+    gpu, cc = meta.get("gpu_name"), meta.get("compute_capability")
+    if flavour.portable:  # an RTX plan is built for its targets, not for a GPU of this machine
+        gpu, cc = "RTX GPUs (a portable plan, built without a GPU)", ", ".join(meta.get("runs_on") or [])
+    if outcome.layer_source == "builder log":
+        notes.append("engine layers read from the builder's Layers: dump: no GPU here can load this engine for the "
+                     "engine inspector")
     return {"model": model_path, "target": target.name, "ok": True, "engine": str(outcome.path), "out": out,
-            "cached": outcome.cached, "key": outcome.meta.get("key"), "trt_version": outcome.meta.get("trt_version"),
-            "gpu": outcome.meta.get("gpu_name"), "compute_capability": outcome.meta.get("compute_capability"),
+            "cached": outcome.cached, "key": meta.get("key"), "trt_version": meta.get("trt_version"),
+            "gpu": gpu, "compute_capability": cc, "backend": target.backend, "flavour": flavour.key,
+            "targets": list(config.targets), "layer_source": outcome.layer_source,
             "config": config.to_json(), "warnings": outcome.warnings, "notes": notes + report.pop("notes"), **report}

@@ -22,6 +22,13 @@ MIN_ITERATIONS = 10
 MAX_ITERATIONS = 1_000_000  # a time budget on a microsecond-fast model must not grow without bound
 _CHECK_EVERY_NS = 100_000_000  # cancel/progress are polled at most every 0.1 s, off the timed path
 MODES = ("end_to_end", "device_only")
+# What steadies the numbers depends on where the model computes: GPU clocks mean nothing to a CPU run.
+JITTER_ADVICE = {
+    "cpu": "close other programs, run more iterations (or a longer time budget), or pin the threads "
+           "(fewer intra-op threads, taskset to fixed cores)",
+    "gpu": "close other programs, lock the GPU clocks (nvidia-smi --lock-gpu-clocks), or run longer",
+    None: "close other programs or run longer",
+}
 
 
 class BudgetError(TrtlabError):
@@ -76,13 +83,16 @@ class LatencyStats:
     cov: float = math.nan
     throughput_per_s: float = math.nan
     unstable: bool = False
+    device: str | None = None   # "cpu" | "gpu": where the model computed (None: not said)
     warning: str = ""
     warnings: list[str] = field(default_factory=list)
 
     @classmethod
-    def from_times(cls, times_ms: np.ndarray, *, mode: str, warmup: int, batch: int = 1) -> LatencyStats:
+    def from_times(cls, times_ms: np.ndarray, *, mode: str, warmup: int, batch: int = 1,
+                   device: str | None = None) -> LatencyStats:
+        """Statistics of the timed iterations; ``device`` ("cpu" or "gpu") picks the advice for jittery runs."""
         t = np.asarray(times_ms, dtype=np.float64)
-        s = cls(mode=mode, warmup=warmup, iterations=int(t.size), times_ms=t, batch=batch)
+        s = cls(mode=mode, warmup=warmup, iterations=int(t.size), times_ms=t, batch=batch, device=device)
         if t.size:
             s.min, s.max, s.mean = float(t.min()), float(t.max()), float(t.mean())
             s.median, s.p90, s.p95, s.p99 = (float(v) for v in np.percentile(t, [50, 90, 95, 99]))
@@ -93,8 +103,8 @@ class LatencyStats:
             s.warnings.append(f"only {t.size} iteration(s) were measured; use at least {MIN_ITERATIONS} "
                               "(or a longer time budget) for stable numbers")
         if t.size > 1 and s.cov > COV_WARN:
-            s.warnings.append(f"latency varies a lot between runs (CoV {s.cov:.1%} > {COV_WARN:.1%}): close other "
-                              "programs, fix the GPU clocks, or run longer")
+            s.warnings.append(f"latency varies a lot between runs (CoV {s.cov:.1%} > {COV_WARN:.1%}): "
+                              + JITTER_ADVICE.get(device, JITTER_ADVICE[None]))
         s.unstable = bool(s.warnings)
         s.warning = "; ".join(s.warnings)
         return s
@@ -108,7 +118,8 @@ class LatencyStats:
                 "latency_ms": {k: f(getattr(self, k)) for k in ("min", "mean", "median", "p90", "p95", "p99",
                                                                "max", "std")},
                 "cov": f(self.cov), "throughput_per_s": f(self.throughput_per_s), "batch": self.batch,
-                "unstable": self.unstable, "warning": self.warning}
+                "unstable": self.unstable, "warning": self.warning,
+                **({"device": self.device} if self.device else {})}
 
 
 def _run(fn: Callable[[], float | None], budget: Budget, times: list[float] | None, phase: str,
@@ -144,8 +155,9 @@ def _run(fn: Callable[[], float | None], budget: Budget, times: list[float] | No
 
 def measure(fn: Callable[[], float | None], warmup: Budget, iterations: Budget, *, mode: str, batch: int = 1,
             cancel: Callable[[], bool] | None = None,
-            progress: Callable[[float, str], None] | None = None) -> LatencyStats:
-    """Warm up, then time iterations; ``fn`` returns its own ms (device timing) or None (host wall time)."""
+            progress: Callable[[float, str], None] | None = None, device: str | None = None) -> LatencyStats:
+    """Warm up, then time iterations; ``fn`` returns its own ms (device timing) or None (host wall time).
+    ``device`` ("cpu" or "gpu"): where the model computes, for the advice on unstable timings."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if cancel is not None and cancel():
@@ -156,7 +168,8 @@ def measure(fn: Callable[[], float | None], warmup: Budget, iterations: Budget, 
          (0.1, 1.0), cancel, progress)
     if progress is not None:
         progress(1.0, f"{len(times)} iteration(s) timed")
-    return LatencyStats.from_times(np.asarray(times, dtype=np.float64), mode=mode, warmup=n_warm, batch=batch)
+    return LatencyStats.from_times(np.asarray(times, dtype=np.float64), mode=mode, warmup=n_warm, batch=batch,
+                                   device=device)
 
 
 def speedup(reference: LatencyStats, candidate: LatencyStats) -> float:

@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QPushButton,
-    QScrollArea,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
@@ -89,10 +88,8 @@ class MainWindow(PrecisionWindowMixin, QMainWindow):
         self.properties_panel = PropertiesPanel()
         self.properties_dock = self._dock("Properties", self.properties_panel, Qt.DockWidgetArea.RightDockWidgetArea)
         self.run_panel = RunPanel()
-        run_scroll = QScrollArea()
-        run_scroll.setWidgetResizable(True)
-        run_scroll.setWidget(self.run_panel)
-        self.run_dock = self._dock("Run", run_scroll, Qt.DockWidgetArea.RightDockWidgetArea)
+        # The panel scrolls its settings itself, below its action buttons (always in sight).
+        self.run_dock = self._dock("Run", self.run_panel, Qt.DockWidgetArea.RightDockWidgetArea)
         self.tabifyDockWidget(self.properties_dock, self.run_dock)
         self.properties_dock.raise_()
         self.results_view = ResultsView()
@@ -410,7 +407,8 @@ class MainWindow(PrecisionWindowMixin, QMainWindow):
         same = self.opened is not None and self.opened.path == opened.path
         self.opened = opened
         # Reloading the same file (or new input shapes) keeps the plan: it is keyed by node name.
-        self.plan.set_model(opened.doc.model.graph, opened.shapes, opened.path.name, keep_plan=same)
+        self.plan.set_model(opened.doc.model.graph, opened.shapes, opened.path.name, keep_plan=same,
+                            opset_import=opened.doc.model.opset_import)
         if not same:
             self.set_diagnosis(None)
             self.precision_panel.show_fallback(None)
@@ -418,10 +416,10 @@ class MainWindow(PrecisionWindowMixin, QMainWindow):
         s = opened.summary
         self.summary_panel.show_summary(s, opened.shapes, opened.timings.get("total"))
         self.shapes_panel.set_inputs(s.inputs, opened.input_shapes)
-        self.run_panel.set_inputs(s.inputs)
+        self.run_panel.set_inputs(s.inputs, opened.input_shapes, s.metadata)
         if self.stack.currentWidget() is self.start_page:
             self._show_model_layout()
-        self.results_view.reset()
+        self.results_view.set_model(str(opened.path))  # another model's results go; the same one's stay
         if not self.run_controller._availability_loaded:
             self.run_controller.refresh_availability()
         self.stack.setCurrentWidget(self.graph_page)  # first, so the view has its real size

@@ -27,11 +27,15 @@ class RunController(QObject):
         self.w = window
         self.kinds: dict[str, str] = {}          # job id -> "compare" | "bench" | "diagnose" | "fallback" | "variant"
         self.models: dict[str, str] = {}         # job id -> the model it ran on (results for another are dropped)
+        self.plans: dict[str, frozenset[str]] = {}  # job id -> precisions its `B:plan` targets ran (verdicts)
+        self.bench_refs: dict[str, str] = {}     # bench job id -> the reference its speed-up is relative to
         self.bench_queue: list[dict] = []
         self.running: set[str] = set()
         window.run_panel.compareRequested.connect(self.start_compare)
         window.run_panel.benchRequested.connect(self.start_bench)
         window.run_panel.diagnoseRequested.connect(self.start_diagnose)
+        window.run_panel.refused.connect(lambda text: self._refuse("Not started", text))
+        window.plan.changed.connect(lambda: window.run_panel.set_plan_trivial(window.plan.is_trivial()))
         window.jobs.finished.connect(self._finished)
         self._trt_checked.connect(self._on_trt_checked)
         self._availability_loaded = False
@@ -64,10 +68,27 @@ class RunController(QObject):
         for name, cb in self.w.run_panel.checks.items():  # keep what the user ticked meanwhile
             cb.setChecked(cb.isEnabled() and (name in checked or (name == "trt" and availability.available)))
 
+    REFUSAL_TITLES = ("Not started", "Input shapes needed")
+
+    def _refuse(self, title: str, message: str, fix: str = "") -> None:
+        """Why an action did not start: next to the Run panel's buttons and as the banner over the graph, so
+        it is seen wherever the action came from (a button, a shortcut, a menu)."""
+        self.w.run_panel.show_message(f"{message} {fix}".strip())
+        self.w.banner.show_message(title, message, fix, level="warning")
+
+    def _started(self) -> None:
+        """A job started: an earlier refusal no longer applies."""
+        self.w.run_panel.show_message("")
+        if self.w.banner.isVisible() and self.w.banner.title in self.REFUSAL_TITLES:
+            self.w.banner.hide()
+
+    def _plan_precisions(self) -> frozenset[str]:
+        return frozenset(r.precision for r in self.w.plan.rows) - {"fixed"}
+
     def _base_params(self, params: dict, shapes: dict | None = None) -> dict | None:
         opened = self.w.opened
         if opened is None:
-            self.w.run_panel.message.setText("Open a model first.")
+            self._refuse("Not started", "Open a model first.")
             return None
         from app.core.inputs import resolve_input_shapes
 
@@ -75,7 +96,8 @@ class RunController(QObject):
             shapes = resolve_input_shapes(opened.summary.inputs, {**(opened.input_shapes or {}), **(shapes or {})})
         except TrtlabError as exc:
             # Caught here, before any job starts: the message names the input and its dynamic dim.
-            self.w.run_panel.message.setText(f"{exc.message} {exc.fix}".strip())
+            self._refuse("Input shapes needed", exc.message, exc.fix)
+            self.w.summary_dock.show()
             self.w.summary_dock.raise_()
             return None
         full = {**params, "model": str(opened.path), "shapes": {k: list(v) for k, v in shapes.items()}}
@@ -93,7 +115,9 @@ class RunController(QObject):
         job = self.w.jobs.start(JobSpec(func=func, params=params, title=title))
         self.kinds[job] = kind
         self.models[job] = str(params.get("model", ""))
+        self.plans[job] = self._plan_precisions() if params.get("plan") else frozenset()
         self.running.add(job)
+        self._started()
         self.w.show_jobs()
         self.w.status_label.setText(f"Started: {title}")
         return job
@@ -111,12 +135,13 @@ class RunController(QObject):
         params = panel._common()
         if params is None:
             return None
-        cands = panel.candidates()
-        if not cands:
-            panel.message.setText("Check the backend to search a fallback for.")
+        candidate = panel.diagnose_candidate()
+        if candidate is None:
+            self._refuse("Not started", "Tick a backend and a precision under Candidates to search a fallback for.")
+            self.w.run_dock.show()
             self.w.run_dock.raise_()
             return None
-        full = self._base_params({**params, "reference": panel.reference.currentText(), "candidate": cands[0],
+        full = self._base_params({**params, "reference": panel.reference.currentText(), "candidate": candidate,
                                   "target": f"cos:{panel.min_cos.value():g}"})
         if full is None:
             return None
@@ -139,7 +164,7 @@ class RunController(QObject):
         panel = self.w.run_panel
         opened = self.w.opened
         if opened is None:
-            panel.message.setText("Open a model first.")
+            self._refuse("Not started", "Open a model first.")
             return None
         params = panel._common()
         if params is None:
@@ -147,7 +172,7 @@ class RunController(QObject):
         try:
             profile = parse_profile_args(panel.profile_args(), opened.summary.inputs, opened.input_shapes or None)
         except TrtlabError as exc:
-            panel.message.setText(f"{exc.message} {exc.fix}".strip())
+            panel.show_message(f"{exc.message} {exc.fix}".strip())
             self.w.run_dock.show()
             self.w.run_dock.raise_()
             return None
@@ -192,6 +217,7 @@ class RunController(QObject):
         full = self._base_params(params)
         if full is None:
             return None
+        full["candidates"] = list(dict.fromkeys(full["candidates"]))  # a trivial plan and FP32 are one candidate
         title = f"Compare {', '.join(full['candidates'])} with {full['reference']}"
         return self._start("compare", "app.backends.tasks:compare_task", full, title)
 
@@ -199,22 +225,18 @@ class RunController(QObject):
         full = self._base_params(params)
         if full is None:
             return
-        targets = full.pop("targets")
-        self.w.results_view.bench = {}
-        self.bench_queue = [{**full, "target": t, "mode": "end_to_end" if t.startswith("ort-cpu") else "device_only"}
-                            for t in targets]
+        targets = list(dict.fromkeys(full.pop("targets")))  # a trivial plan and FP32 are one target
+        # Earlier results stay: each target's benchmark replaces its own row only.
+        self.bench_queue = [{**full, "target": t, "mode": "end_to_end" if t.startswith("ort-cpu") else "device_only",
+                             "reference": targets[0]} for t in targets]
         self._next_bench()
 
     def _next_bench(self) -> None:
         if not self.bench_queue:
             return
         params = self.bench_queue.pop(0)
-        job = self.w.jobs.start(JobSpec(func="app.backends.tasks:bench_task", params=params,
-                                        title=f"Benchmark {params['target']}"))
-        self.kinds[job] = "bench"
-        self.models[job] = str(params.get("model", ""))
-        self.running.add(job)
-        self.w.show_jobs()
+        job = self._start("bench", "app.backends.tasks:bench_task", params, f"Benchmark {params['target']}")
+        self.bench_refs[job] = str(params["reference"])
 
     def cancel_all(self) -> None:
         self.bench_queue = []
@@ -224,6 +246,8 @@ class RunController(QObject):
     def _finished(self, job: str, result: object) -> None:
         kind = self.kinds.pop(job, None)
         model = self.models.pop(job, "")
+        plan = self.plans.pop(job, frozenset())
+        bench_ref = self.bench_refs.pop(job, None)
         self.running.discard(job)
         if kind is None:
             return
@@ -254,11 +278,14 @@ class RunController(QObject):
             if kind == "variant":
                 self.w.status_label.setText(f"Variant saved to {data.get('out', '')}.")
                 return
+            self.w.results_view.set_model(model)
             if kind == "compare":
-                self.w.results_view.set_compare(data)
-                self.w.status_label.setText("Comparison finished.")
+                dropped = self.w.results_view.set_compare(data, plan)
+                self.w.status_label.setText("Comparison finished." + (
+                    f" Earlier results against another reference were replaced ({', '.join(dropped)})."
+                    if dropped else ""))
             else:
-                self.w.results_view.set_bench(data["backend"], data)
+                self.w.results_view.set_bench(data["backend"], data, bench_ref, plan)
                 engine = self.w.engine or {}
                 if data.get("layer_times") and engine.get("target") == data.get("backend"):
                     # Times of the engine on show (same model, same precision or plan) only.

@@ -1,74 +1,130 @@
-"""Choose backends, reference, input data and tolerance; start a comparison or a benchmark."""
+"""Choose backends, precisions, reference, input data and tolerance; start a comparison or a benchmark.
+
+The actions sit at the top, outside the scrolling form, so they and their refusals are always in sight."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
-from app.backends import BACKEND_NAMES, Availability
+from app.backends import Availability
+from app.ui.run_backends import BackendRows, PrecisionTicks
 
 SOURCES = [("random", "Random data (seeded)"), ("npz", "A .npz / .npy file"), ("folder", "A folder of .npz files"),
            ("images", "A folder of images")]
 
 
-CANDIDATE_PRECISIONS = (("plan", "the precision plan"), ("fp32", "FP32"), ("fp16", "FP16 everywhere"),
-                        ("bf16", "BF16 everywhere"), ("int8", "INT8 everywhere"))
-
-
 class RunPanel(QWidget):
-    """Emits `compareRequested(params)` / `benchRequested(params)` with JSON-safe job parameters (model added later)."""
+    """Emits `compareRequested(params)` / `benchRequested(params)` with JSON-safe job parameters (model added later).
+
+    Candidates are every ticked backend × every ticked precision; `refused(text)` says why an action did not
+    start (the window shows it as its banner too)."""
 
     compareRequested = Signal(dict)
     benchRequested = Signal(dict)
     diagnoseRequested = Signal(dict)
     profileChanged = Signal()
+    refused = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        col = QVBoxLayout(self)
-        box = QGroupBox("Backends")
+        self.plan_trivial = True  # the precision plan changes nothing yet (set by the window)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(4, 6, 4, 0)
+        outer.setSpacing(4)
+        outer.addLayout(self._build_actions())
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.summary.setStyleSheet("color:#4a4f57;")
+        outer.addWidget(self.summary)
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message.setStyleSheet("color:#b3261e; background:#fdecea; border-radius:4px; padding:4px;")
+        self.message.hide()
+        outer.addWidget(self.message)
+
+        form = QWidget()
+        col = QVBoxLayout(form)
+        col.setContentsMargins(0, 0, 4, 6)
+        self._build_candidates(col)
+        self._build_data(col)
+        self._build_calibration(col)
+        self.profile_box = QGroupBox("TensorRT profile (dynamic inputs)")
+        self.profile_form = QFormLayout(self.profile_box)
+        self.profile_edits: dict[str, QLineEdit] = {}
+        self.profile_box.setToolTip("MIN:OPT:MAX shapes for each dynamic input, e.g. 1x3x224x224:8x3x224x224:"
+                                    "32x3x224x224; empty: the engine takes exactly the input shapes set above")
+        self.profile_box.hide()
+        col.addWidget(self.profile_box)
+        self._build_tolerance(col)
+        col.addStretch(1)
+        # The settings scroll inside the panel; the actions above them never scroll away.
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setWidget(form)
+        outer.addWidget(self.scroll, 1)
+        self._source_changed()
+        self._update_summary()
+
+    # ----------------------------------------------------------------- construction
+    def _build_actions(self) -> QHBoxLayout:
+        buttons = QHBoxLayout()
+        self.compare_button = QPushButton("Compare outputs")
+        self.compare_button.setToolTip("Run the reference and every candidate (ticked backends × ticked "
+                                       "precisions) on the same inputs (Ctrl+R)")
+        self.compare_button.clicked.connect(self._compare)
+        self.bench_button = QPushButton("Benchmark")
+        self.bench_button.setToolTip("Measure the latency of the reference and every candidate, one after the "
+                                     "other (Ctrl+B)")
+        self.bench_button.clicked.connect(self._bench)
+        self.diagnose_button = QPushButton("Diagnose")
+        self.diagnose_button.clicked.connect(self._diagnose)
+        for b in (self.compare_button, self.bench_button, self.diagnose_button):
+            buttons.addWidget(b)
+        return buttons
+
+    def _build_candidates(self, col: QVBoxLayout) -> None:
+        box = QGroupBox("Candidates: backends × precisions")
         bl = QVBoxLayout(box)
-        self.checks: dict[str, QCheckBox] = {}
-        self.reasons: dict[str, QLabel] = {}
-        for name in BACKEND_NAMES:
-            cb = QCheckBox(f"{name}:plan")
-            self.checks[name] = cb
-            bl.addWidget(cb)
-            why = QLabel()
-            why.setWordWrap(True)
-            why.setStyleSheet("color:#7a7f87; font-size:11px; margin-left:22px;")
-            why.hide()
-            self.reasons[name] = why
-            bl.addWidget(why)
+        self.backend_rows = BackendRows()
+        self.checks = self.backend_rows.checks
+        self.reasons = self.backend_rows.reasons
+        bl.addWidget(self.backend_rows)
+        self.precision_ticks = PrecisionTicks()
+        self.precision_checks = self.precision_ticks.checks
+        bl.addWidget(self.precision_ticks)
+        self.backend_rows.changed.connect(self._update_summary)
+        self.precision_ticks.changed.connect(self._update_summary)
         form = QFormLayout()
-        self.precision = QComboBox()
-        for key, text in CANDIDATE_PRECISIONS:
-            self.precision.addItem(text, key)
-        self.precision.setToolTip("What the checked backends run: the precision plan (Precision panel) or one "
-                                  "precision for every node")
-        self.precision.currentIndexChanged.connect(self._relabel)
-        form.addRow("Candidates run", self.precision)
         self.reference = QComboBox()
+        self.reference.setToolTip("What every candidate is compared with, and the speed-ups are relative to")
+        self.reference.currentTextChanged.connect(self._update_summary)
         form.addRow("Reference", self.reference)
         self.tf32 = QCheckBox("Allow TF32 on CUDA (faster, not strict FP32)")
         form.addRow(self.tf32)
         bl.addLayout(form)
         col.addWidget(box)
 
+    def _build_data(self, col: QVBoxLayout) -> None:
         data = QGroupBox("Input data")
         df = QFormLayout(data)
         self.source = QComboBox()
@@ -109,6 +165,7 @@ class RunPanel(QWidget):
         self.source.currentIndexChanged.connect(self._source_changed)
         col.addWidget(data)
 
+    def _build_calibration(self, col: QVBoxLayout) -> None:
         calib = QGroupBox("INT8 calibration")
         cf = QFormLayout(calib)
         self.calib_method = QComboBox()
@@ -122,14 +179,7 @@ class RunPanel(QWidget):
         cf.addRow("Samples", self.calib_samples)
         col.addWidget(calib)
 
-        self.profile_box = QGroupBox("TensorRT profile (dynamic inputs)")
-        self.profile_form = QFormLayout(self.profile_box)
-        self.profile_edits: dict[str, QLineEdit] = {}
-        self.profile_box.setToolTip("MIN:OPT:MAX shapes for each dynamic input, e.g. 1x3x224x224:8x3x224x224:"
-                                    "32x3x224x224; empty: the engine takes exactly the input shapes set above")
-        self.profile_box.hide()
-        col.addWidget(self.profile_box)
-
+    def _build_tolerance(self, col: QVBoxLayout) -> None:
         tol = QGroupBox("Pass when")
         tf = QFormLayout(tol)
         self.min_cos = QDoubleSpinBox()
@@ -143,60 +193,45 @@ class RunPanel(QWidget):
         tf.addRow("Benchmark runs", self.iterations)
         col.addWidget(tol)
 
-        buttons = QHBoxLayout()
-        self.compare_button = QPushButton("Compare outputs")
-        self.compare_button.setToolTip("Run the reference and each checked backend on the same inputs (Ctrl+R)")
-        self.compare_button.clicked.connect(self._compare)
-        self.bench_button = QPushButton("Benchmark")
-        self.bench_button.setToolTip("Measure the latency of the reference and each checked backend (Ctrl+B)")
-        self.bench_button.clicked.connect(self._bench)
-        self.diagnose_button = QPushButton("Diagnose")
-        self.diagnose_button.setToolTip("Measure every layer's error of the first checked backend against the "
-                                        "reference, shown in the Precision panel and on the graph (Ctrl+D)")
-        self.diagnose_button.clicked.connect(self._diagnose)
-        buttons.addWidget(self.compare_button)
-        buttons.addWidget(self.bench_button)
-        buttons.addWidget(self.diagnose_button)
-        col.addLayout(buttons)
-        self.message = QLabel()
-        self.message.setWordWrap(True)
-        self.message.setStyleSheet("color:#b3261e;")
-        col.addWidget(self.message)
-        col.addStretch(1)
-        self._source_changed()
-
+    # ----------------------------------------------------------------- state
     def set_availability(self, table: dict[str, Availability]) -> None:
+        self.reference.blockSignals(True)
         self.reference.clear()
-        for name, cb in self.checks.items():
-            a = table.get(name, Availability(False, "unknown"))
-            cb.setEnabled(a.available)
-            cb.setChecked(a.available and name != "ort-cpu")
-            why = self.reasons[name]
-            why.setText("" if a.available else f"{a.reason} {('Install: ' + a.install_hint) if a.install_hint else ''}")
-            why.setVisible(not a.available)
-            cb.setToolTip(why.text() or "available")
-            if a.available:
+        for name in self.checks:
+            if table.get(name, Availability(False)).available:
                 self.reference.addItem(f"{name}:fp32")
         self.reference.setCurrentText("ort-cpu:fp32")
+        self.reference.blockSignals(False)
+        self.backend_rows.set_availability(table)
         if not any(cb.isChecked() for cb in self.checks.values()):
             # Only the CPU here: comparing it with itself still checks that runs are repeatable.
             self.checks["ort-cpu"].setChecked(True)
+        self._update_summary()
 
-    def set_inputs(self, inputs: list) -> None:
-        """One MIN:OPT:MAX field per input with a dynamic dim (for TensorRT engine builds)."""
+    def set_inputs(self, inputs: list, shapes: dict | None = None, metadata: dict | None = None) -> None:
+        """One MIN:OPT:MAX field per input with a dynamic dim (for TensorRT engine builds).
+
+        The placeholder is a range built from the model's own dims and the input shapes set (``shapes``);
+        ``metadata`` (the model's metadata) may give an image size.
+        """
+        from app.core.engine.profile_suggest import suggest_profile
+        from app.core.engine.profiles import shape_text
         from app.core.shapes import dynamic_dims
 
         while self.profile_form.rowCount():
             self.profile_form.removeRow(0)
         self.profile_edits = {}
         self.inputs = list(inputs)
+        suggested = suggest_profile(self.inputs, shapes, metadata)
         for info in inputs:
             if not dynamic_dims(info):
                 continue
             edit = QLineEdit()
-            edit.setPlaceholderText("MIN:OPT:MAX, e.g. " + ":".join(
-                "x".join(str(d) if isinstance(d, int) and d > 0 else str(n) for d in (info.shape or ()))
-                for n in (1, 8, 32)))
+            p = suggested[info.name]
+            example = ":".join(shape_text(s) for s in (p.min, p.opt, p.max))
+            edit.setPlaceholderText(f"MIN:OPT:MAX, e.g. {example}")
+            edit.setToolTip(f"Shapes '{info.name}' may take in the engine ({info.shape_text()}), as MIN:OPT:MAX, "
+                            f"e.g. {example}")
             edit.editingFinished.connect(self.profileChanged)
             self.profile_form.addRow(QLabel(info.name), edit)
             self.profile_edits[info.name] = edit
@@ -240,32 +275,74 @@ class RunPanel(QWidget):
             src["preprocess"] = pre
         return src
 
-    def candidates(self) -> list[str]:
-        p = self.precision.currentData()
-        return [f"{n}:{p}" for n, cb in self.checks.items() if cb.isChecked()]
+    # ----------------------------------------------------------------- candidates
+    def precisions(self) -> list[str]:
+        return self.precision_ticks.checked()
 
-    def _relabel(self) -> None:
-        p = self.precision.currentData()
-        for name, cb in self.checks.items():
-            cb.setText(f"{name}:{p}")
+    def set_precisions(self, keys: list[str] | tuple[str, ...]) -> None:
+        self.precision_ticks.set_checked(keys)
+
+    def candidates(self) -> list[str]:
+        """Every ticked backend × every ticked precision, backend by backend."""
+        return [f"{b}:{p}" for b in self.backend_rows.checked() for p in self.precisions()]
+
+    def diagnose_candidate(self) -> str | None:
+        """The candidate Diagnose (and the fallback search) takes: the first ticked one that changes the
+        precision, else the first (an FP32 candidate only checks that runs repeat)."""
+        cands = self.candidates()
+        return next((c for c in cands if not c.endswith(":fp32")), cands[0] if cands else None)
+
+    def _update_summary(self) -> None:
+        cands = self.candidates()
+        ref = self.reference.currentText() or "the reference"
+        if cands:
+            plan = (" (the plan is all FP32 so far: it runs as FP32)"
+                    if self.plan_trivial and "plan" in self.precisions() else "")
+            self.summary.setText(f"{len(cands)} candidate{'s' if len(cands) != 1 else ''} against {ref}: "
+                                 + ", ".join(cands) + plan)
+        else:
+            self.summary.setText("Tick a backend and a precision below to choose what runs.")
+        first = self.diagnose_candidate()
+        self.diagnose_button.setToolTip(
+            "Measure every layer's error of one candidate against the reference, shown in the Precision panel and "
+            "on the graph (Ctrl+D). It takes the first ticked candidate that changes the precision"
+            + (f": now {first}." if first else "."))
+
+    def set_plan_trivial(self, trivial: bool) -> None:
+        self.plan_trivial = trivial
+        self._update_summary()
+
+    def show_message(self, text: str) -> None:
+        """A refusal next to the buttons (empty: none)."""
+        self.message.setText(text)
+        self.message.setVisible(bool(text))
+
+    def _refuse(self, text: str) -> None:
+        self.show_message(text)
+        self.refused.emit(text)
 
     def _common(self) -> dict | None:
         try:
             src = self.input_source()
         except ValueError as exc:
-            self.message.setText(str(exc))
+            self._refuse(str(exc))
             return None
-        self.message.setText("")
+        self.show_message("")
         return {"inputs": src, "samples": self.samples.value(), "options": {"tf32": self.tf32.isChecked()},
                 "calib_method": self.calib_method.currentText(), "calib_samples": self.calib_samples.value()}
 
-    def _compare(self) -> None:
-        params = self._common()
-        if params is None:
-            return
+    def _checked_candidates(self, what: str) -> list[str] | None:
         cands = self.candidates()
         if not cands:
-            self.message.setText("Check at least one backend to compare with the reference.")
+            missing = "a backend" if not self.backend_rows.checked() else "a precision"
+            self._refuse(f"Nothing to {what}: tick {missing} under Candidates.")
+            return None
+        return cands
+
+    def _compare(self) -> None:
+        params = self._common()
+        cands = self._checked_candidates("compare") if params is not None else None
+        if params is None or cands is None:
             return
         params.update({"reference": self.reference.currentText(), "candidates": cands,
                        "tolerances": [f"cos:{self.min_cos.value()}"]})
@@ -273,13 +350,11 @@ class RunPanel(QWidget):
 
     def _diagnose(self) -> None:
         params = self._common()
-        if params is None:
+        cands = self._checked_candidates("diagnose") if params is not None else None
+        if params is None or cands is None:
             return
-        cands = self.candidates()
-        if not cands:
-            self.message.setText("Check the backend to diagnose.")
-            return
-        params.update({"reference": self.reference.currentText(), "candidate": cands[0], "samples": 1})
+        params.update({"reference": self.reference.currentText(), "candidate": self.diagnose_candidate(),
+                       "samples": 1})
         self.diagnoseRequested.emit(params)
 
     def _bench(self) -> None:
@@ -290,4 +365,3 @@ class RunPanel(QWidget):
         targets = [ref, *[c for c in self.candidates() if c != ref]]
         params.update({"targets": targets, "iterations": self.iterations.text().strip() or "100", "warmup": "10"})
         self.benchRequested.emit(params)
-
