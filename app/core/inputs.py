@@ -70,10 +70,15 @@ def resolve_input_shapes(inputs: list[TensorInfo], user: dict[str, tuple[int, ..
         else:
             shapes[info.name] = tuple(int(d) for d in info.shape)  # type: ignore[arg-type]
     if missing:
-        example = ",".join(f"{i.name}:{'x'.join(str(d) if isinstance(d, int) and d > 0 else '1' for d in i.shape)}"
-                           for i in inputs if i.shape is not None and i.name not in shapes)
+        from app.core.engine.profile_suggest import suggest_profile
+
+        # The example comes from the model's own dims (batch 1, image sides from the model), never 1x3x1x1.
+        todo = [i for i in inputs if i.shape is not None and i.name not in shapes]
+        suggested = suggest_profile(todo, user)
+        example = ",".join(
+            f"{i.name}:{'x'.join(str(v) for v in suggested[i.name].min[:1] + suggested[i.name].opt[1:])}" for i in todo)
         raise InputError("Input shapes are not complete: " + "; ".join(missing) + ".",
-                         fix=f"Set them in the input panel or with --shapes (e.g. --shapes {example}). "
+                         fix=f"Set them in the Input shapes box (command line: --shapes {example}). "
                              f"The model's inputs are {_real_inputs(inputs)}.")
     return shapes
 

@@ -285,6 +285,7 @@ class LegendOverlay(QFrame):
         while self._grid.count():
             w = self._grid.takeAt(0).widget()
             if w is not None:
+                w.hide()  # at once: deleteLater waits for the event loop, and the old row would show meanwhile
                 w.deleteLater()
         self.entries = [(label, n) for label, _, n in entries]
         self.title = title

@@ -8,8 +8,17 @@ import onnx
 from onnx import AttributeProto
 from PySide6.QtCore import QLocale, QModelIndex, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import (QHeaderView, QLabel, QPushButton, QStyledItemDelegate, QStyleOptionViewItem,
-                               QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.core.display_graph import KIND_OP, DisplayGraph
 from app.core.shapes import ShapeResult

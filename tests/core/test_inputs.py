@@ -156,8 +156,10 @@ def test_resolve_names_unset_dynamic_dim_and_symbol(model_paths):
     assert "'input_1'" in msg and "'unk__543'" in msg and "axis 0" in msg and "int64" in msg
     assert "--shapes input_1:1x32" in msg
     infos = [TensorInfo("x", "float32", (-1, 3, "?", "?"))]
-    with pytest.raises(InputError, match="'\\?' on axis 2"):
+    with pytest.raises(InputError, match="'\\?' on axis 2") as e:
         resolve_input_shapes(infos, {})
+    # The example is a shape a person would use: batch 1 and a real image size, never 1x3x1x1.
+    assert "--shapes x:1x3x224x224" in e.value.fix and "x1x1" not in e.value.fix
 
 
 def test_resolve_unknown_name_lists_real_inputs():

@@ -124,7 +124,7 @@ def test_asking_fp16_of_a_kept_node_records_it_but_shows_fp32(qtbot, window, mod
     assert ("FP32 (1 kept)", table["fp32"]) in window.view.legend.entries
     # Saved, the plan still holds the wish in the same format as ever.
     assert window.save_plan(tmp_path / "p.json")
-    assert '"overrides": {\n    "%s": "fp16"\n  }' % key in (tmp_path / "p.json").read_text()
+    assert f'"overrides": {{\n    "{key}": "fp16"\n  }}' in (tmp_path / "p.json").read_text()
     window.act_undo.trigger()
     assert window.plan.plan.overrides == {}
 

@@ -17,7 +17,7 @@ import pytest
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QImage, QPainter, QPainterPath, QPen, QPolygonF
 
-from app.ui.graph_item import LOD_BOXES, LOD_EDGE_TEXT
+from app.ui.graph_item import LOD_EDGE_TEXT, LOD_LABELS
 from benchmarks.gui_soak import NoneLeak, give_back_none, soak
 from tests.ui.conftest import open_and_wait
 from tests.ui.test_main_window import _non_background_fraction
@@ -86,16 +86,15 @@ def _soak(window, frames: int) -> dict:
 
 def _check_alive(window, stats: dict[str, float]) -> None:
     assert window.isVisible()
-    # The soak really went through the levels of detail, from plain boxes to labelled nodes.
-    assert stats["min_scale"] < LOD_BOXES * 1.5 and stats["max_scale"] > LOD_EDGE_TEXT, stats
-    # Every sampled frame had something drawn on it.
-    assert stats["painted_min"] > 0.0005, stats
-    # After it all the window still answers: a zoom changes the scale and the next frame paints.
+    # The soak really went through the levels of detail, from plain boxes to labelled nodes with edge shapes.
+    assert stats["min_scale"] < LOD_LABELS and stats["max_scale"] > LOD_EDGE_TEXT, stats
+    # Most sampled frames had a drawing on them (zoomed into white space between branches, one may not).
+    assert stats["painted_share"] >= 0.6, stats
+    # After it all the window still answers: Fit brings the graph back and the next frame paints.
     view = window.view
-    before = view.current_scale()
     view.zoom_by(0.8)
-    assert view.current_scale() != before
-    assert _non_background_fraction(view.viewport().grab().toImage()) > 0.0005
+    view.fit_all()
+    assert _non_background_fraction(view.viewport().grab().toImage()) > 0.002
     if not NONE_IS_IMMORTAL:
         give_back_none(-int(stats["none_delta"]))
         # Tens of thousands of painter calls happened: a leaking binding loses thousands of references here.
