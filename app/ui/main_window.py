@@ -264,7 +264,9 @@ class MainWindow(PrecisionWindowMixin, QMainWindow):
         v = mb.addMenu("&View")
         self._action(v, "Zoom &In", self.view.zoom_in, QKeySequence.StandardKey.ZoomIn)
         self._action(v, "Zoom &Out", self.view.zoom_out, QKeySequence.StandardKey.ZoomOut)
-        self._action(v, "&Fit Graph", self.view.fit_all, "Ctrl+0")
+        self._action(v, "&Fit Graph", self.view.fit_all, "Ctrl+0",
+                     tip="Fit the graph's width (a tall graph then scrolls from its top)")
+        self._action(v, "Show &Whole Graph", self.view.fit_whole, "Shift+F", tip="All of the graph at once")
         self._action(v, "&Actual Size", self.view.zoom_actual, "Ctrl+1")
         self._action(v, "&Back to Enclosing Graph", self.graph_page.go_back, "Alt+Left")
         v.addSeparator()
