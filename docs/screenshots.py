@@ -119,6 +119,16 @@ def main() -> int:
         print("fallback doc:", bool(doc))
     w.view.fit_all()
     shot("09_fit")
+    # Build the plan into a TensorRT engine (TensorRT for RTX builds without a GPU): progress, then the Engine dock.
+    job = w.run_controller.start_build(force=True)
+    if job is not None:
+        settle(app, 0.3)
+        shot("11_build_progress")
+        wait(app, idle, 600, "engine build")
+        w.engine_dock.show()
+        w.engine_dock.raise_()
+        w.set_color_mode("engine")
+        shot("12_engine")
     if args.soak:
         from benchmarks.gui_soak import soak
 

@@ -176,8 +176,10 @@ class RunController(QObject):
             self.w.run_dock.show()
             self.w.run_dock.raise_()
             return None
+        backend, a = engine_backend()
         # A profile alone is enough: its opt shapes are the run's shapes.
-        full = self._base_params({**params, "target": "trt:plan"}, {k: p.opt for k, p in profile.inputs.items()})
+        full = self._base_params({**params, "target": f"{backend}:plan"},
+                                 {k: p.opt for k, p in profile.inputs.items()})
         if full is None:
             return None
         report = self.w.run_readiness()
@@ -186,10 +188,12 @@ class RunController(QObject):
             self.w.readiness_dock.raise_()
             self.w.status_label.setText(f"Build not started: the readiness check found {report.errors} error(s).")
             return None
-        a = get_backend("trt").availability()
-        if not a.available:
-            self.w.banner.show_message("TensorRT is not available here", f"trt: {a.reason}",
-                                       f"Install it: {a.install_hint}" if a.install_hint else "", level="warning")
+        if not _can_build(a):
+            rtx = get_backend("trt-rtx").availability()
+            self.w.banner.show_message(
+                "TensorRT is not available here", f"trt: {a.reason} trt-rtx: {rtx.build_reason or rtx.reason}",
+                'Install TensorRT for RTX, which builds without a GPU: pip install "trtlab[tensorrt-rtx]"; or '
+                "TensorRT: " + (a.install_hint or 'pip install "trtlab[tensorrt]"'), level="warning")
             return None
         full["options"] = {**full.get("options", {}), "profiles": [profile.to_json()]}
         return self._start("build", "app.backends.tasks:build_task", full, f"Build TensorRT engine ({full['target']})")
@@ -305,6 +309,25 @@ class RunController(QObject):
                                        f"Exit: {reason}. The Jobs panel has its log." if reason else
                                        "The Jobs panel has its log.")
             self.w.show_jobs()
+
+
+def _can_build(a: object) -> bool:
+    can = getattr(a, "can_build", None)
+    return bool(a.available if can is None else can)
+
+
+def engine_backend() -> tuple[str, object]:
+    """The engine backend a build uses: TensorRT where it can build, else TensorRT for RTX (which builds without
+    a GPU); with neither, `trt` and its availability, for the message."""
+    from app.backends import get_backend
+
+    first = None
+    for name in ("trt", "trt-rtx"):
+        a = get_backend(name).availability()
+        first = first or (name, a)
+        if _can_build(a):
+            return name, a
+    return first
 
 
 def _rename_targets(params: dict, fn: object) -> dict:

@@ -1,6 +1,6 @@
-"""The Engine dock and the TensorRT build flow through the real window. Building needs TensorRT, which no
-machine here has: the build request is checked to refuse clearly, and the engine view is driven by a build
-result made by the real report code from inspector JSON written to TensorRT's documented schemas."""
+"""The Engine dock and the TensorRT build flow through the real window: a real TensorRT for RTX build where it is
+installed (no GPU needed), a clear refusal where no TensorRT is, and the engine view driven by a build result
+made by the real report code from inspector JSON written to TensorRT's documented schemas."""
 
 from __future__ import annotations
 
@@ -34,12 +34,49 @@ def _fixture_model(tmp_path):
     return path
 
 
+HAS_RTX = importlib.util.find_spec("tensorrt_rtx_bindings") is not None
+
+
+def _no_engine_backend(monkeypatch):
+    """A machine with neither TensorRT nor TensorRT for RTX, whatever this one has."""
+    from app.backends import Availability
+    from app.backends.trt_rtx import RtxBackend
+
+    monkeypatch.setattr(RtxBackend, "availability", lambda self: Availability(
+        False, "tensorrt-rtx is not installed", can_build=False, build_reason="tensorrt-rtx is not installed"))
+
+
 @pytest.mark.skipif(importlib.util.find_spec("tensorrt") is not None, reason="tensorrt is installed here")
-def test_build_without_tensorrt_says_how_to_install(qtbot, window, model_paths):
+def test_build_without_tensorrt_says_how_to_install(qtbot, window, model_paths, monkeypatch):
+    _no_engine_backend(monkeypatch)
     open_and_wait(qtbot, window, model_paths["u2netp"])  # static input shapes: nothing else to ask first
     assert window.run_controller.start_build() is None
+    assert "trtlab[tensorrt-rtx]" in window.banner.fix
     assert window.banner.isVisible() and "trtlab[tensorrt]" in window.banner.fix
     assert not window.run_controller.running
+
+
+@pytest.mark.skipif(not HAS_RTX or importlib.util.find_spec("tensorrt") is not None,
+                    reason="needs TensorRT for RTX (and no TensorRT 10/11, which a build would prefer)")
+def test_the_window_builds_a_real_engine_with_tensorrt_rtx(qtbot, window, model_paths):
+    """Build TensorRT Engine without a GPU: a real TensorRT for RTX build in a job, then the Engine dock."""
+    open_and_wait(qtbot, window, model_paths["magika_standard_v3_3"])
+    window.shapes_panel.edits["bytes"].setText("1x2048")
+    window.shapes_panel.apply()
+    qtbot.waitUntil(lambda: not window.loader.is_busy(), timeout=30_000)
+    window.plan.set_default("fp16")
+    with qtbot.waitSignal(window.jobs.finished, timeout=240_000) as sig:
+        job = window.run_controller.start_build()
+        assert job is not None, (window.banner.text(), window.run_panel.message.text())
+    result = sig.args[1]
+    assert result.status == "done", (result.error, result.log_tail)
+    assert window.engine is not None and window.engine["target"] == "trt-rtx:plan"
+    layers = window.engine["layers"]
+    assert layers and {la["precision"] for la in layers} == {"fp16"}
+    panel = window.engine_panel
+    assert panel.table.rowCount() == len(layers)
+    assert "trt-rtx" in panel.summary.text() or "RTX" in panel.summary.text()
+    assert window.color_mode == "engine" or window.engine_dock.isVisible()
 
 
 def test_engine_result_fills_the_table_colours_the_graph_and_warns(qtbot, window, tmp_path):
@@ -129,8 +166,11 @@ def test_build_profile_for_a_dynamic_input_is_checked_first(qtbot, window, model
     panel.profile_edits["x"].setText("1x3x224x224:8x3x224x224:32x3x224x224")
     panel.message.setText("")
     started = window.run_controller.start_build()
-    if importlib.util.find_spec("tensorrt") is None:
+    if importlib.util.find_spec("tensorrt") is None and not HAS_RTX:
         assert started is None and panel.message.text() == "" and "trtlab[tensorrt]" in window.banner.fix
+    else:  # the valid profile starts a build
+        assert started is not None and panel.message.text() == ""
+        window.run_controller.cancel_all()
 
 
 def test_engine_state_is_cleared_with_the_model(qtbot, window, tmp_path):
