@@ -20,6 +20,7 @@ from app.ui.overlays import MinimapOverlay
 from app.ui.plain_text import breakable
 from app.ui.plan_controller import PRECISION_COLORS
 from tests.ui.conftest import open_and_wait
+from tests.ui.test_big_graph import _residual_chain
 
 MARKUP = "<b>x</b> & <unk>"
 LONG_TENSOR = "/model/encoder/layer.0/attention/self/query/MatMul_output_0_of_a_rather_long_export"
@@ -238,22 +239,6 @@ def test_edge_labels_never_overlap_each_other_or_nodes(qtbot, window, model_path
 
 
 # ----------------------------------------------------------------------------- 5. fit on tall graphs
-def _residual_chain(blocks: int) -> onnx.ModelProto:
-    nodes, x = [], "x"
-    for i in range(blocks):
-        a, b, c, d = (f"{k}{i}" for k in "abcd")
-        nodes += [helper.make_node("Relu", [x], [a], name=f"relu{i}"),
-                  helper.make_node("Sigmoid", [x], [b], name=f"sig{i}"),
-                  helper.make_node("Add", [a, b], [c], name=f"add{i}"),
-                  helper.make_node("Mul", [c, "x" if i % 50 == 0 else x], [d], name=f"mul{i}")]
-        x = d
-    g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
-                          [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 16])])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 10
-    return m
-
-
 def _assert_usable_fit(view) -> None:
     item = view.item
     b = item.boundingRect()
