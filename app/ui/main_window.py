@@ -355,6 +355,7 @@ class MainWindow(PrecisionWindowMixin, QMainWindow):
         self.readiness_panel.versionChanged.connect(lambda _v: self.run_readiness())
         self.run_panel.profileChanged.connect(self._readiness_timer.start)
         self.engine_panel.saveRequested.connect(self.save_engine_dialog)
+        self.results_view.exported.connect(self.status_label.setText)
 
     # ----------------------------------------------------------------- opening
     def open_dialog(self) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -48,6 +48,8 @@ EMPTY_HEADLINE = "Run a comparison or a benchmark to see results here."
 
 class ResultsView(QWidget):
     """The gathered comparisons (compare JSON) and benchmarks (one bench JSON per target) of one model."""
+
+    exported = Signal(str)  # what was written where, for the status bar
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -299,8 +301,14 @@ class ResultsView(QWidget):
 
         folder = QFileDialog.getExistingDirectory(self, "Export plots to folder")
         if folder:
-            written = self.export_plots(Path(folder))
+            try:
+                written = self.export_plots(Path(folder))
+            except OSError as exc:
+                self.export_label.setText(f"Could not write the plots to {folder}: {exc.strerror or exc}")
+                self.exported.emit(f"Could not export the plots to {folder}: choose a folder you can write to.")
+                return
             self.export_label.setText(f"Saved {len(written)} file(s) to {folder}")
+            self.exported.emit(f"Exported {len(written)} plot files (PNG and SVG) to {folder}")
 
 
 class _CaveatScroll(QScrollArea):

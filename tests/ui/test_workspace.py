@@ -86,3 +86,23 @@ def test_hover_hints_do_not_replace_the_status(qtbot, window, model_paths, tmp_p
     out = tmp_path / "u2netp.png"
     assert window.export_to(out)
     assert str(out) in window.status_label.text() and out.stat().st_size > 0
+
+
+def test_plot_export_says_where_in_the_status_bar(qtbot, window, model_paths, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    open_and_wait(qtbot, window, model_paths["magika_standard_v3_3"])
+    window.shapes_panel.edits["bytes"].setText("1x2048")
+    window.shapes_panel.apply()
+    qtbot.waitUntil(lambda: not window.loader.is_busy(), timeout=30_000)
+    window.run_panel.samples.setValue(2)
+    with qtbot.waitSignal(window.jobs.finished, timeout=120_000) as sig:
+        window.run_panel.compare_button.click()
+    assert sig.args[1].status == "done", sig.args[1].error
+    assert window.results_view.export_button.isEnabled()
+    out = tmp_path / "plots"
+    out.mkdir()
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(out))
+    window.results_view.export_button.click()
+    assert str(out) in window.status_label.text() and "Exported" in window.status_label.text()
+    assert any(out.glob("*.png")) and any(out.glob("*.svg"))
