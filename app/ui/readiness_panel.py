@@ -14,9 +14,13 @@ _TITLES = {"error": "Errors — the build is expected to fail", "warning": "Warn
            "info": "Notes"}
 
 
+def target_label(version: str) -> str:
+    return "TensorRT for RTX (its default targets)" if version == "rtx" else f"TensorRT {version}.x"
+
+
 class ReadinessPanel(QWidget):
     nodeActivated = Signal(str)          # a node key
-    versionChanged = Signal(str)         # "10" | "11"
+    versionChanged = Signal(str)         # "10" | "11" | "rtx"
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -29,6 +33,7 @@ class ReadinessPanel(QWidget):
         self.version = QComboBox()
         self.version.addItem("TensorRT 11.x", "11")
         self.version.addItem("TensorRT 10.x", "10")
+        self.version.addItem("TensorRT for RTX", "rtx")
         self.version.setToolTip("The TensorRT version whose ONNX parser the model is checked against")
         self.version.currentIndexChanged.connect(lambda _: self.versionChanged.emit(self.version.currentData()))
         top.addWidget(self.summary, 1)
@@ -64,7 +69,7 @@ class ReadinessPanel(QWidget):
                  f"{len(groups['info'])} note(s)"]
         verdict = ("<b style='color:#c62828'>A TensorRT build is expected to fail.</b> " if report.errors else
                    "<b style='color:#2b8a3e'>Nothing found that stops a TensorRT build.</b> ")
-        self.summary.setText(f"{verdict}{' · '.join(parts)} · TensorRT {report.trt_version}.x · checked in "
+        self.summary.setText(f"{verdict}{' · '.join(parts)} · {target_label(report.trt_version)} · checked in "
                              f"{1000 * report.seconds:.0f} ms")
         for sev in ("error", "warning", "info"):
             findings = groups[sev]

@@ -67,3 +67,26 @@ def test_errors_make_a_build_ask_first(qtbot, window, tmp_path, monkeypatch):
     # TensorRT 10.x is checked too, from the same support table.
     window.readiness_panel.version.setCurrentIndex(1)
     assert window.readiness.trt_version == "10" and window.readiness.errors >= 1
+
+
+def test_tensorrt_for_rtx_is_a_target_in_the_window(qtbot, window, tmp_path):
+    """A bicubic Resize: TensorRT 10/11's rules refuse it, TensorRT for RTX's parser takes it (measured)."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32), "scales")
+    g = helper.make_graph([helper.make_node("Resize", ["x", "", "scales"], ["y"], name="up", mode="cubic")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 16, 16])], [scales])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    path = tmp_path / "cubic.onnx"
+    onnx.save(m, str(path))
+    open_and_wait(qtbot, window, path)
+    combo = window.readiness_panel.version
+    assert combo.currentData() == "11" and window.readiness.errors >= 1
+    assert any("up" in f.nodes and f.severity == "error" for f in window.readiness.findings)
+    combo.setCurrentIndex(combo.findData("rtx"))
+    qtbot.waitUntil(lambda: window.readiness.trt_version == "rtx", timeout=5_000)
+    assert not any("up" in f.nodes and f.severity == "error" for f in window.readiness.findings)
+    assert "TensorRT for RTX" in window.readiness_panel.summary.text()
