@@ -160,8 +160,11 @@ class JobsPanel(QWidget):
         self.table.setItem(row, COL_STATUS, entry.status)
         self.table.setCellWidget(row, COL_CANCEL, button)
         self._jobs[job] = entry
-        if self.selected_job() is None:
+        selected = self.selected_job()
+        if selected is None or selected in self.bridge.results:
+            # Follow the new job (its progress and log) unless the user is watching one still running.
             self.table.selectRow(row)
+            self.table.scrollToItem(title_item)
         self._clock.start()
         self._update_summary()
 

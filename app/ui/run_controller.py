@@ -196,6 +196,14 @@ class RunController(QObject):
                 "TensorRT: " + (a.install_hint or 'pip install "trtlab[tensorrt]"'), level="warning")
             return None
         full["options"] = {**full.get("options", {}), "profiles": [profile.to_json()]}
+        if backend == "trt-rtx":
+            try:
+                targets = panel.rtx_target_list()
+            except TrtlabError as exc:
+                self._refuse("Build not started", exc.message, exc.fix)
+                return None
+            if targets:
+                full["options"]["targets"] = targets
         return self._start("build", "app.backends.tasks:build_task", full, f"Build TensorRT engine ({full['target']})")
 
     def _confirm_build(self, report: object) -> bool:

@@ -73,6 +73,7 @@ class RunPanel(QWidget):
                                     "32x3x224x224; empty: the engine takes exactly the input shapes set above")
         self.profile_box.hide()
         col.addWidget(self.profile_box)
+        col.addWidget(self._build_engine_box())
         self._build_tolerance(col)
         col.addStretch(1)
         # The settings scroll inside the panel; the actions above them never scroll away.
@@ -86,6 +87,25 @@ class RunPanel(QWidget):
         self._update_summary()
 
     # ----------------------------------------------------------------- construction
+    def _build_engine_box(self) -> QGroupBox:
+        from app.core.engine.rtx import DEFAULT_LABEL, RTX_TARGETS
+
+        box = QGroupBox("TensorRT for RTX engines")
+        form = QFormLayout(box)
+        self.rtx_targets = QLineEdit()
+        self.rtx_targets.setPlaceholderText(DEFAULT_LABEL)
+        self.rtx_targets.setToolTip("Compute capabilities the engine is built for, separated by commas (from "
+                                    f"{', '.join(RTX_TARGETS)}); empty: {DEFAULT_LABEL}. Fewer targets build "
+                                    "faster and make a smaller plan.")
+        form.addRow("Targets", self.rtx_targets)
+        return box
+
+    def rtx_target_list(self) -> list[str]:
+        """The typed targets, checked (raises TargetError naming the bad one); [] is RTX's default set."""
+        from app.core.engine.rtx import parse_targets
+
+        return list(parse_targets(self.rtx_targets.text()))
+
     def _build_actions(self) -> QHBoxLayout:
         buttons = QHBoxLayout()
         self.compare_button = QPushButton("Compare outputs")

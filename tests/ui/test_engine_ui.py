@@ -10,6 +10,7 @@ import json
 import onnx
 import pytest
 from onnx import helper
+from PySide6.QtCore import Qt
 
 from app.backends.tasks import engine_report
 from app.ui.plan_controller import PRECISION_COLORS
@@ -196,3 +197,30 @@ def test_a_parser_error_on_a_variant_only_node_does_not_crash(qtbot, window, tmp
     g = window.graph_page.picture.graph
     row = next(r for r in window.plan.rows if r.key == "/head/Softmax")
     assert window.view.selection.selected == frozenset({g.node_of_onnx(row.index)})
+
+
+@pytest.mark.skipif(not HAS_RTX or importlib.util.find_spec("tensorrt") is not None,
+                    reason="needs TensorRT for RTX (and no TensorRT 10/11, which a build would prefer)")
+def test_a_build_in_the_window_shows_progress_and_cancel_stops_it(qtbot, window, model_paths):
+    open_and_wait(qtbot, window, model_paths["u2netp"])
+    panel = window.run_panel
+    # A target TensorRT for RTX cannot build for is refused before anything starts, naming it.
+    panel.rtx_targets.setText("8.6, 9.0")
+    assert window.run_controller.start_build(force=True) is None
+    assert "9.0" in panel.message.text() and window.banner.isVisible()
+    # Targets of its own, so no engine another test built comes from the cache.
+    panel.rtx_targets.setText("8.6")
+    window.plan.set_default("int8")
+    panel.calib_samples.setValue(2)
+    seen: list[str] = []
+    window.jobs.progress.connect(lambda _job, _f, message: seen.append(message))
+    job = window.run_controller.start_build(force=True)
+    assert job is not None, panel.message.text()
+    jobs = window.jobs_panel
+    assert jobs.selected_job() == job  # the new job is followed: its bar and log are in view
+    qtbot.waitUntil(lambda: any("TensorRT for RTX engine" in m for m in seen), timeout=180_000)
+    assert jobs.bar(job).isVisible()
+    with qtbot.waitSignal(window.jobs.finished, timeout=30_000) as sig:
+        qtbot.mouseClick(jobs.cancel_button(job), Qt.MouseButton.LeftButton)
+    assert sig.args[1].status == "cancelled", (sig.args[1].status, sig.args[1].error)
+    assert window.engine is None and "cancelled" in window.status_label.text().lower()
