@@ -13,9 +13,11 @@ layers come from the engine inspector when this machine can load the engine, els
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -178,6 +180,30 @@ def build_engine(onnx_path: str, *, trt: Any, logger: Any, workspace_bytes: int 
     engine), so the layers come from the builder's `Layers:` dump. `tracker`
     (app.core.engine.progress.PhaseTracker) receives TensorRT's progress callbacks; its `step_complete`
     returns False once Cancel was asked, which stops the build."""
+    with _no_garbage_collection():
+        return _build_engine(onnx_path, trt=trt, logger=logger, workspace_bytes=workspace_bytes,
+                             optimization_level=optimization_level, tf32=tf32, profiles=profiles, targets=targets,
+                             timing_cache=timing_cache, tracker=tracker, inspect=inspect)
+
+
+@contextlib.contextmanager
+def _no_garbage_collection() -> Iterator[None]:
+    """No cyclic garbage collection while TensorRT runs. TensorRT calls the Python logger and progress monitor
+    while holding its own lock; a collection started there that frees an earlier Builder (kept in a cycle, e.g.
+    by a caught exception's traceback) waits for that same lock, and the process hangs (seen with TensorRT for
+    RTX 1.7 in `createInferBuilder`). Collected afterwards, outside TensorRT, the same objects free cleanly."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _build_engine(onnx_path: str, *, trt: Any, logger: Any, workspace_bytes: int | None, optimization_level: int,
+                  tf32: bool, profiles: list | None, targets: tuple[str, ...], timing_cache: bytes | None,
+                  tracker: Any, inspect: bool) -> BuildResult:
     trt.init_libnvinfer_plugins(logger, "")
     builder = trt.Builder(logger)
     network = builder.create_network(network_flags(trt))
