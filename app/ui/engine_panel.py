@@ -3,6 +3,8 @@ fused into each), what differs from the plan, per-layer time after a benchmark, 
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -81,10 +83,16 @@ class EnginePanel(QWidget):
         for layer in layers:
             counts[layer["precision"]] = counts.get(layer["precision"], 0) + 1
         mix = ", ".join(f"{n} {p.upper()}" for p, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        rtx = doc.get("flavour") == "rtx"
+        product = "TensorRT for RTX" if rtx else "TensorRT"
+        where = (f"for {html.escape(str(doc.get('gpu', '?')))}, compute capability "
+                 f"{doc.get('compute_capability', '?')}" if rtx else
+                 f"on {html.escape(str(doc.get('gpu', '?')))} (sm {doc.get('compute_capability', '?')})")
+        source = " · layers from the builder's log" if doc.get("layer_source") == "builder log" else ""
         self.summary.setText(
-            f"<b>{doc.get('target', '')}</b>: TensorRT {doc.get('trt_version', '?')} on {doc.get('gpu', '?')} "
-            f"(sm {doc.get('compute_capability', '?')}){' · from the engine cache' if doc.get('cached') else ''} · "
-            f"{len(layers)} engine layers ({mix or 'no layer information'})")
+            f"<b>{html.escape(str(doc.get('target', '')))}</b>: {product} {doc.get('trt_version', '?')} {where}"
+            f"{' · from the engine cache' if doc.get('cached') else ''} · "
+            f"{len(layers)} engine layers ({mix or 'no layer information'}){source}")
         if not doc.get("ok", True):
             errs = doc.get("parse_errors", [])
             self.summary.setText(f"<b>TensorRT's ONNX parser refused the graph</b> ({len(errs)} error(s)); the nodes "
