@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 class RunController(QObject):
     """Comparisons run as one job; benchmarks one target at a time, so they never compete for the machine."""
 
-    _trt_checked = Signal(object)   # from the worker thread: delivered on the GUI thread
+    _trt_checked = Signal(str, object)   # backend, availability: from a worker thread, delivered on the GUI thread
 
     def __init__(self, window: MainWindow) -> None:
         super().__init__(window)
@@ -41,32 +41,34 @@ class RunController(QObject):
         self._availability_loaded = False
 
     def refresh_availability(self) -> None:
-        """Which backends can run. TensorRT's check may start a child process to ask the GPU through
-        cuda-python: it runs on a worker thread, and `trt` says "checking…" meanwhile."""
+        """Which backends can run. TensorRT's checks may start a child process to ask the GPU through
+        cuda-python: they run on worker threads, and `trt` / `trt-rtx` say "checking…" meanwhile."""
         import threading
 
         from app.backends import BACKEND_NAMES, Availability, get_backend
-        from app.backends.trt_env import environment
+        from app.backends.trt_env import environment, rtx_environment
 
-        table = {name: get_backend(name).availability() for name in BACKEND_NAMES if name != "trt"}
-        if environment.cache_info().currsize:
-            table["trt"] = environment().availability()
-        else:
-            table["trt"] = Availability(False, "checking for TensorRT and the GPU…")
-            threading.Thread(target=lambda: self._trt_checked.emit(environment().availability()),
-                             name="trtlab-trt-check", daemon=True).start()
+        probes = {"trt": environment, "trt-rtx": rtx_environment}
+        table = {name: get_backend(name).availability() for name in BACKEND_NAMES if name not in probes}
+        for name, probe in probes.items():
+            if probe.cache_info().currsize:
+                table[name] = probe().availability()
+                continue
+            table[name] = Availability(False, "checking for TensorRT and the GPU…")
+            threading.Thread(target=lambda n=name, p=probe: self._trt_checked.emit(n, p().availability()),
+                             name=f"trtlab-{name}-check", daemon=True).start()
         self._availability = table
         self.w.run_panel.set_availability(table)
         self._availability_loaded = True
 
-    def _on_trt_checked(self, availability: object) -> None:
+    def _on_trt_checked(self, name: str, availability: object) -> None:
         table = dict(getattr(self, "_availability", {}))
-        table["trt"] = availability
+        table[name] = availability
         self._availability = table
         checked = {n for n, cb in self.w.run_panel.checks.items() if cb.isChecked()}
         self.w.run_panel.set_availability(table)
-        for name, cb in self.w.run_panel.checks.items():  # keep what the user ticked meanwhile
-            cb.setChecked(cb.isEnabled() and (name in checked or (name == "trt" and availability.available)))
+        for n, cb in self.w.run_panel.checks.items():  # keep what the user ticked meanwhile
+            cb.setChecked(cb.isEnabled() and (n in checked or (n == name and availability.available)))
 
     REFUSAL_TITLES = ("Not started", "Input shapes needed")
 
