@@ -492,8 +492,8 @@ def _without_traceback(lines: list[str]) -> list[str]:
             skipping = True
             continue
         if skipping:
-            if not line[:1].isspace():  # the exception's own line ends the traceback
-                skipping = False
-            continue
+            if line[:1].isspace():
+                continue
+            skipping = False  # the exception's own line ends the traceback: keep it, it says what failed
         out.append(line)
     return out

@@ -70,7 +70,7 @@ class RunController(QObject):
         for n, cb in self.w.run_panel.checks.items():  # keep what the user ticked meanwhile
             cb.setChecked(cb.isEnabled() and (n in checked or (n == name and availability.available)))
 
-    REFUSAL_TITLES = ("Not started", "Input shapes needed")
+    REFUSAL_TITLES = ("Not started", "Input shapes needed", "Build not started")
 
     def _refuse(self, title: str, message: str, fix: str = "") -> None:
         """Why an action did not start: next to the Run panel's buttons and as the banner over the graph, so
@@ -178,13 +178,21 @@ class RunController(QObject):
             self.w.run_dock.show()
             self.w.run_dock.raise_()
             return None
-        backend, a = engine_backend()
+        backend, a = engine_backend(getattr(self, "_availability", None))
+        targets: list[str] = []
+        if backend == "trt-rtx":
+            try:
+                targets = panel.rtx_target_list()
+            except TrtlabError as exc:
+                self._refuse("Build not started", exc.message, exc.fix)
+                return None
         # A profile alone is enough: its opt shapes are the run's shapes.
         full = self._base_params({**params, "target": f"{backend}:plan"},
                                  {k: p.opt for k, p in profile.inputs.items()})
         if full is None:
             return None
-        report = self.w.run_readiness()
+        # Checked against the TensorRT that will build (RTX with its targets), whatever the Readiness dock shows.
+        report = self.w.run_readiness(trt_version="rtx" if backend == "trt-rtx" else None)
         if report is not None and report.errors and not force and not self._confirm_build(report):
             self.w.readiness_dock.show()
             self.w.readiness_dock.raise_()
@@ -198,14 +206,8 @@ class RunController(QObject):
                 "TensorRT: " + (a.install_hint or 'pip install "trtlab[tensorrt]"'), level="warning")
             return None
         full["options"] = {**full.get("options", {}), "profiles": [profile.to_json()]}
-        if backend == "trt-rtx":
-            try:
-                targets = panel.rtx_target_list()
-            except TrtlabError as exc:
-                self._refuse("Build not started", exc.message, exc.fix)
-                return None
-            if targets:
-                full["options"]["targets"] = targets
+        if targets:
+            full["options"]["targets"] = targets
         return self._start("build", "app.backends.tasks:build_task", full, f"Build TensorRT engine ({full['target']})")
 
     def _confirm_build(self, report: object) -> bool:
@@ -326,14 +328,17 @@ def _can_build(a: object) -> bool:
     return bool(a.available if can is None else can)
 
 
-def engine_backend() -> tuple[str, object]:
+def engine_backend(known: dict | None = None) -> tuple[str, object]:
     """The engine backend a build uses: TensorRT where it can build, else TensorRT for RTX (which builds without
-    a GPU); with neither, `trt` and its availability, for the message."""
+    a GPU); with neither, `trt` and its availability, for the message. `known` is the Run panel's table: an
+    answer already there is used rather than probing the GPU again on the GUI thread."""
     from app.backends import get_backend
 
     first = None
     for name in ("trt", "trt-rtx"):
-        a = get_backend(name).availability()
+        a = (known or {}).get(name)
+        if a is None or "checking" in getattr(a, "reason", ""):
+            a = get_backend(name).availability()
         first = first or (name, a)
         if _can_build(a):
             return name, a

@@ -220,8 +220,9 @@ class PrecisionWindowMixin:
     def go_worst(self) -> None:
         self._go_to_key((self.diagnosis or {}).get("worst"), "worst layer")
 
-    def run_readiness(self) -> object | None:
-        """Check the model (and the plan) for what would break a TensorRT build; badges on the graph."""
+    def run_readiness(self, trt_version: str | None = None) -> object | None:
+        """Check the model (and the plan) for what would break a TensorRT build; badges on the graph.
+        `trt_version` overrides the Readiness panel's choice (a build checks against the TensorRT it uses)."""
         from app.core.readiness import ScanCache, check_model
 
         self._readiness_timer.stop()
@@ -239,10 +240,17 @@ class PrecisionWindowMixin:
                                              self.opened.input_shapes or None)
             except errors.TrtlabError:
                 profile = None  # the Run panel says what is wrong with it when a build is asked for
+        version = trt_version or self.readiness_panel.version.currentData()
+        targets = None
+        if version == "rtx":
+            try:
+                targets = self.run_panel.rtx_target_list() or None
+            except errors.TrtlabError:
+                targets = None  # the Run panel names the bad target when a build is asked for
         try:
             report = check_model(self.opened.doc.model, plan=plan, shapes=self.opened.input_shapes or None,
-                                 profile=profile,
-                                 trt_version=self.readiness_panel.version.currentData(),
+                                 profile=profile, targets=targets,
+                                 trt_version=version,
                                  model_path=str(self.opened.path), shape_result=self.opened.shapes,
                                  cache=self._readiness_cache)
         except Exception as exc:  # a check must never take the window down

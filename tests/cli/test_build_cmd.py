@@ -125,3 +125,15 @@ def test_running_on_trt_rtx_without_an_rtx_gpu_exits_3_saying_so(model_paths):
     assert r.returncode == 3 and f"trt-rtx: {a.reason}" in r.stderr, r.stderr
     if a.can_build:
         assert "builds engines here" in r.stderr
+
+
+def test_a_failed_jobs_log_drops_the_traceback_but_keeps_what_failed():
+    from app.cli.run_cmds import _without_traceback
+
+    lines = ["[E] Error Code 4: API Usage Error (Squeeze_72)", "Traceback (most recent call last):",
+             '  File "x.py", line 1, in <module>', "    build()", "BuildFailed: the build failed",
+             "During handling of the above exception, another exception occurred:",
+             "Traceback (most recent call last):", '  File "y.py", line 2, in <module>', "RuntimeError: could not save"]
+    assert _without_traceback(lines) == [
+        "[E] Error Code 4: API Usage Error (Squeeze_72)", "BuildFailed: the build failed",
+        "During handling of the above exception, another exception occurred:", "RuntimeError: could not save"]

@@ -51,6 +51,7 @@ def _no_engine_backend(monkeypatch):
 def test_build_without_tensorrt_says_how_to_install(qtbot, window, model_paths, monkeypatch):
     _no_engine_backend(monkeypatch)
     open_and_wait(qtbot, window, model_paths["u2netp"])  # static input shapes: nothing else to ask first
+    window.run_controller._availability = {}  # forget what this machine has: ask the backends again
     assert window.run_controller.start_build() is None
     assert "trtlab[tensorrt-rtx]" in window.banner.fix
     assert window.banner.isVisible() and "trtlab[tensorrt]" in window.banner.fix

@@ -69,8 +69,7 @@ def test_errors_make_a_build_ask_first(qtbot, window, tmp_path, monkeypatch):
     assert window.readiness.trt_version == "10" and window.readiness.errors >= 1
 
 
-def test_tensorrt_for_rtx_is_a_target_in_the_window(qtbot, window, tmp_path):
-    """A bicubic Resize: TensorRT 10/11's rules refuse it, TensorRT for RTX's parser takes it (measured)."""
+def _cubic_resize_model(tmp_path):
     import numpy as np
     from onnx import numpy_helper
 
@@ -82,7 +81,12 @@ def test_tensorrt_for_rtx_is_a_target_in_the_window(qtbot, window, tmp_path):
     m.ir_version = 9
     path = tmp_path / "cubic.onnx"
     onnx.save(m, str(path))
-    open_and_wait(qtbot, window, path)
+    return path
+
+
+def test_tensorrt_for_rtx_is_a_target_in_the_window(qtbot, window, tmp_path):
+    """A bicubic Resize: TensorRT 10/11's rules refuse it, TensorRT for RTX's parser takes it (measured)."""
+    open_and_wait(qtbot, window, _cubic_resize_model(tmp_path))
     combo = window.readiness_panel.version
     assert combo.currentData() == "11" and window.readiness.errors >= 1
     assert any("up" in f.nodes and f.severity == "error" for f in window.readiness.findings)
@@ -90,3 +94,21 @@ def test_tensorrt_for_rtx_is_a_target_in_the_window(qtbot, window, tmp_path):
     qtbot.waitUntil(lambda: window.readiness.trt_version == "rtx", timeout=5_000)
     assert not any("up" in f.nodes and f.severity == "error" for f in window.readiness.findings)
     assert "TensorRT for RTX" in window.readiness_panel.summary.text()
+
+
+def test_a_build_is_checked_against_the_tensorrt_that_builds(qtbot, window, tmp_path, monkeypatch):
+    """With only TensorRT for RTX here a build uses it, so TensorRT 11's objection to cubic Resize must not stop it."""
+    from app.ui.run_controller import engine_backend
+
+    if engine_backend()[0] != "trt-rtx":
+        import pytest
+
+        pytest.skip("needs TensorRT for RTX as the engine backend (installed, and no TensorRT 10/11)")
+    open_and_wait(qtbot, window, _cubic_resize_model(tmp_path))
+    assert window.readiness_panel.version.currentData() == "11" and window.readiness.errors >= 1
+    asked = []
+    monkeypatch.setattr(window.run_controller, "_confirm_build", lambda report: asked.append(report) or False)
+    with qtbot.waitSignal(window.jobs.finished, timeout=120_000) as sig:
+        assert window.run_controller.start_build() is not None
+    assert not asked and window.readiness.trt_version == "rtx"
+    assert sig.args[1].status == "done", sig.args[1].error
