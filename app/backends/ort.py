@@ -73,6 +73,25 @@ class OrtSession:
         self.sess = None
 
 
+def cpu_runnable(model_path: str) -> tuple[str | bytes, bool]:
+    """The model for ONNX Runtime's CPU provider: itself, or (a BF16 variant) its BF16 nodes widened to FP32
+    between rounding Casts, serialized; and whether it was widened."""
+    import onnx
+
+    from app.core.transforms.emulate import has_bfloat16, widen_bfloat16
+
+    try:
+        head = onnx.load(model_path, load_external_data=False)
+    except Exception:  # noqa: BLE001 - unreadable here: ONNX Runtime's own load says why, below
+        return model_path, False
+    if not has_bfloat16(head):
+        return model_path, False
+    model = onnx.load(model_path)
+    if model.ByteSize() >= 1_800_000_000:
+        return model_path, False  # too large to pass as bytes: ORT's own refusal names the BF16 kernels
+    return widen_bfloat16(model).SerializeToString(), True
+
+
 class _OrtBackend:
     provider = "CPUExecutionProvider"
     name = "ort-cpu"
@@ -113,8 +132,12 @@ class _OrtBackend:
         providers: list[object] = [(self.provider, self.provider_options(options))]
         if self.provider != "CPUExecutionProvider":
             providers.append("CPUExecutionProvider")  # for ops the accelerator lacks, as ORT does itself
+        source: str | bytes = str(model_path)
+        emulated = False
+        if self.provider == "CPUExecutionProvider":
+            source, emulated = cpu_runnable(str(model_path))
         try:
-            sess = ort.InferenceSession(str(model_path), sess_options=so, providers=providers)
+            sess = ort.InferenceSession(source, sess_options=so, providers=providers)
         except Exception as exc:  # ORT raises its own Fail/InvalidGraph/... types
             raise BackendUnavailable(f"{self.name} could not load the model: {str(exc).strip()[:500]}",
                                      fix="Check that this onnxruntime supports the model's opsets and IR version "
@@ -124,7 +147,11 @@ class _OrtBackend:
             # ORT silently falls back to the CPU when the GPU provider cannot start: never time that as a GPU.
             raise BackendUnavailable(f"{self.name}: {self.provider} did not start (ONNX Runtime fell back to "
                                      f"{', '.join(used)}); no usable GPU or CUDA libraries here.", fix=_GPU_HINT)
-        return OrtSession(sess, self.provider, self.provider != "CPUExecutionProvider", self.notes(options))
+        notes = self.notes(options)
+        if self.provider == "CPUExecutionProvider" and emulated:
+            notes.append("BF16 emulated: ONNX Runtime's CPU provider has no BF16 kernels, so each BF16 node computes "
+                         "in FP32 between Casts that round its inputs and results to BF16")
+        return OrtSession(sess, self.provider, self.provider != "CPUExecutionProvider", notes)
 
 
 class OrtCpuBackend(_OrtBackend):

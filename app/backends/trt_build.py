@@ -152,6 +152,20 @@ def parser_issues(parser: Any) -> list[dict]:
     return out
 
 
+def parse_only(onnx_path: str, *, trt: Any, logger: Any | None = None) -> list[dict]:
+    """TensorRT's ONNX parser on a file, no build: the parser's issues ([] when it took the graph)."""
+    with _no_garbage_collection():
+        if logger is None:
+            logger = trt.Logger(trt.Logger.ERROR)
+        builder = trt.Builder(logger)
+        network = builder.create_network(network_flags(trt))
+        parser = trt.OnnxParser(network, logger)
+        ok = parser.parse_from_file(str(onnx_path))
+        issues = [] if ok else parser_issues(parser)
+        del parser, network, builder
+        return issues
+
+
 def set_targets(trt: Any, config: Any, targets: tuple[str, ...] | list[str]) -> None:
     """TensorRT for RTX's compute-capability targets ('8.6' -> ComputeCapability.SM86); () keeps its default."""
     from app.core.engine.rtx import enum_names

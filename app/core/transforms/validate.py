@@ -1,0 +1,130 @@
+"""Is a variant graph valid? Checked before any variant is reported as made.
+
+A variant passes three gates, in order: ONNX's full check (strict type and shape inference), a load in
+ONNX Runtime with every graph optimisation on (its fusions read types that the checker does not), and —
+where TensorRT for RTX is installed — its ONNX parser. The first gate that fails gives an
+:class:`InvalidVariant` naming the gate, the node, and the tool's own message.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+import onnx
+
+from app.core.errors import TrtlabError
+
+_NODE_PATTERNS = (
+    re.compile(r"[Nn]ode \(([^)]+)\)"),                       # onnx / ONNX Runtime: "Node (name) Op (Add)"
+    re.compile(r"[Nn]ode name: ([^\s,]+)"),
+    re.compile(r"[Nn]ode '([^']+)'"),
+    re.compile(r"while parsing node number \d+ \[\w+ -> \"([^\"]+)\""),  # TensorRT's parser names an output
+    re.compile(r"\[ONNX node: ([^\]]+)\]"),
+)
+
+
+class InvalidVariant(TrtlabError):
+    """The transform wrote a graph that a checker, ONNX Runtime or TensorRT refuses: a bug in the transform."""
+
+    title = "Variant is not a valid model"
+
+    def __init__(self, gate: str, detail: str, node: str | None = None, precision: str = "") -> None:
+        self.gate, self.detail, self.node = gate, detail, node
+        where = f" at node '{node}'" if node else ""
+        what = f"The {precision.upper()} variant" if precision else "The variant"
+        super().__init__(f"{what} fails {gate}{where}: {_first_line(detail)}",
+                         fix="This is a fault in the transform, not in your model. Keep the nodes named here "
+                             "in FP32 (a plan, or --plan) to get a variant now, and report the model and this "
+                             "message.")
+
+
+@dataclass(frozen=True)
+class Gate:
+    name: str
+    passed: bool
+    detail: str = ""
+    node: str | None = None
+
+
+def _first_line(text: str, limit: int = 400) -> str:
+    line = " ".join(text.strip().split())
+    return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+def node_in(text: str) -> str | None:
+    """The node a checker's, ONNX Runtime's or TensorRT's error message names, if any."""
+    for pattern in _NODE_PATTERNS:
+        m = pattern.search(text)
+        if m:
+            return m.group(1).strip()
+    return None
+
+
+def check_onnx(path: str | os.PathLike[str]) -> Gate:
+    """ONNX's full check: structure, then type and shape inference in strict mode with type checking."""
+    try:
+        onnx.checker.check_model(str(path), full_check=True)
+    except Exception as exc:  # noqa: BLE001 - onnx raises several unrelated classes for one failure
+        return Gate("ONNX's full check", False, str(exc), node_in(str(exc)))
+    return Gate("ONNX's full check", True)
+
+
+def check_ort(path: str | os.PathLike[str]) -> Gate:
+    """A load in ONNX Runtime (CPU) with all graph optimisations, as a deployment would load it."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3
+    from app.backends.ort import cpu_runnable
+
+    # A BF16 variant loads as the CPU runs it (BF16 nodes widened between Casts): ONNX Runtime's CPU provider
+    # has no BF16 kernels, which says nothing about the graph.
+    source, _ = cpu_runnable(str(path))
+    try:
+        ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # noqa: BLE001 - ORT's errors are one class per binding, all "it did not load"
+        return Gate("a load in ONNX Runtime", False, str(exc), node_in(str(exc)))
+    return Gate("a load in ONNX Runtime", True)
+
+
+def check_rtx_parse(path: str | os.PathLike[str]) -> Gate | None:
+    """TensorRT for RTX's ONNX parser on the graph; None when it is not installed here."""
+    from app.backends.base import BackendUnavailable
+    from app.backends.trt_build import parse_only
+    from app.backends.trt_flavour import RTX
+
+    try:
+        trt = RTX.import_module()
+    except BackendUnavailable:
+        return None
+    issues = parse_only(str(path), trt=trt)
+    if not issues:
+        return Gate("TensorRT for RTX's ONNX parser", True)
+    text = "; ".join(str(i.get("desc") or i.get("text") or "") for i in issues[:3])
+    node = next((str(i["node_name"]) for i in issues if i.get("node_name")), None) or node_in(text)
+    return Gate("TensorRT for RTX's ONNX parser", False, text, node)
+
+
+def validate_variant(path: str | os.PathLike[str], *, parser: bool = True) -> list[Gate]:
+    """Every gate's result, stopping at the first that fails."""
+    gates: list[Gate] = []
+    for check in (check_onnx, check_ort, *( (check_rtx_parse,) if parser else ())):
+        gate = check(path)
+        if gate is None:
+            continue
+        gates.append(gate)
+        if not gate.passed:
+            break
+    return gates
+
+
+def require_valid(path: str | os.PathLike[str], precision: str = "", *, parser: bool = True) -> list[Gate]:
+    """:func:`validate_variant`, raising :class:`InvalidVariant` at the first gate that fails."""
+    gates = validate_variant(path, parser=parser)
+    if gates and not gates[-1].passed:
+        bad = gates[-1]
+        raise InvalidVariant(bad.name, bad.detail, bad.node, precision)
+    return gates
