@@ -72,14 +72,36 @@ def check_onnx(path: str | os.PathLike[str]) -> Gate:
 
 
 def check_ort(path: str | os.PathLike[str]) -> Gate:
-    """A load in ONNX Runtime (CPU) with all graph optimisations, as a deployment would load it."""
+    """A load in ONNX Runtime (CPU) with all graph optimisations, as a deployment would load it.
+
+    Run in a child process: ONNX Runtime crashes outright on some graphs it should refuse (a segmentation
+    fault while optimising), and a crash must become a refusal here, not the end of the job or the window."""
+    import json
+    import subprocess
+    import sys
+
+    name = "a load in ONNX Runtime"
+    try:
+        proc = subprocess.run([sys.executable, "-m", "app.core.transforms.validate", str(path)], capture_output=True,
+                              text=True, timeout=600, env={**os.environ, "PYTHONFAULTHANDLER": ""})
+    except subprocess.TimeoutExpired:
+        return Gate(name, False, "ONNX Runtime took over 10 minutes to load the variant")
+    if proc.returncode == 0:
+        doc = json.loads(proc.stdout.strip().splitlines()[-1])
+        return Gate(name, bool(doc["passed"]), doc.get("detail", ""), doc.get("node"))
+    how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
+    tail = " ".join(proc.stderr.strip().splitlines()[-3:])
+    return Gate(name, False, f"ONNX Runtime crashed loading the variant ({how}){': ' + tail if tail else ''}")
+
+
+def _load_in_ort(path: str) -> Gate:
     import onnxruntime as ort
+
+    from app.backends.ort import cpu_runnable
 
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     opts.log_severity_level = 3
-    from app.backends.ort import cpu_runnable
-
     # A BF16 variant loads as the CPU runs it (BF16 nodes widened between Casts): ONNX Runtime's CPU provider
     # has no BF16 kernels, which says nothing about the graph.
     source, _ = cpu_runnable(str(path))
@@ -128,3 +150,11 @@ def require_valid(path: str | os.PathLike[str], precision: str = "", *, parser: 
         bad = gates[-1]
         raise InvalidVariant(bad.name, bad.detail, bad.node, precision)
     return gates
+
+
+if __name__ == "__main__":  # the child process of check_ort
+    import json
+    import sys
+
+    gate = _load_in_ort(sys.argv[1])
+    sys.stdout.write(json.dumps({"passed": gate.passed, "detail": gate.detail, "node": gate.node}) + "\n")
