@@ -156,7 +156,7 @@ def parse_only(onnx_path: str, *, trt: Any, logger: Any | None = None) -> list[d
     """TensorRT's ONNX parser on a file, no build: the parser's issues ([] when it took the graph)."""
     with _no_garbage_collection():
         if logger is None:
-            logger = trt.Logger(trt.Logger.ERROR)
+            logger = make_logger(trt, lambda level, message: None)  # silent: the issues are the answer
         builder = trt.Builder(logger)
         network = builder.create_network(network_flags(trt))
         parser = trt.OnnxParser(network, logger)

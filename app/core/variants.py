@@ -197,11 +197,12 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
     from app.core.transforms.validate import InvalidVariant, require_valid
 
     try:
-        require_valid(out, "+".join(sorted(used - {"fp32"})))
+        gates = require_valid(out, "+".join(sorted(used - {"fp32"})), source=model_path)
     except InvalidVariant:
         for f in (out, out.with_name(out.name + ".data")):
             f.unlink(missing_ok=True)
         raise
+    notes += [f"{g.name}: {g.detail}" for g in gates if g.passed and g.detail]
     atomic_write_text(meta, json.dumps({"notes": notes, "report": report, "plan": plan.to_json(),
                                         "model": model_path}, indent=1))
     prune_cache(folder, keep={out, meta})
