@@ -54,18 +54,22 @@ class EngineOutcome:
     layer_source: str = ""
 
 
-def build_config_from(options: dict[str, Any], inputs: list, shapes: dict[str, tuple[int, ...]]) -> Any:
+def build_config_from(options: dict[str, Any], inputs: list, shapes: dict[str, tuple[int, ...]],
+                      graph: Any = None) -> Any:
     """The BuildConfig for a job: options' workspace/level/TF32, and profiles from `--profile` specs
-    (options["profiles"]: JSON) or else fixed at the run's input shapes."""
+    (options["profiles"]: JSON) or else fixed at the run's input shapes. `graph` (the ONNX graph built) lets
+    dims sharing a dim_param be checked, '?' included (TensorRT builds them at one size)."""
     from app.core.engine.cache import BuildConfig
+    from app.core.engine.named_dims import named_dims
     from app.core.engine.profiles import OptimizationProfile, profile_from_shapes, validate_profile
 
+    names = named_dims(graph) if graph is not None else None
     if options.get("profiles"):
         profiles = [OptimizationProfile.from_json(p) for p in options["profiles"]]
     else:
-        profiles = [profile_from_shapes(inputs, shapes)]
+        profiles = [profile_from_shapes(inputs, shapes, dim_names=names)]
     for p in profiles:
-        validate_profile(p, inputs)
+        validate_profile(p, inputs, dim_names=names)
     return BuildConfig(workspace_mb=options.get("workspace_mb"), optimization_level=int(options.get("opt_level", 3)),
                        tf32=bool(options.get("tf32", False)), profiles=profiles,
                        targets=tuple(options.get("targets") or ()))
@@ -177,7 +181,7 @@ class TrtBackend:
         opts = dict(options or {})
         model = onnx.load(str(model_path), load_external_data=False)
         inputs = [value_info_to_tensor_info(v) for v in graph_inputs(model.graph)]
-        config = build_config_from(opts, inputs, dict(shapes or {}))
+        config = build_config_from(opts, inputs, dict(shapes or {}), model.graph)
         outcome = ensure_engine(str(model_path), config, ctx)
         trt = TENSORRT.import_module()
         notes = [f"TensorRT {outcome.meta.get('trt_version')} engine on {outcome.meta.get('gpu_name')}"

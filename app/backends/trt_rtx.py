@@ -44,7 +44,7 @@ class RtxBackend:
 
         model = onnx.load(str(model_path), load_external_data=False)
         inputs = [value_info_to_tensor_info(v) for v in graph_inputs(model.graph)]
-        config = build_config_from(dict(options or {}), inputs, dict(shapes or {}))
+        config = build_config_from(dict(options or {}), inputs, dict(shapes or {}), model.graph)
         outcome = ensure_engine(str(model_path), config, ctx, flavour=RTX)
         trt = RTX.import_module()
         notes = [f"TensorRT for RTX {outcome.meta.get('trt_version')} plan for compute capability "

@@ -105,6 +105,16 @@ class RunController(QObject):
         full = {**params, "model": str(opened.path), "shapes": {k: list(v) for k, v in shapes.items()}}
         targets = [*full.get("candidates", []), full.get("candidate", ""), *full.get("targets", []),
                    full.get("target", "")]
+        if any(str(t).split(":")[0] in ("trt", "trt-rtx") for t in targets):
+            # TensorRT builds dims sharing a dim_param at one size; ONNX Runtime does not care.
+            from app.core.engine.named_dims import named_dims
+            from app.core.engine.profiles import ProfileError, profile_from_shapes
+
+            try:
+                profile_from_shapes(opened.summary.inputs, shapes, dim_names=named_dims(opened.doc.model.graph))
+            except ProfileError as exc:
+                self._refuse("Input shapes needed", exc.message, exc.fix)
+                return None
         if any(str(t).endswith(":plan") for t in targets):
             if self.w.plan.is_trivial():
                 # An all-FP32 plan is the model itself: say so in the results rather than "B:plan".
@@ -161,6 +171,7 @@ class RunController(QObject):
         The profile is checked first (it names the input and axis), then the readiness check (errors ask
         before building), then whether TensorRT is here."""
         from app.backends import get_backend
+        from app.core.engine.named_dims import named_dims
         from app.core.engine.profiles import parse_profile_args
 
         panel = self.w.run_panel
@@ -172,9 +183,10 @@ class RunController(QObject):
         if params is None:
             return None
         try:
-            profile = parse_profile_args(panel.profile_args(), opened.summary.inputs, opened.input_shapes or None)
+            profile = parse_profile_args(panel.profile_args(), opened.summary.inputs, opened.input_shapes or None,
+                                         dim_names=named_dims(opened.doc.model.graph))
         except TrtlabError as exc:
-            panel.show_message(f"{exc.message} {exc.fix}".strip())
+            self._refuse("Build not started", exc.message, exc.fix)
             self.w.run_dock.show()
             self.w.run_dock.raise_()
             return None

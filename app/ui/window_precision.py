@@ -237,7 +237,7 @@ class PrecisionWindowMixin:
 
             try:
                 profile = parse_profile_args(self.run_panel.profile_args(), self.opened.summary.inputs,
-                                             self.opened.input_shapes or None)
+                                             self.opened.input_shapes or None, dim_names={})  # a finding below
             except errors.TrtlabError:
                 profile = None  # the Run panel says what is wrong with it when a build is asked for
         version = trt_version or self.readiness_panel.version.currentData()

@@ -4,7 +4,8 @@ no GPU needed): the engine and its layers, or the exact refusal and why.
 Each model and precision is built once (module fixture) at the shapes the models' README gives, INT8 calibrated
 on 2 random samples; variants come from the session's variant cache. The refusals are TensorRT for RTX 1.7.1's:
 
-- ppocr_cls_mobile_v2: H and W share the dim_param '?', so TensorRT needs them equal; 48×192 is refused.
+- ppocr_cls_mobile_v2: H and W share the dim_param '?', so TensorRT needs them equal; 48×192 is refused
+  (by trtlab's profile check, before TensorRT, which refuses it the same way).
 - plcmos_v2: a Squeeze without axes over the dynamic batch dim (batch 1 refused), in every precision.
 - slanet_table: an internal error of the optimizer on its Loop (all precisions).
 - slovorez_fp16 INT8: the INT8 transform refuses the model (its weights are already FP16), before TensorRT.
@@ -31,7 +32,8 @@ SHAPES = {
 }
 PRECISIONS = ("fp32", "fp16", "int8")
 
-DIM_NAME = ("BuildFailed", "Input dimensions with this name have different constant values", "dim_param name ('?')")
+# Refused before TensorRT builds: the profile check knows TensorRT's rule for dims sharing a dim_param.
+DIM_NAME = ("ProfileError", "Input dimensions with this name have different constant values", "share the name '?'")
 SQUEEZE = ("BuildFailed", "ISqueezeLayer without an axes input requires dimension 0 to not be 1",
            "Squeeze without axes")
 INTERNAL = ("BuildFailed", "Internal Error", "inside its optimizer")

@@ -145,6 +145,7 @@ def test_dynamic_quantization_and_qoperator_forms():
     assert only(report, "qoperator-format").nodes == ["qconv"]
     assert not codes(report) & {"unsupported-op", "custom-domain", "qdq-qoperator"}  # said once, with its reason
     assert all("--precision int8" in f.fix for f in dyn)
+    assert all(f.severity == "error" for f in dyn) and only(report, "qoperator-format").severity == "error"
 
 
 def test_opsets_outside_the_documented_range():
@@ -194,12 +195,13 @@ def test_loop_scan_and_data_dependent_shapes():
 
 
 @pytest.mark.parametrize("node, used_outputs", [
-    (helper.make_node("Resize", ["x", "", "sc"], ["y"], name="rs", mode="cubic"), None),
+    (helper.make_node("Resize", ["x", "", "sc"], ["y"], name="rs", mode="cubic"), None),   # 3 dims: only 2
     (helper.make_node("MaxPool", ["x"], ["y", "idx"], name="rs", kernel_shape=[2, 2]), ["y", "idx"]),
-    (helper.make_node("TopK", ["x", "k"], ["y", "i"], name="rs", sorted=0), None),
+    (helper.make_node("ScatterND", ["x", "k", "x"], ["y"], name="rs", reduction="add"), None),
 ])
 def test_op_restrictions(node, used_outputs):
-    inits = [numpy_helper.from_array(np.ones(4, np.float32), "sc"), numpy_helper.from_array(np.array([2]), "k")]
+    inits = [numpy_helper.from_array(np.array([1, 2, 2, 2], np.float32), "sc"),
+             numpy_helper.from_array(np.array([2]), "k")]
     outputs = [vi(o, None, TensorProto.INT64 if o == "idx" else F) for o in (used_outputs or ["y"])]
     report = check_model(model([node], inputs=[vi("x", [1, 1, 4, 4])], outputs=outputs, inits=inits))
     f = only(report, "op-restriction")

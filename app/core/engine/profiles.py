@@ -6,6 +6,9 @@ Everything here is checked before a build starts, and every problem names the in
 
 The CLI writes one range per input as ``--profile NAME:MIN:OPT:MAX`` (``x:1x3x224x224:4x3x224x224:8x3x224x224``);
 the three shapes are the last three ``:``-separated fields, so input names such as ``input:0`` work.
+
+Dims that share a dim_param name are one dimension to TensorRT: :mod:`app.core.engine.named_dims` says which
+ranges it builds, and the checks here apply it (give them ``named_dims(graph)`` so dims named '?' count).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from app.core.engine.named_dims import DimNames, dim_name_problems, names_in
 from app.core.errors import TrtlabError
 from app.core.tensors import TensorInfo
 
@@ -162,11 +166,14 @@ def _parse_dims(text: str, name: str, which: str, inputs: list[TensorInfo]) -> S
 
 
 def parse_profile_args(args: Sequence[str], inputs: list[TensorInfo],
-                       shapes: Mapping[str, Sequence[int]] | None = None) -> OptimizationProfile:
+                       shapes: Mapping[str, Sequence[int]] | None = None, *,
+                       dim_names: DimNames | None = None) -> OptimizationProfile:
     """One profile from ``--profile NAME:MIN:OPT:MAX`` arguments (one per input), checked against the model.
 
     Inputs no ``--profile`` names get a fixed range: their ``shapes`` entry (from ``--shapes``) when given,
     else the model's own static shape. A dynamic input left without a range is an error that names its axes.
+    ``dim_names`` (``named_dims(graph)``, :mod:`app.core.engine.named_dims`) checks dims sharing a dim_param; see
+    :func:`profile_problems`.
     """
     by_name = {i.name: i for i in inputs}
     given: dict[str, InputProfile] = {}
@@ -203,19 +210,26 @@ def parse_profile_args(args: Sequence[str], inputs: list[TensorInfo],
             profile.inputs[info.name] = InputProfile.fixed(info.name, shapes[info.name])
         elif info.shape is not None and not any(_is_dynamic(d) for d in info.shape):
             profile.inputs[info.name] = InputProfile.fixed(info.name, tuple(int(d) for d in info.shape))
-    validate_profile(profile, inputs)
+    validate_profile(profile, inputs, dim_names=dim_names)
     return OptimizationProfile.of(profile.inputs[i.name] for i in inputs if i.name in profile.inputs)
 
 
-def profile_from_shapes(inputs: list[TensorInfo], shapes: Mapping[str, Sequence[int]]) -> OptimizationProfile:
+def profile_from_shapes(inputs: list[TensorInfo], shapes: Mapping[str, Sequence[int]], *,
+                        dim_names: DimNames | None = None) -> OptimizationProfile:
     """A profile of fixed shapes (min = opt = max): ``shapes`` where given, the model's static dims elsewhere."""
-    return parse_profile_args([], inputs, shapes)
+    return parse_profile_args([], inputs, shapes, dim_names=dim_names)
 
 
 # --- checking ---------------------------------------------------------------------------------------
 
-def profile_problems(profile: OptimizationProfile, inputs: list[TensorInfo]) -> list[tuple[str, str]]:
-    """Every way ``profile`` does not fit the model, as (problem, fix) pairs; empty when it fits."""
+def profile_problems(profile: OptimizationProfile, inputs: list[TensorInfo], *,
+                     dim_names: DimNames | None = None) -> list[tuple[str, str]]:
+    """Every way ``profile`` does not fit the model, as (problem, fix) pairs; empty when it fits.
+
+    Dims that share a dim_param name are one dimension to TensorRT (:func:`dim_name_problems`). ``dim_names``
+    gives them from the graph (``named_dims(graph)``); without it they are read from ``inputs``, where a dim named
+    '?' cannot be told from an unnamed one, so only other names are checked. ``{}`` checks none.
+    """
     by_name = {i.name: i for i in inputs}
     real = _real_inputs(inputs)
     problems: list[tuple[str, str]] = []
@@ -237,6 +251,8 @@ def profile_problems(profile: OptimizationProfile, inputs: list[TensorInfo]) -> 
                                  f"{_template(info)} with numbers for the dynamic dims."))
             continue
         problems.extend(_input_problems(info, p))
+    names = dim_names if dim_names is not None else names_in(inputs)
+    problems.extend(dim_name_problems(profile, names))
     return problems
 
 
@@ -276,9 +292,10 @@ def _input_problems(info: TensorInfo, p: InputProfile) -> list[tuple[str, str]]:
     return out
 
 
-def validate_profile(profile: OptimizationProfile, inputs: list[TensorInfo]) -> None:
+def validate_profile(profile: OptimizationProfile, inputs: list[TensorInfo], *,
+                     dim_names: DimNames | None = None) -> None:
     """Raise :class:`ProfileError` listing every problem (input and axis named), or return when it fits."""
-    problems = profile_problems(profile, inputs)
+    problems = profile_problems(profile, inputs, dim_names=dim_names)
     if not problems:
         return
     if len(problems) == 1:

@@ -9,13 +9,16 @@ TensorRT major version (``"10"``, ``"11"``). Codes, by check:
 
 - ops and domains: ``unsupported-op``, ``unlisted-op``, ``op-needs-newer-trt``, ``custom-domain``,
   ``onnx-ml-op``, ``dynamic-quantization``, ``qoperator-format``, ``qdq-domain``; opsets: ``opset-too-old``,
-  ``opset-too-new``; op restrictions: ``op-restriction``; I/O types: ``io-dtype``, ``io-float64``
+  ``opset-too-new``; op restrictions (the importer's own rules, e.g. Resize's: :mod:`.resize_rule`):
+  ``op-restriction``; I/O types: ``io-dtype``, ``io-float64``; float inputs of one op with different types
+  (float32 next to float16, :mod:`.type_checks`): ``mixed-input-types``
 - Q/DQ rules (:mod:`app.core.transforms.qdq_rules`): ``qdq-zero-point-not-zero``, ``qdq-zero-point-type``,
   ``qdq-uint8-output``, ``qdq-input-type``, ``qdq-int32-bias``, ``qdq-scale-*``, ``qdq-per-axis-activation``,
   ``qdq-axis``, ``qdq-axis-opset``, ``qdq-q-not-to-dq``, ...
 - values: ``int64-tensors``, ``int64-beyond-int32``, ``float64-weights``, ``weights-not-scanned``
 - shapes: ``data-dependent-shape``, ``control-flow-if``, ``control-flow-loop``, ``dynamic-input``,
-  ``shape-unknown-input``, ``shape-mismatch``, ``profile-unknown-input``, ``profile-mismatch``
+  ``shape-unknown-input``, ``shape-mismatch``, ``profile-unknown-input``, ``profile-mismatch``, and dims sharing a
+  dim_param that the shapes or the profile size apart: ``dim-param-conflict`` (refused when TensorRT builds)
 - precision plan: ``plan-unknown-nodes``, ``plan-fixed-node``, ``plan-kept-fp32``, ``plan-int8-skipped``,
   ``fp16-overflow``, ``bf16-overflow``, ``fp16-subnormal``
 """

@@ -18,6 +18,7 @@ from app.core.readiness.findings import Report, sort_findings
 from app.core.readiness.input_checks import check_dim_names, check_inputs, valid_shapes
 from app.core.readiness.plan_checks import check_plan
 from app.core.readiness.support import SupportTable, check_version, load_support_table
+from app.core.readiness.type_checks import check_mixed_types
 from app.core.readiness.values import ScanCache, check_values
 from app.core.shapes import ShapeResult, infer_shapes
 
@@ -32,7 +33,7 @@ def check_model(model: onnx.ModelProto, *, plan: PrecisionPlan | None = None,
     ``shapes``: the user's input shapes (``{input: dims}``, as the input panel or ``--shapes`` gives them);
     ``profile``: the optimization profile set for the build; ``plan``: the precision plan the variant will be
     made from. ``model_path`` lets weights stored as external data be read; ``shape_result`` reuses shape
-    inference the caller already ran (only needed with a plan); ``cache`` keeps per-tensor value scans
+    inference the caller already ran (with the same shapes); ``cache`` keeps per-tensor value scans
     between calls (pass one per opened model so plan edits are cheap). ``trt_version`` "rtx" checks for
     TensorRT for RTX, whose ``targets`` are compute capabilities ("8.6,8.9"; None: its portable default).
     Nothing here needs TensorRT.
@@ -55,6 +56,9 @@ def check_model(model: onnx.ModelProto, *, plan: PrecisionPlan | None = None,
     findings += check_inputs(index, shapes, profile)
     findings += check_dim_names(index, shapes, profile)
     findings += check_values(index, table, cache, path)
+    if shape_result is None:  # types for the mixed-type check, shapes for the plan's: one inference for both
+        shape_result = infer_shapes(model, valid_shapes(index, shapes))
+    findings += check_mixed_types(index, shape_result)
     if targets and version != "rtx":
         raise ValueError("compute-capability targets are a TensorRT for RTX setting; check with trt_version='rtx'")
     rtx_targets = parse_targets(targets) if version == "rtx" else ()
@@ -63,8 +67,6 @@ def check_model(model: onnx.ModelProto, *, plan: PrecisionPlan | None = None,
 
         findings += check_rtx(index, targets=rtx_targets, plan=plan, shapes=valid_shapes(index, shapes))
     if plan is not None:
-        if shape_result is None:
-            shape_result = infer_shapes(model, valid_shapes(index, shapes))
         findings += check_plan(index, plan, shape_result, cache, path)
     report = Report(findings=sort_findings(_merge_unscanned(findings), index.order), trt_version=version,
                     targets=rtx_targets)

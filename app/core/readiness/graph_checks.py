@@ -3,12 +3,13 @@ data-dependent shapes, control flow, op restrictions and I/O types."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import onnx
 
 from app.core.readiness.context import GraphIndex
 from app.core.readiness.findings import Finding, Severity
+from app.core.readiness.resize_rule import resize_problem
 from app.core.readiness.support import SupportTable
 from app.core.tensors import value_info_to_tensor_info
 from app.core.transforms.qdq_rules import qdq_issues
@@ -240,8 +241,10 @@ def _attr(node: onnx.NodeProto, name: str, default: object = None) -> object:
     return default
 
 
-def _restriction(node: onnx.NodeProto, graph_outputs: set[str], readers: dict, version: str = "11") -> str | None:
-    """Why a node breaks a restriction of TensorRT's operator matrix, or None."""
+def _restriction(node: onnx.NodeProto, graph_outputs: set[str], readers: set[str], opset: int,
+                 consts: Mapping[str, onnx.TensorProto], version: str) -> str | None:
+    """Why TensorRT's parser refuses a node that its operator matrix lists, or None. TensorRT 10.x, 11.x and RTX
+    1.7 share the importer; RTX lacks the plugins some importers fall back on."""
     op = node.op_type
 
     def text(name: str, default: str) -> str:
@@ -253,25 +256,17 @@ def _restriction(node: onnx.NodeProto, graph_outputs: set[str], readers: dict, v
                                                                     or node.output[k] in graph_outputs)
 
     if op == "Resize":
-        # TensorRT for RTX's parser imports cubic too (measured with 1.7.1; at most 2 resized dims)
-        modes = ("nearest", "linear", "cubic") if version == "rtx" else ("nearest", "linear")
-        if text("mode", "nearest") not in modes:
-            return f"mode '{text('mode', 'nearest')}' (TensorRT resizes nearest or linear)"
-        ct = text("coordinate_transformation_mode", "half_pixel")
-        if ct not in ("half_pixel", "pytorch_half_pixel", "tf_half_pixel_for_nn", "asymmetric", "align_corners"):
-            return f"coordinate_transformation_mode '{ct}'"
-        if int(_attr(node, "antialias", 0) or 0):
-            return "antialias=1 (TensorRT does not antialias)"
-        if text("keep_aspect_ratio_policy", "stretch") != "stretch":
-            return f"keep_aspect_ratio_policy '{text('keep_aspect_ratio_policy', 'stretch')}' (only stretch)"
+        return resize_problem(node, opset, consts)
     elif op == "MaxPool" and used(1):
         return "its Indices output is used (TensorRT's pooling has none)"
     elif op in ("MaxPool", "AveragePool", "LpPool") and any(int(d) != 1 for d in (_attr(node, "dilations") or [])):
         return f"dilations {list(_attr(node, 'dilations'))} (only 1)"
-    elif op == "TopK" and int(_attr(node, "sorted", 1) or 0) == 0:
-        return "sorted=0 (TensorRT returns sorted results only)"
     elif op == "ScatterND" and text("reduction", "none") != "none":
         return f"reduction '{text('reduction', 'none')}' (only none)"
+    elif op == "ScatterElements" and version == "rtx" and text("reduction", "none") != "none":
+        # TensorRT 10/11 import the reduction as the ScatterElements plugin; RTX has no plugin library and
+        # refuses it ("Unsupported reduction type", measured with 1.7.1).
+        return f"reduction '{text('reduction', 'none')}' (no ScatterElements plugin in TensorRT for RTX)"
     elif op == "LayerNormalization" and (used(1) or used(2)):
         return "its Mean/InvStdDev outputs are used (only Y is supported)"
     return None
@@ -280,11 +275,13 @@ def _restriction(node: onnx.NodeProto, graph_outputs: set[str], readers: dict, v
 def check_restrictions(index: GraphIndex, table: SupportTable, version: str) -> list[Finding]:
     graph_outputs = {o.name for o in index.graph.output}
     nested_readers = {name for n in index.nodes for name in n.node.input if name}
+    opset = index.opset("") or 1
+    consts = {st.name: st.tensor for st in index.tensors}
     groups: dict[tuple[str, str], set[int]] = {}
     for nested in index.nodes:
         if (nested.node.domain or "") not in _STANDARD:
             continue
-        why = _restriction(nested.node, graph_outputs, nested_readers, version)
+        why = _restriction(nested.node, graph_outputs, nested_readers, opset, consts, version)
         if why:
             groups.setdefault((nested.node.op_type, why), set()).add(nested.owner)
     out = []

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from app.core.engine.profiles import OptimizationProfile, profile_problems
+from app.core.engine.named_dims import dim_name_problems, named_dims
+from app.core.engine.profiles import InputProfile, OptimizationProfile, profile_problems
 from app.core.errors import ShapeSpecError
 from app.core.readiness.context import GraphIndex
 from app.core.readiness.findings import Finding
@@ -74,7 +75,7 @@ def check_inputs(index: GraphIndex, shapes: Mapping[str, Sequence[int]] | None,
         known = [i for i in inputs if i.name in profile.inputs]
         sub = OptimizationProfile({i.name: profile.inputs[i.name] for i in known})
         bad = set()
-        for problem, fix in profile_problems(sub, known):
+        for problem, fix in profile_problems(sub, known, dim_names={}):  # names: check_dim_names
             name = next((i.name for i in known if f"'{i.name}'" in problem), "")
             bad.add(name)
             out.append(Finding("error", "profile-mismatch", index.reader_keys(name) if name else [], problem, fix))
@@ -98,53 +99,25 @@ def check_inputs(index: GraphIndex, shapes: Mapping[str, Sequence[int]] | None,
     return out
 
 
-def _named_dims(index: GraphIndex) -> dict[str, list[tuple[str, int]]]:
-    """dim_param name -> [(input, axis)] from the file's own declarations (a name '?' is a name too)."""
-    real = {i.name for i in index.inputs}
-    out: dict[str, list[tuple[str, int]]] = {}
-    for vi in index.graph.input:
-        if vi.name not in real or not vi.type.HasField("tensor_type"):
-            continue
-        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
-            if d.HasField("dim_param") and d.dim_param:
-                out.setdefault(d.dim_param, []).append((vi.name, axis))
-    return out
-
-
 def check_dim_names(index: GraphIndex, shapes: Mapping[str, Sequence[int]] | None,
                     profile: OptimizationProfile | None) -> list[Finding]:
-    """Dims that share a dim_param name are one dimension to TensorRT (its named dimensions): their sizes must
-    be equal, and their profile ranges must overlap. TensorRT for RTX 1.7 refuses the build otherwise ("Input
-    dimensions with this name have different constant values"), e.g. a classifier whose H and W are both '?'."""
+    """Dims that share a dim_param name are one dimension to TensorRT (its named dimensions): the shapes must
+    give them one size, and a profile equal opt sizes and overlapping ranges. TensorRT refuses the build
+    otherwise ("Input dimensions with this name have different constant values"), e.g. a classifier whose H and
+    W are both '?'. The rule is :func:`app.core.engine.named_dims.dim_name_problems`, which profiles use too."""
+    names = named_dims(index.graph)
     given = valid_shapes(index, shapes)
     out: list[Finding] = []
-    for name, places in _named_dims(index).items():
-        if len(places) < 2:
-            continue
-        sizes = {(inp, axis): given[inp][axis] for inp, axis in places if inp in given and axis < len(given[inp])}
-        where = ", ".join(f"'{inp}' axis {axis}" for inp, axis in places)
-        nodes = sorted({k for inp, _ in places for k in index.reader_keys(inp)}, key=lambda k: index.order.get(k, 0))
-        if len(set(sizes.values())) > 1:
-            got = ", ".join(f"'{inp}' axis {axis} = {v}" for (inp, axis), v in sizes.items())
-            out.append(Finding("error", "dim-param-conflict", nodes,
-                               f"The dims {where} share the name '{name}', so TensorRT treats them as one dimension, "
-                               f"but the shapes give them different sizes ({got}): the build fails ('Input "
-                               "dimensions with this name have different constant values').",
-                               f"Give every dim named '{name}' the same size, or rename the dim_param in the model "
-                               "so they are independent."))
-            continue
-        if profile is None:
-            continue
-        ranges = {}
-        for inp, axis in places:
-            p = profile.inputs.get(inp)
-            if p is not None and axis < len(p.min) and axis < len(p.max):
-                ranges[(inp, axis)] = (p.min[axis], p.max[axis])
-        if len(ranges) > 1 and max(lo for lo, _ in ranges.values()) > min(hi for _, hi in ranges.values()):
-            got = ", ".join(f"'{inp}' axis {axis} {lo}..{hi}" for (inp, axis), (lo, hi) in ranges.items())
-            out.append(Finding("error", "dim-param-conflict", nodes,
-                               f"The dims {where} share the name '{name}', so TensorRT treats them as one dimension, "
-                               f"but the profile's ranges do not overlap ({got}).",
-                               f"Give every dim named '{name}' overlapping min..max ranges (the same range is "
-                               "simplest)."))
+    checks = [OptimizationProfile({n: InputProfile.fixed(n, d) for n, d in given.items()})]
+    if profile is not None:
+        checks.append(profile)
+    seen: set[str] = set()
+    for p in checks:
+        for problem, fix in dim_name_problems(p, names):
+            if problem in seen:
+                continue
+            seen.add(problem)
+            inputs = [i.name for i in index.inputs if f"'{i.name}' axis" in problem]
+            nodes = sorted({k for inp in inputs for k in index.reader_keys(inp)}, key=lambda k: index.order.get(k, 0))
+            out.append(Finding("error", "dim-param-conflict", nodes, problem, fix))
     return out

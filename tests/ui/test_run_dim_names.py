@@ -1,0 +1,52 @@
+"""The Run panel refuses TensorRT runs and builds whose shapes size apart dims that share a dim_param (PP-OCR's
+classifier: H and W both '?'), naming the input and axes in its refusal and in the banner over the graph;
+ONNX Runtime runs, which do not care, go ahead."""
+
+from __future__ import annotations
+
+from tests.ui.conftest import open_and_wait
+
+
+def _open_with_shape(qtbot, window, path, shape: str) -> None:
+    open_and_wait(qtbot, window, path)
+    window.shapes_panel.edits["x"].setText(shape)
+    window.shapes_panel.apply()
+    qtbot.waitUntil(lambda: not window.loader.is_busy(), timeout=30_000)
+
+
+def _refusal_in_sight(window) -> str:
+    panel = window.run_panel
+    assert panel.message.isVisible() and panel.message.width() > 0 and panel.message.height() > 0
+    assert window.banner.isVisible()
+    return panel.message.text()
+
+
+def test_a_tensorrt_compare_with_one_name_two_sizes_is_refused(qtbot, window, model_paths):
+    _open_with_shape(qtbot, window, model_paths["ppocr_cls_mobile_v2"], "1x3x48x192")
+    window.run_dock.show()
+    params = {"inputs": {"kind": "random", "seed": 0}, "samples": 1, "reference": "ort-cpu:fp32"}
+    assert window.run_controller.start_compare({**params, "candidates": ["trt-rtx:fp32"]}) is None
+    text = _refusal_in_sight(window)
+    assert "'x' axis 2" in text and "'x' axis 3" in text and "'?'" in text and "192" in text
+    assert window.banner.title == "Input shapes needed" and "rename the dim_param" in window.banner.fix
+    # ONNX Runtime takes the same shapes: nothing to refuse.
+    full = window.run_controller._base_params({**params, "candidates": ["ort-cpu:fp32"]})
+    assert full is not None and full["shapes"] == {"x": [1, 3, 48, 192]}
+
+
+def test_a_build_with_one_name_two_sizes_is_refused(qtbot, window, model_paths):
+    _open_with_shape(qtbot, window, model_paths["ppocr_cls_mobile_v2"], "1x3x48x192")
+    window.run_dock.show()
+    assert window.run_controller.start_build() is None
+    text = _refusal_in_sight(window)
+    assert "share the name '?'" in text and "axis 3 = 192" in text
+    assert window.banner.title == "Build not started"
+    # Square shapes build: that refusal is gone (the build itself may be refused for want of TensorRT).
+    window.shapes_panel.edits["x"].setText("1x3x48x48")
+    window.shapes_panel.apply()
+    qtbot.waitUntil(lambda: not window.loader.is_busy(), timeout=30_000)
+    job = window.run_controller.start_build()
+    assert "share the name" not in window.run_panel.message.text()
+    assert not (window.banner.isVisible() and "share the name" in window.banner.text())  # a started job hides it
+    if job is not None:
+        window.run_controller.cancel_all()
