@@ -102,6 +102,8 @@ class GraphFacts:
         self.fixed = [fixed_reason(n, shapes) for n in graph.node]
         self._latest = onnx.defs.onnx_opset_version()
         self._consts: set[str] | None = None
+        self._in_context: dict[int, str] | None = None
+        self._int8: object | None = None  # the INT8 rules' whole-graph facts (Int8Graph), found on first use
         self._why: dict[tuple[int, str], str | None] = {}
         self._native: dict[int, str | None] = {}
 
@@ -109,23 +111,38 @@ class GraphFacts:
         """Why the variant does not run node `index` in `planned` (None: it does)."""
         key = (index, planned)
         if key not in self._why:
-            self._why[key] = self._decide(self.graph.node[index], planned)
+            self._why[key] = self._decide(index, planned)
         return self._why[key]
 
-    def _decide(self, node: onnx.NodeProto, planned: str) -> str | None:
+    def _decide(self, index: int, planned: str) -> str | None:
+        node = self.graph.node[index]
         if planned in HALF_PRECISIONS:
             from app.core.transforms.half import half_skip_reason
 
+            if index in self.in_context():
+                return self.in_context()[index]
             why = half_skip_reason(node, self.opsets.get(node.domain or "", self._latest), planned)
             if why is None and self.shapes is not None and not all(
                     (info := self.shapes.get(o)) is not None and info.dtype == "float32" for o in node.output if o):
                 why = NOT_FLOAT32
             return why
         if planned == "int8":
-            from app.core.transforms.int8 import int8_skip_reason
+            from app.core.transforms.int8_select import Int8Graph, int8_skip_reason
 
-            return int8_skip_reason(node, self.consts(), self.shapes or ShapeResult())
+            if self._int8 is None:
+                self._int8 = Int8Graph(self.graph, self.shapes)
+            return int8_skip_reason(node, self.consts(), self.shapes or ShapeResult(), self._int8)
         return None
+
+    def in_context(self) -> dict[int, str]:
+        """Nodes to_half keeps FP32 for what surrounds them (a float result that only becomes a shape…): why."""
+        if self._in_context is None:
+            from app.core.transforms.half_rules import graph_reasons
+
+            shapes = self.shapes
+            self._in_context = graph_reasons(
+                self.graph, lambda name: (info.dtype if shapes and (info := shapes.get(name)) is not None else None))
+        return self._in_context
 
     def native(self, index: int) -> str | None:
         """"fp16"/"bf16" when the model itself computes node `index` in that type (all its float outputs)."""

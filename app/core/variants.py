@@ -22,7 +22,7 @@ from app.core.fileio import atomic_write_bytes, atomic_write_text
 from app.core.precision import PlanError, PrecisionPlan
 
 # Bump when a transform changes what it writes: older cached variants are then rebuilt.
-TRANSFORM_VERSION = 6
+TRANSFORM_VERSION = 7
 CACHE_MAX_BYTES = int(float(os.environ.get("TRTLAB_CACHE_MAX_GB", "5")) * 1e9)  # oldest variants go beyond this
 _MAX_PROTO = 1_800_000_000  # protobuf refuses to serialize ≥ 2 GiB; larger variants keep weights outside
 

@@ -16,7 +16,8 @@ def fold_constants(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
 
     Constants inside If/Loop/Scan bodies stay: an initializer there would be a different scope.
     Graph outputs produced by a Constant keep their node, since an initializer cannot be a graph output
-    in every IR version.
+    in every IR version. Empty tensors (a Resize's unused roi or scales) keep their node too: they are no
+    weight, and TensorRT's parser warns about every zero-size initializer.
     """
     out = onnx.ModelProto()
     out.CopyFrom(model)
@@ -27,7 +28,7 @@ def fold_constants(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
     for node in g.node:
         tensor = constant_tensor(node) if node.op_type == "Constant" and len(node.output) == 1 else None
         name = node.output[0] if node.output else ""
-        if tensor is None or name in outputs or name in existing or not name:
+        if tensor is None or name in outputs or name in existing or not name or 0 in tensor.dims:
             keep.append(node)
             continue
         init = g.initializer.add()
