@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from app.backends import ENGINE_BACKENDS, BackendSpecError, Target, get_backend
-from app.core.errors import TrtlabError
+from app.backends import ENGINE_BACKENDS, BackendSpecError, BackendUnavailable, Target, get_backend
+from app.core.errors import TrtlabError, VariantLoadError
 from app.core.precision import PrecisionPlan
 from app.core.tensors import graph_inputs, value_info_to_tensor_info
 
@@ -144,7 +144,22 @@ def open_session(target: Target, path: str, params: dict, ctx: object | None,
     options = params.get("options") or {}
     if target.backend in ENGINE_BACKENDS:  # trt, trt-rtx
         return get_backend(target.backend).prepare(path, options, ctx=ctx, shapes=shapes)  # type: ignore[call-arg]
-    return get_backend(target.backend).prepare(path, options)
+    try:
+        return get_backend(target.backend).prepare(path, options)
+    except BackendUnavailable as exc:
+        # ONNX Runtime is here (it raised while loading the graph, not before): the graph is at fault. The user's
+        # model passed the loader's checks; a variant trtlab wrote is trtlab's fault, so the job failed (exit 4).
+        if exc.__cause__ is None:
+            raise
+        model = params.get("model")
+        if model is not None and Path(path).resolve() == Path(str(model)).resolve():
+            raise TrtlabError(exc.message, fix="Check that this onnxruntime supports the model's opsets and IR "
+                                               "version (pip install -U onnxruntime).") from exc
+        raise VariantLoadError(f"The {target.precision.upper()} variant trtlab wrote for this model "
+                               f"({Path(path).name}) cannot be loaded: {exc.message}",
+                               fix="This is a fault in trtlab, not in your model: report the model and this "
+                                   "message. Delete the variant cache (TRTLAB_CACHE_DIR or ~/.cache/trtlab/"
+                                   "variants) if the file was damaged on disk.") from exc
 
 
 def run_outputs(target: Target, prep: _Prepared, params: dict, ctx: object | None,
@@ -333,8 +348,9 @@ def fallback_task(params: dict, ctx: object) -> dict:
     import time
 
     from app.core.compare import Tolerance, compare_samples
-    from app.core.fallback import rank_candidates, search, with_high_precision
+    from app.core.fallback import STOP_CANCELLED, SearchStopped, rank_candidates, search, with_high_precision
     from app.core.variants import build_variant
+    from app.jobs.protocol import JobCancelled
 
     t0 = time.monotonic()
     reference = Target.parse(params.get("reference") or "ort-cpu:fp32")
@@ -369,10 +385,13 @@ def fallback_task(params: dict, ctx: object) -> dict:
     def evaluate(keep: frozenset[str]):
         if not keep:  # the variant as planned: its outputs are already here
             return compare_samples(ref_out, cand_out, candidate.name, [target])
-        variant = build_variant(model_path, with_high_precision(plan, keep), calib=calib, calib_method=calib_method,
-                                cancelled=_cancel_check(ctx), workdir=getattr(ctx, "workdir", None),
-                                cache_dir=folder,
-                                allow_no_int8=True)
+        try:
+            variant = build_variant(model_path, with_high_precision(plan, keep), calib=calib,
+                                    calib_method=calib_method, cancelled=_cancel_check(ctx),
+                                    workdir=getattr(ctx, "workdir", None), cache_dir=folder, allow_no_int8=True)
+        except JobCancelled:
+            # Cancelled mid-evaluation: the search stops and reports the best set it has, not nothing.
+            raise SearchStopped(STOP_CANCELLED) from None
         session = open_session(candidate, variant.path, params, ctx, prep.shapes)
         try:
             outs = [session.run(feeds) for feeds in prep.samples]
@@ -385,9 +404,7 @@ def fallback_task(params: dict, ctx: object) -> dict:
     remaining = None if budget is None else max(0.0, budget - (time.monotonic() - t0))
     result = search(ranked, evaluate, target, budget_s=remaining, cancelled=ctx.cancelled,
                     progress=lambda f, m: ctx.progress(None if f is None else 0.2 + 0.8 * f, m))
-    result.seconds = time.monotonic() - t0
-    if result.stopped == "cancelled":
-        ctx.check_cancelled()
+    result.seconds = time.monotonic() - t0  # a cancelled search reports its best set so far ("stopped": "cancelled")
     final = with_high_precision(plan, result.keep)
     doc = {"candidate": candidate.name, "reference": reference.name, **result.to_json(),
            "plan": final.to_json(), "first_nonfinite": first, "ranked": ranked[:50], "samples": len(prep.samples),
@@ -525,7 +542,7 @@ def build_task(params: dict, ctx: object) -> dict:
     variant_graph = onnx.load(path, load_external_data=False).graph
     inputs = [value_info_to_tensor_info(v) for v in graph_inputs(variant_graph)]
     shapes = {k: tuple(v) for k, v in (params.get("shapes") or {}).items()}
-    config = build_config_from(params.get("options") or {}, inputs, shapes)
+    config = build_config_from(params.get("options") or {}, inputs, shapes, variant_graph)
     try:
         outcome = ensure_engine(path, config, ctx, flavour=flavour)
     except BuildFailed as exc:

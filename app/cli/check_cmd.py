@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 from app.cli.main import EXIT_NOT_MET, EXIT_OK, write_json
-from app.cli.run_cmds import CliInputError, check_out_path
+from app.cli.checks import CliInputError, check_outputs
 from app.core.readiness import SEVERITIES, Report, check_model, load_support_table
 
 _DIMS = re.compile(r"\d+(x\d+)*")
@@ -100,8 +100,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from app.core.precision import PrecisionPlan
 
     doc = load_model(args.model)
-    if args.json and args.json != "-":
-        check_out_path(args.json, "--json", args.model)
+    check_outputs(args, doc)
     plan = PrecisionPlan.load(args.plan) if args.plan else None
     shapes = shape_pairs(args.shapes) if args.shapes else None
     if args.target_cc is not None and args.trt_version != "rtx":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from app.cli.checks import check_outputs
 from app.cli.main import EXIT_OK, write_json
 from app.core.loader import load_model
 from app.core.summary import ModelSummary, summarize
@@ -33,6 +34,7 @@ def format_summary(s: ModelSummary) -> str:
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     doc = load_model(args.model)
+    check_outputs(args, doc)  # never onto the model or its data, never into a folder that is not there
     summary = summarize(doc)
     if args.json:
         write_json(summary.to_json(), args.json)

@@ -1,7 +1,8 @@
 """The headless command line (see docs/cli.md). Never imports Qt.
 
 Exit codes: 0 success; 1 tolerance/target not met; 2 bad usage or bad input; 3 backend unavailable;
-4 the job itself failed.
+4 the job itself failed (trtlab's own fault included, such as an invalid variant); 130 / 143 when Ctrl+C or
+SIGTERM cancelled the job (128 + the signal, the shell's convention).
 """
 
 from __future__ import annotations
@@ -74,14 +75,21 @@ def run_cli(argv: list[str]) -> int:
 
             return getattr(run_cmds, f"cmd_{args.command}")(args)
     except TrtlabError as exc:
-        from app.cli.run_cmds import exit_code_for
+        from app.cli.jobrun import exit_code_for
 
         sys.stderr.write(f"trtlab {args.command}: {exc.message}\n")
         if exc.fix:
             sys.stderr.write(f"  Fix: {exc.fix}\n")
         return exit_code_for(exc)
+    except KeyboardInterrupt:  # Ctrl+C before or after a job (during one, the job is cancelled instead)
+        import signal
+
+        from app.cli.jobrun import interrupted_exit
+
+        sys.stderr.write(f"trtlab {args.command}: interrupted.\n")
+        return interrupted_exit(signal.SIGINT)
     except Exception as exc:  # a failed job: its reason and last log lines, never a traceback
-        from app.cli.run_cmds import JobFailed, report_job_failure
+        from app.cli.jobrun import JobFailed, report_job_failure
 
         if isinstance(exc, JobFailed):
             return report_job_failure(args.command, exc)
@@ -97,8 +105,13 @@ def write_json(doc: object, target: str) -> None:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
         return
+    from pathlib import Path
+
     from app.core.fileio import atomic_write_text
 
+    if not Path(target).resolve().parent.is_dir():  # the write would create folders: a typo must not do that
+        raise TrtlabError(f"Cannot write the JSON file '{target}': its folder does not exist.",
+                          fix="Create the folder first, or give --json a path in an existing folder.")
     try:
         atomic_write_text(target, text + "\n")
     except OSError as exc:

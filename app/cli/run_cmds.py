@@ -4,19 +4,19 @@ a child process (`build` is in `build_cmd`)."""
 from __future__ import annotations
 
 import argparse
-import os
+import math
 import sys
 from pathlib import Path
 
 from app.backends import BackendUnavailable, Target, get_backend
-from app.cli.main import EXIT_BAD_INPUT, EXIT_JOB_FAILED, EXIT_NOT_MET, EXIT_OK, EXIT_UNAVAILABLE, write_json
-from app.core.errors import TrtlabError
+from app.cli.checks import CliInputError, check_out_path, check_outputs  # noqa: F401 - re-exported
+from app.cli.jobrun import (JobFailed, _without_traceback, exit_code_for,  # noqa: F401 - re-exported
+                            interrupted_exit, report_job_failure)
+from app.cli.jobrun import run_job as _run_job
+from app.cli import formats
+from app.cli.main import EXIT_NOT_MET, EXIT_OK, write_json
 
 _IMAGE_EXT = {".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm"}
-
-
-class CliInputError(TrtlabError):
-    title = "Invalid arguments"
 
 
 def add_common(p: argparse.ArgumentParser, *, precision: bool = True, inputs: bool = True) -> None:
@@ -131,6 +131,12 @@ def _shapes(args: argparse.Namespace) -> dict[str, list[int]]:
 
     inputs = summarize(load_model(args.model)).inputs
     given = parse_shape_spec(args.shapes, inputs) if args.shapes else {}
+    if getattr(args, "inputs", None):
+        from app.core.inputs import InputSource, source_shapes
+
+        # A sample file fixes the dims of its arrays: no --shapes needed for what it gives (--shapes still wins).
+        for name, dims in source_shapes(InputSource.from_json(input_source(args)), inputs).items():
+            given.setdefault(name, dims)
     resolve_input_shapes(inputs, given)
     return {k: list(v) for k, v in given.items()}
 
@@ -147,23 +153,6 @@ def _target(args: argparse.Namespace) -> Target:
         raise CliInputError(f"--backend {args.backend} and --precision {args.precision} disagree.",
                             fix=f"Use --backend {backend} --precision P, or --backend {backend}:P alone.")
     return Target.parse(f"{backend}:{given or precision}")
-
-
-def check_out_path(path: str | Path, flag: str, model: str | None = None) -> Path:
-    """An output file path that can be written, checked before any work starts."""
-    p = Path(path)
-    if model is not None and p.resolve() == Path(model).resolve():
-        raise CliInputError(f"{flag} '{p}' is the model itself; writing there would replace it.",
-                            fix=f"Give {flag} another file name.")
-    if p.is_dir():
-        raise CliInputError(f"{flag} '{p}' is a folder.", fix=f"Give {flag} a file path.")
-    parent = p.resolve().parent
-    if not parent.is_dir():
-        raise CliInputError(f"{flag} '{p}': the folder '{parent}' does not exist.", fix="Create it, or write "
-                            "somewhere else.")
-    if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise CliInputError(f"{flag} '{p}' cannot be written.", fix="Choose a folder you can write to.")
-    return p
 
 
 def _plan(args: argparse.Namespace, targets: list[Target]) -> dict | None:
@@ -205,51 +194,15 @@ def _check_available(*targets: Target) -> None:
             raise BackendUnavailable(f"{t.backend}: {a.reason}", fix=a.install_hint)
 
 
-def _run_job(func: str, params: dict, title: str, keep_workdir: bool = False) -> dict:
-    """Run a job in a child process, showing its progress on stderr; its folder is removed afterwards
-    unless the result points into it (`run` without --out keeps its outputs there)."""
-    from app.jobs import JobRunner, JobSpec
-
-    last = [""]
-
-    def on_event(ev: object) -> None:
-        kind, msg = getattr(ev, "kind", ""), getattr(ev, "message", "")
-        if kind == "progress" and msg and msg != last[0]:
-            last[0] = msg
-            frac = getattr(ev, "fraction", None)
-            sys.stderr.write(f"  [{'   ' if frac is None else f'{100 * frac:3.0f}%'}] {msg}\n")
-        elif kind == "log" and getattr(ev, "level", "info") in ("warning", "error"):
-            sys.stderr.write(f"  {ev.level}: {msg}\n")
-
-    result = JobRunner().run(JobSpec(func=func, params=params, title=title), on_event=on_event)
-    if not keep_workdir and getattr(result, "workdir", ""):
-        import shutil
-
-        shutil.rmtree(result.workdir, ignore_errors=True)
-    if result.status != "done":
-        raise JobFailed(result)
-    return result.data or {}
-
-
-class JobFailed(Exception):
-    def __init__(self, result: object) -> None:
-        super().__init__(getattr(result, "error", "job failed"))
-        self.result = result
-
-
 def _options(args: argparse.Namespace) -> dict:
     return {"tf32": bool(args.tf32)}
 
 
 def _early_checks(args: argparse.Namespace, out_flag: str = "") -> None:
-    """What can be refused before any job starts: the model, the output paths."""
+    """What can be refused before any job starts: the model, the output paths (never onto an input file)."""
     from app.core.loader import load_model
 
-    load_model(args.model)
-    if out_flag and getattr(args, "out", None):
-        check_out_path(args.out, out_flag, args.model)
-    if args.json and args.json != "-":
-        check_out_path(args.json, "--json", args.model)
+    check_outputs(args, load_model(args.model), out_flag or "-o")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -269,7 +222,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise CliInputError(f"Cannot write --out '{args.out}': {exc.strerror or exc}. The outputs are in "
                                 f"{doc['npz']}.", fix="Give --out a path in a folder you can write to.") from exc
         doc["npz"] = str(Path(args.out).resolve())
-    _emit(args, doc, _format_run(doc))
+    _emit(args, doc, formats.format_run(doc))
     return EXIT_OK
 
 
@@ -277,10 +230,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     ref = Target.parse(args.reference)
     cands = [Target.parse(c) for c in args.candidate]
     _check_available(ref, *cands)
-    from app.core.compare import Tolerance
-
     for t in args.tol:
-        Tolerance.parse(t)  # bad tolerances are usage errors, found before any work
+        _tolerance(t, "--tol")  # bad tolerances are usage errors, found before any work
+    _positive(args.samples, "--samples")
     if args.plan and not any(c.precision == "plan" for c in cands):
         raise CliInputError("--plan is given but no candidate runs it.",
                             fix="Add a candidate such as --candidate ort-cpu:plan.")
@@ -290,13 +242,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
               "tolerances": args.tol, "options": _options(args), **_variant_params(args, [ref, *cands])}
     doc = _run_job("app.backends.tasks:compare_task", params, f"Compare against {ref.name}")
     doc.pop("plots", None)
-    _emit(args, doc, _format_compare(doc))
+    _emit(args, doc, formats.format_compare(doc))
     return EXIT_OK if all(c["passed"] for c in doc["candidates"]) else EXIT_NOT_MET
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from app.core.latency import Budget
+
     _early_checks(args)
     target = _target(args)
+    modes = get_backend(target.backend).timing_modes
+    if args.mode and args.mode not in modes:
+        raise CliInputError(f"--mode {args.mode}: {target.backend} has no {args.mode} timing (it measures "
+                            f"{' and '.join(modes)}).", fix=f"Use --mode {modes[0]}, or a GPU backend (ort-cuda, "
+                                                             "ort-trt, trt, trt-rtx) for device-only timing.")
+    Budget.parse(args.warmup)  # a budget that is not a number or a time: exit 2 now, not in the job
+    if Budget.parse(args.iterations).count == 0:
+        raise CliInputError("--iterations 0 measures nothing.", fix="Give a count such as --iterations 100, or a "
+                                                                    "time such as --iterations 3s.")
     _check_available(target)
     mode = args.mode or ("end_to_end" if target.backend == "ort-cpu" else "device_only")
     params = {"model": args.model, "target": target.name, "shapes": _shapes(args), "inputs": input_source(args),
@@ -304,7 +267,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
               **_variant_params(args, [target])}
     doc = _run_job("app.backends.tasks:bench_task", params, f"Benchmark {target.name}")
     times = doc.pop("times_ms", None)
-    _emit(args, doc, _format_bench(doc))
+    _emit(args, doc, formats.format_bench(doc))
     doc["times_ms"] = times
     return EXIT_OK
 
@@ -316,8 +279,32 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     params = {"model": args.model, "candidate": cand.name, "shapes": _shapes(args), "inputs": input_source(args),
               "options": _options(args), **_variant_params(args, [cand])}
     doc = _run_job("app.backends.tasks:diagnose_task", params, f"Diagnose {cand.name}")
-    _emit(args, doc, _format_diagnose(doc))
+    _emit(args, doc, formats.format_diagnose(doc))
     return EXIT_OK
+
+
+# The values a metric can take: a tolerance outside them can never be met (or always is), so it is a typo.
+_METRIC_RANGE = {"cos": (-1.0, 1.0), "top1": (0.0, 1.0), "max_abs": (0.0, math.inf), "mean_abs": (0.0, math.inf),
+                 "max_rel": (0.0, math.inf)}
+
+
+def _tolerance(text: str, flag: str) -> object:
+    """A METRIC:VALUE tolerance, refused when the value is outside what the metric can be."""
+    from app.core.compare import Tolerance
+
+    tol = Tolerance.parse(text)
+    lo, hi = _METRIC_RANGE.get(tol.metric, (-math.inf, math.inf))
+    if not lo <= tol.value <= hi:
+        span = f"between {lo:g} and {hi:g}" if math.isfinite(hi) else f"at least {lo:g}"
+        example = {"cos": "cos:0.999", "top1": "top1:0.99"}.get(tol.metric, f"{tol.metric}:0.01")
+        raise CliInputError(f"{flag} {text}: {tol.metric} is always {span}, so {tol.value:g} is out of range.",
+                            fix=f"Write e.g. {flag} {example}.")
+    return tol
+
+
+def _positive(value: int, flag: str) -> None:
+    if value < 1:
+        raise CliInputError(f"{flag} {value}: give a positive count.", fix=f"Write e.g. {flag} 4.")
 
 
 def _seconds(text: str | None, flag: str) -> float | None:
@@ -333,11 +320,10 @@ def _seconds(text: str | None, flag: str) -> float | None:
 
 
 def cmd_fallback(args: argparse.Namespace) -> int:
-    from app.core.compare import Tolerance
-
     ref, cand = Target.parse(args.reference), Target.parse(args.candidate)
     _check_available(ref, cand)
-    Tolerance.parse(args.target)
+    _tolerance(args.target, "--target")
+    _positive(args.samples, "--samples")
     if args.out and not args.out.lower().endswith(".json"):
         raise CliInputError(f"-o '{args.out}' does not end in .json.", fix="Give a path such as model.plan.json.")
     _early_checks(args, "-o")
@@ -356,24 +342,12 @@ def cmd_fallback(args: argparse.Namespace) -> int:
             raise CliInputError(f"Cannot write the plan '{args.out}': {exc.strerror or exc}.",
                                 fix="Give -o a path in a folder you can write to.") from exc
         doc["plan_file"] = str(Path(args.out).resolve())
-    _emit(args, doc, _format_fallback(doc))
+    _emit(args, doc, formats.format_fallback(doc))
+    if doc.get("interrupted_by"):  # stopped by Ctrl+C or SIGTERM: the best set so far is out, the run was cut short
+        import signal
+
+        return interrupted_exit(signal.Signals[doc["interrupted_by"]])
     return EXIT_OK if doc["met"] else EXIT_NOT_MET
-
-
-def _format_fallback(doc: dict) -> str:
-    metric = doc["target"].split(":")[0]
-    b, a = doc["before"].get(metric), doc["after"].get(metric)
-    lines = [f"{doc['candidate']} against {doc['reference']}, target {doc['target']}: "
-             f"{'MET' if doc['met'] else 'NOT MET'}"
-             + (f" (stopped: {doc['stopped']})" if doc.get("stopped") else ""),
-             f"  {metric}: {_num(b, '.6g')} → {_num(a, '.6g')} keeping {len(doc['keep_high_precision'])} node(s) in "
-             f"high precision; {doc['evaluations']} evaluations in {doc['seconds']:.1f} s"]
-    lines += [f"    {k}" for k in doc["keep_high_precision"]]
-    if doc.get("random_data"):
-        lines.append("NOTE: measured on random inputs; real data may need a different set.")
-    if doc.get("plan_file"):
-        lines.append(f"Plan saved to {doc['plan_file']} (use it with --plan)")
-    return "\n".join(lines)
 
 
 def cmd_variant(args: argparse.Namespace) -> int:
@@ -394,106 +368,11 @@ def cmd_variant(args: argparse.Namespace) -> int:
               # shapes matter only for calibration data; a half-precision variant keeps the model's dynamic dims
               "shapes": _shapes(args) if int8 else {}, "inputs": {"kind": "random", "seed": args.seed}, **extra}
     doc = _run_job("app.backends.tasks:variant_task", params, "Build variant")
-    _emit(args, doc, _format_variant(doc))
+    _emit(args, doc, formats.format_variant(doc))
     return EXIT_OK
-
-
-def _format_variant(doc: dict) -> str:
-    lines = [f"Variant of {Path(doc['model']).name} ({doc['plan_summary']}) saved to {doc['out']}"
-             + (" (from the cache)" if doc.get("cached") else "")]
-    lines += [f"  note: {n}" for n in doc.get("notes", []) if n != "variant from the cache"]
-    return "\n".join(lines)
-
-
-def _format_diagnose(doc: dict) -> str:
-    lines = [f"{doc['candidate']} against {doc['reference']}: {doc['tensors_compared']:,} tensors compared; "
-             f"inputs: {doc['inputs']}",
-             f"First NaN/Inf: {doc['first_nonfinite'] or 'none'}    Worst layer: {doc['worst'] or '—'}"]
-    rows = sorted((r for r in doc["layers"] if r["cosine"] is not None), key=lambda r: r["cosine"])[:10]
-    lines += [f"  {r['node'][:48]:<48} {r['op']:<18} cos {r['cosine']:.6f}  max|Δ| {_num(r['max_abs'], '.3g')}  "
-              f"nan {r['nan']} inf {r['inf']}" for r in rows]
-    return "\n".join(lines)
 
 
 def _emit(args: argparse.Namespace, doc: dict, text: str) -> None:
     if args.json:
         write_json(doc, args.json)
     (sys.stderr if args.json == "-" else sys.stdout).write(text + "\n")
-
-
-def _format_run(doc: dict) -> str:
-    lines = [f"Backend  {doc['backend']}   inputs: {doc['inputs']}"]
-    lines += [f"  {o['name']:<30} {o['dtype']:<8} {o['shape']}" for o in doc["outputs"]]
-    lines.append(f"Outputs saved to {doc['npz']}")
-    return "\n".join(lines)
-
-
-def _format_compare(doc: dict) -> str:
-    lines = [f"Reference {doc['reference']} · {doc['samples']} sample(s) · inputs: {doc.get('inputs', '')}"]
-    if doc.get("random_data"):
-        lines.append("NOTE: inputs are random data; accuracy on real data may differ.")
-    for c in doc["candidates"]:
-        lines.append(f"{c['name']}: {'PASS' if c['passed'] else 'FAIL'}")
-        lines += [f"  note: {n}" for n in doc.get("notes", {}).get(c["name"], [])]
-        for o in c["outputs"]:
-            lines.append(f"  {o['name']:<28} max_abs {_num(o['max_abs'], '.3g')}  mean_abs {_num(o['mean_abs'], '.3g')}"
-                         f"  cos {_num(o['cosine'], '.6f')}  snr {_num(o['snr_db'], '.1f')} dB  nan {o['nan']} "
-                         f"inf {o['inf']}" + (f"  top1 {o['top1']:.3f}" if o.get("top1") is not None else ""))
-            lines += [f"    ✗ {f}" for f in o.get("failures", [])]
-    return "\n".join(lines)
-
-
-def _num(v: object, spec: str) -> str:
-    return "—" if v is None else format(v, spec)
-
-
-def _format_bench(doc: dict) -> str:
-    lat = doc["latency_ms"]
-    return (f"{doc['backend']} ({doc['mode']}): median {lat['median']:.3f} ms, mean {lat['mean']:.3f}, "
-            f"p99 {lat['p99']:.3f}, min {lat['min']:.3f}, max {lat['max']:.3f}; CoV {100 * doc['cov']:.1f}%; "
-            f"{doc['throughput_per_s']:.1f}/s over {doc['iterations']} iterations"
-            + (f"\nWARNING: {doc['warning']}" if doc.get("warning") else ""))
-
-
-def exit_code_for(exc: BaseException) -> int:
-    if isinstance(exc, BackendUnavailable):
-        return EXIT_UNAVAILABLE
-    if isinstance(exc, TrtlabError):
-        return EXIT_BAD_INPUT
-    if isinstance(exc, JobFailed):
-        return EXIT_JOB_FAILED
-    return EXIT_JOB_FAILED
-
-
-def report_job_failure(command: str, exc: JobFailed) -> int:
-    """Print a failed job's reason and last log lines; a user error inside the job still exits 2 or 3."""
-    r = exc.result
-    sys.stderr.write(f"trtlab {command}: {getattr(r, 'error', '') or 'the job failed'}\n")
-    if getattr(r, "fix", "") and r.fix not in (r.error or ""):
-        sys.stderr.write(f"  Fix: {r.fix}\n")
-    if getattr(r, "error_type", "") == "BackendUnavailable":
-        return EXIT_UNAVAILABLE
-    if getattr(r, "user_error", False):
-        return EXIT_BAD_INPUT
-    if getattr(r, "exit_reason", ""):
-        sys.stderr.write(f"  Exit: {r.exit_reason}\n")
-    tail = [line for line in _without_traceback(getattr(r, "log_tail", [])) if line.strip()][-12:]
-    if tail:
-        sys.stderr.write("  Last log lines:\n" + "".join(f"    {line.rstrip()}\n" for line in tail))
-    return EXIT_JOB_FAILED
-
-
-def _without_traceback(lines: list[str]) -> list[str]:
-    """The job's log without the Python traceback its process printed: the error above says what failed, and
-    the lines a reader needs are the job's own (TensorRT's errors, for a failed build)."""
-    out, skipping = [], False
-    for line in lines:
-        if line.startswith("Traceback (most recent call last)"):
-            skipping = True
-            continue
-        if skipping:
-            if line[:1].isspace():
-                continue
-            skipping = False  # the exception's own line ends the traceback: keep it, it says what failed
-        out.append(line)
-    return out

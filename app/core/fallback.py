@@ -245,7 +245,9 @@ def measure(result: CandidateReport | Mapping[str, float | bool | None], target:
     return metrics, met
 
 
-class _Stop(Exception):
+class SearchStopped(Exception):
+    """Ends a search early (cancelled, budget spent, nothing left to try); the best set so far is reported."""
+
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
@@ -287,9 +289,9 @@ def search(ranked: Sequence[str], evaluate: Evaluate, target: Tolerance | str, *
         if keep in seen:
             return seen[keep][1]
         if cancelled is not None and cancelled():
-            raise _Stop(STOP_CANCELLED)
+            raise SearchStopped(STOP_CANCELLED)
         if seen and budget_s is not None and time.monotonic() - t0 >= budget_s:
-            raise _Stop(STOP_BUDGET)
+            raise SearchStopped(STOP_BUDGET)
         lo, hi = span[phase]
         say(lo + (hi - lo) * min(1.0, share), f"Evaluation {len(seen) + 1} ({phase}): keeping {len(keep)} node(s) "
             f"in high precision…")
@@ -318,7 +320,7 @@ def search(ranked: Sequence[str], evaluate: Evaluate, target: Tolerance | str, *
                     break
                 lo = n
                 if n >= len(ranked):
-                    raise _Stop(STOP_EXHAUSTED)
+                    raise SearchStopped(STOP_EXHAUSTED)
                 n *= 2
             # Bisect to the shortest prefix that meets it.
             steps = max(1, math.ceil(math.log2(max(2, hi - lo))))
@@ -347,7 +349,7 @@ def search(ranked: Sequence[str], evaluate: Evaluate, target: Tolerance | str, *
                 if size == 1:
                     break
                 size = max(1, size // 2)
-    except _Stop as stop:
+    except SearchStopped as stop:
         stopped = stop.reason
 
     chosen = best_met if best_met is not None else closest

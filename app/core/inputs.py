@@ -310,7 +310,8 @@ def _random_samples(model: onnx.ModelProto, inputs: list[TensorInfo], shapes: di
                 arr = rng.random(shape, dtype=np.float32)
             else:
                 arr = rng.standard_normal(shape, dtype=np.float32)
-            sample[info.name] = arr.astype(dt, copy=False)
+            # numpy's generators give a bare scalar (numpy.bool, float) for shape (): runtimes take arrays only
+            sample[info.name] = np.asarray(arr).astype(dt, copy=False)
         samples.append(sample)
     return samples
 
@@ -336,6 +337,12 @@ def _check_array(info: TensorInfo, arr: np.ndarray, shape: tuple[int, ...], wher
 
 
 def _load_file(path: Path, inputs: list[TensorInfo], shapes: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+    arrays = _read_arrays(path, inputs)
+    return {i.name: _check_array(i, arrays[i.name], shapes[i.name], f"'{path.name}'") for i in inputs}
+
+
+def _read_arrays(path: Path, inputs: list[TensorInfo]) -> dict[str, np.ndarray]:
+    """The arrays of one sample file, one per model input (names checked, shapes not)."""
     if not path.is_file():
         raise InputError(f"Input file '{path}' does not exist.", fix="Check the path and the file name.")
     try:
@@ -358,7 +365,21 @@ def _load_file(path: Path, inputs: list[TensorInfo], shapes: dict[str, tuple[int
             + ([f"it lacks inputs {', '.join(map(repr, missing))}"] if missing else [])
         raise InputError(f"'{path.name}' does not match the model's inputs: {'; '.join(parts)}.",
                          fix=f"Name the arrays after the model's inputs: {_real_inputs(inputs)}.")
-    return {i.name: _check_array(i, arrays[i.name], shapes[i.name], f"'{path.name}'") for i in inputs}
+    return arrays
+
+
+def source_shapes(source: InputSource, inputs: list[TensorInfo]) -> dict[str, tuple[int, ...]]:
+    """The shapes a data source fixes for inputs with dynamic dims: an .npz/.npy file's arrays (a folder's
+    first file). Random data and images fix nothing. Inputs whose declared shape is static are left out."""
+    if source.kind == "npz":
+        path = Path(source.path or "")
+    elif source.kind == "folder":
+        path = _folder(Path(source.path or ""), (".npz", ".npy"), ".npz/.npy sample files")[0]
+    else:
+        return {}
+    arrays = _read_arrays(path, inputs)
+    return {i.name: tuple(int(d) for d in arrays[i.name].shape) for i in inputs
+            if i.shape is None or dynamic_dims(i)}
 
 
 def _folder(path: Path, suffixes: tuple[str, ...], what: str) -> list[Path]:

@@ -18,6 +18,7 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from app.core import errors
+from app.core.loader_checks import check_tensor_sizes, nesting_error
 from app.core.onnx_walk import iter_graphs, iter_tensors
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,7 @@ def load_model(path: str | os.PathLike[str], progress: ProgressFn | None = None,
     del data
     _check_structure(p, model)
     _check_versions(p, model)
+    check_tensor_sizes(p, model)
     if cancel is not None and cancel():
         raise errors.LoadCancelled("Loading was cancelled.")
     report(None, "Checking external data…")
@@ -152,6 +154,8 @@ def _parse(p: Path, data: bytes) -> onnx.ModelProto:
             raise errors.TruncatedModelError(
                 f"'{p.name}' is truncated: the file ends in the middle of the model "
                 f"({len(data):,} bytes on disk).", fix=_REEXPORT) from exc
+        if (nested := nesting_error(p, data, exc)) is not None:
+            raise nested from exc
         raise errors.CorruptModelError(
             f"'{p.name}' is not a valid ONNX file: its contents cannot be decoded ({exc}).",
             fix="If it is an ONNX model, it is corrupt; " + _REEXPORT) from exc
@@ -276,7 +280,9 @@ def resolve_external(model_path: Path, location: str) -> Path:
         raise errors.CorruptModelError(
             f"'{model_path.name}' has a tensor marked as external with no file location.", fix=_REEXPORT)
     target = (base / location).resolve()
-    if os.path.isabs(location) or (target != base and base not in target.parents):
+    # Resolved paths compared by their parts: a sibling folder '../<model folder>_evil' shares the model
+    # folder's name as a string prefix but is outside it.
+    if os.path.isabs(location) or not target.is_relative_to(base):
         raise errors.ExternalDataOutsideError(
             f"'{model_path.name}' points its external data at '{location}', which is outside the "
             f"model's folder ({base}). trtlab refuses to read it, for safety.",

@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from app.core.errors import TrtlabError
+from app.core.errors import TrtlabError, is_user_error
 from app.jobs.protocol import JobCancelled, JobContext, JobEvent, JobSpec, to_json_safe
 
 Emit = Callable[[JobEvent], None]
@@ -40,8 +40,7 @@ def resolve(func: str) -> Callable[[dict, JobContext], Any]:
 
 def error_event(exc: BaseException) -> JobEvent:
     """The error event for an exception: a readable message, with the fix for user errors."""
-    user = (isinstance(exc, TrtlabError) and not isinstance(exc, JobCancelled)
-            and getattr(exc, "user_error", True))
+    user = is_user_error(exc) and not isinstance(exc, JobCancelled)
     if isinstance(exc, TrtlabError):
         message = f"{exc.message} {exc.fix}".strip()
     else:

@@ -6,6 +6,7 @@ an abort or a kill becomes a failed `JobResult` with the exit reason and the las
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -15,7 +16,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from multiprocessing import spawn
 from multiprocessing.connection import wait as wait_for
 from pathlib import Path
@@ -247,6 +248,12 @@ class JobHandle:
         except OSError:
             pass  # already gone: the next poll collects it
 
+    def stop_now(self) -> None:
+        """Cancel without the grace period: terminate at once, kill ``kill_after`` seconds later."""
+        self.cancel()
+        if self._cancel_at is not None:
+            self._cancel_at = min(self._cancel_at, time.monotonic() - self.grace)
+
     def cancel_requested(self) -> bool:
         return self._cancel_at is not None
 
@@ -284,20 +291,58 @@ class JobRunner:
                  workroot: str | None = None) -> None:
         self.grace, self.kill_after, self.exit_grace = grace, kill_after, exit_grace
         self.workroot = workroot      # parent folder of the temp workdirs; the system temp dir when None
+        self.interrupted: int | None = None  # the first SIGINT/SIGTERM that cancelled the last `run`
 
     def start(self, spec: JobSpec) -> JobHandle:
         """Spawn the child and return at once; raises only for a spec that is not JSON-safe."""
         return JobHandle(spec, grace=self.grace, kill_after=self.kill_after, exit_grace=self.exit_grace,
                          workroot=self.workroot)
 
-    def run(self, spec: JobSpec, on_event: OnEvent | None = None) -> JobResult:
-        """Blocking (the CLI). Ctrl+C cancels the job and still returns its result."""
-        handle = self.start(spec)
-        try:
-            return handle.wait(on_event=on_event)
-        except KeyboardInterrupt:
-            handle.cancel()
-            return handle.wait(on_event=on_event)
+    def run(self, spec: JobSpec, on_event: OnEvent | None = None,
+            on_interrupt: Callable[[int, bool], None] | None = None) -> JobResult:
+        """Blocking (the CLI). Ctrl+C or SIGTERM cancels the job (a second one stops it at once) and still returns
+        its result; ``interrupted`` then holds the first signal's number, and ``on_interrupt(signum, forced)``
+        hears of each one."""
+        self.interrupted = None
+        caught: list[int] = []
+        with _catch_stop_signals(caught):
+            handle = self.start(spec)
+            handled = 0
+            while True:
+                try:
+                    return handle.wait(timeout=0.1, on_event=on_event)
+                except TimeoutError:
+                    pass
+                except KeyboardInterrupt:  # raised by a handler of the caller's where none could be installed here
+                    caught.append(signal.SIGINT)
+                while handled < len(caught):
+                    forced = handle.cancel_requested()
+                    self.interrupted = self.interrupted or caught[handled]
+                    if forced:
+                        handle.stop_now()
+                    else:
+                        handle.cancel()
+                    if on_interrupt is not None:
+                        on_interrupt(caught[handled], forced)
+                    handled += 1
+
+
+@contextlib.contextmanager
+def _catch_stop_signals(caught: list[int]) -> Iterator[None]:
+    """SIGINT and SIGTERM append their number to ``caught`` instead of raising or ending the process, so the
+    caller can cancel its job cleanly (its temp folder removed, its partial result kept). Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    names = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.getsignal(s) for s in names}
+    try:
+        for s in names:
+            signal.signal(s, lambda signum, _frame: caught.append(signum))
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
 
 
 def run_inline(spec: JobSpec, on_event: OnEvent | None = None, cancel: threading.Event | None = None,

@@ -104,3 +104,12 @@ def lingering_job(params: dict, ctx: JobContext) -> dict:
 
     threading.Thread(target=time.sleep, args=(float(params.get("seconds", 60)),), daemon=False).start()
     return {"ok": True}
+
+
+def invalid_variant_job(params: dict, ctx: JobContext) -> dict:
+    """Raises the error a variant failing its validation gives: a fault of trtlab's, with a message and a fix."""
+    from app.core.transforms.validate import InvalidVariant
+
+    ctx.log("validating the variant")
+    raise InvalidVariant("ONNX Runtime's load", "Type Error: Type (tensor(bfloat16)) of input parameter of node "
+                         "(Mul_3) Op (Mul) is invalid.", node="Mul_3", precision="bf16")

@@ -72,6 +72,7 @@ def run_many(commands: dict[str, list[str]], cwd: Path) -> dict[str, Result]:
 @pytest.fixture(scope="module")
 def good_runs(model_paths: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Result]:
     out_dir = tmp_path_factory.mktemp("json_out")
+    (out_dir / "nested").mkdir()  # --json writes into an existing folder; it never creates one
     commands = {stem: ["inspect", str(model_paths[stem]), "--json", "-"] for stem in STEMS}
     commands["to_file"] = ["inspect", str(model_paths["magika_standard_v3_3"]), "--json",
                            str(out_dir / "nested" / "magika.json")]

@@ -21,6 +21,7 @@ from app.core.inputs import (
     make_samples,
     random_recipe,
     resolve_input_shapes,
+    source_shapes,
 )
 from app.core.tensors import TensorInfo, graph_inputs, value_info_to_tensor_info
 
@@ -209,6 +210,42 @@ def test_random_per_dtype(tiny_model):
     assert recipe["image"] == "U[0, 1) (image-like)" and recipe["feat"] == "N(0, 1)"
     assert recipe["mask"] == "uniform integers in [0, 2)" and recipe["bytes"] == "uniform integers in [0, 256)"
     assert InputSource(seed=3).describe() == "random data (seed 3)" and InputSource().is_random
+
+
+@pytest.mark.parametrize("elem", [TensorProto.BOOL, TensorProto.FLOAT, TensorProto.INT64, TensorProto.FLOAT16])
+def test_a_0d_input_gets_a_0d_array_that_runs(tiny_model, elem):
+    """numpy's generators give a bare scalar for shape (): ONNX Runtime takes arrays only."""
+    import onnxruntime as ort
+
+    vi = helper.make_tensor_value_info("s", elem, [])
+    model = tiny_model.build(nodes=[helper.make_node("Identity", ["s"], ["out"])], inputs=[vi],
+                             outputs=[helper.make_tensor_value_info("out", elem, [])])
+    infos = _infos(model)
+    (sample,) = make_samples(model, infos, resolve_input_shapes(infos, {}), InputSource(seed=1))
+    arr = sample["s"]
+    assert isinstance(arr, np.ndarray) and arr.shape == () and arr.dtype == np.dtype(infos[0].dtype)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (out,) = sess.run(None, sample)
+    np.testing.assert_array_equal(out, arr)
+
+
+def test_a_sample_file_fixes_the_dynamic_dims_it_gives(tmp_path, two_input_model):
+    infos = _infos(two_input_model)
+    np.savez(tmp_path / "s.npz", x=np.zeros((5, 4), np.float32), ids=np.zeros((5, 3), np.int64))
+    shapes = source_shapes(InputSource("npz", str(tmp_path / "s.npz")), infos)
+    assert shapes == {"x": (5, 4), "ids": (5, 3)}
+    assert resolve_input_shapes(infos, shapes) == shapes
+    folder = tmp_path / "samples"
+    folder.mkdir()
+    np.savez(folder / "a.npz", x=np.zeros((2, 4), np.float32), ids=np.zeros((2, 3), np.int64))
+    assert source_shapes(InputSource("folder", str(folder)), infos) == {"x": (2, 4), "ids": (2, 3)}
+    assert source_shapes(InputSource(seed=0), infos) == {}
+    # Static inputs are the model's to fix, not the file's; a file that does not match the names says so.
+    static = [TensorInfo("x", "float32", (5, 4)), TensorInfo("ids", "int64", ("n", 3))]
+    assert source_shapes(InputSource("npz", str(tmp_path / "s.npz")), static) == {"ids": (5, 3)}
+    np.savez(tmp_path / "wrong.npz", y=np.zeros(3))
+    with pytest.raises(InputError, match="does not match the model's inputs"):
+        source_shapes(InputSource("npz", str(tmp_path / "wrong.npz")), infos)
 
 
 def test_integer_ranges_follow_casts_to_gather_onehot_and_equal(tiny_model):

@@ -317,6 +317,22 @@ def test_external_location_dotdot_back_inside_is_accepted(tiny_model, make_exter
     assert doc.external[0].location == "sub/../w.bin"
 
 
+def test_external_location_in_a_sibling_folder_sharing_the_name_is_refused(tiny_model, make_external_tensor,
+                                                                             opened_paths: set[Path]) -> None:
+    """'../inside_evil/w.bin' starts with the model folder's path as a string: only a parts-wise check refuses it."""
+    path = _model_with_location(tiny_model, "../inside_evil/w.bin", make_external_tensor)
+    evil = path.parent.parent / "inside_evil" / "w.bin"
+    evil.parent.mkdir()
+    evil.write_bytes(np.ones(4, np.float32).tobytes())
+    opened_paths.clear()  # the test wrote it; from here on nothing may open it
+    assert str(evil.resolve()).startswith(str(path.parent.resolve()))
+    exc = expect_load_error(path, errors.ExternalDataOutsideError)
+    assert "../inside_evil/w.bin" in exc.message
+    assert evil.resolve() not in opened_paths
+    with pytest.raises(errors.ExternalDataOutsideError):
+        loader.resolve_external(path, "../inside_evil/w.bin")
+
+
 def test_over_2gb_external_model_loads_without_reading_data(tiny_model, make_external_tensor,
                                                             opened_paths: set[Path]) -> None:
     rows, cols = 2**19 + 1, 1024                      # float32: 2 GiB + 4 KiB
@@ -418,3 +434,69 @@ def test_real_models_load(model_paths: dict[str, Path], stem: str) -> None:
     assert doc.external == [] and doc.external_bytes == 0
     assert doc.model == onnx.load(path)
     assert doc.load_seconds > 0
+
+
+# --- tensors claiming more data than they hold; nesting deeper than protobuf reads ----------------------------
+
+def _with_initializer(tiny_model, t: TensorProto, name: str = "crafted.onnx") -> Path:
+    g = helper.make_graph([helper.make_node("Identity", [t.name], ["y"])], "g", [],
+                          [helper.make_tensor_value_info("y", t.data_type, None)], initializer=[t])
+    return tiny_model.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), name)
+
+
+@pytest.mark.parametrize(("tensor", "words"), [
+    (TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1_000_000, 1_000_000], raw_data=b"1234"),
+     ["[1000000, 1000000]", "holds 4 bytes"]),
+    (TensorProto(name="w", data_type=TensorProto.INT64, dims=[3, 5], int64_data=[1, 2, 3]), ["stores 3 number"]),
+    (TensorProto(name="w", data_type=TensorProto.FLOAT16, dims=[1 << 40], int32_data=[0]), ["stores 1 number"]),
+    (TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4, -2], raw_data=b""), ["negative dimension"]),
+])
+def test_a_tensor_claiming_more_than_it_holds_is_refused_fast(tiny_model, tensor: TensorProto,
+                                                              words: list[str]) -> None:
+    path = _with_initializer(tiny_model, tensor)
+    t0 = time.perf_counter()
+    exc = expect_load_error(path, errors.TensorDataError)
+    assert time.perf_counter() - t0 < 2.0
+    assert "'w'" in exc.message and all(w in exc.message for w in words), exc.message
+
+
+def test_a_short_external_length_is_refused(tiny_model, make_external_tensor) -> None:
+    w = make_external_tensor("w", [1000, 1000], "w.bin", length=16)
+    path = tiny_model("short/model.onnx", initializers=[w])
+    (path.parent / "w.bin").write_bytes(bytes(16))
+    exc = expect_load_error(path, errors.TensorDataError)
+    assert "[1000, 1000]" in exc.message and "16 bytes" in exc.message
+
+
+def test_a_constant_attribute_tensor_is_checked_too(tiny_model) -> None:
+    value = TensorProto(name="v", data_type=TensorProto.FLOAT, dims=[1 << 30], raw_data=b"\0" * 8)
+    g = helper.make_graph([helper.make_node("Constant", [], ["y"], value=value)], "g", [],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = tiny_model.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "const.onnx")
+    exc = expect_load_error(path, errors.TensorDataError)
+    assert "holds 8 bytes" in exc.message
+
+
+def test_every_real_model_passes_the_tensor_size_check(model_paths: dict[str, Path], models_dir: Path) -> None:
+    for path in sorted(models_dir.glob("*.onnx")):
+        assert load_model(path).model.graph.node, path
+
+
+def test_nesting_deeper_than_protobuf_reads_is_named(tmp_path: Path) -> None:
+    from app.core.loader_checks import graph_nesting_depth
+    from tests.cli.test_rough_edges import nested_if_model
+
+    assert graph_nesting_depth(nested_if_model(12)) == 12
+    ok = tmp_path / "nest25.onnx"
+    ok.write_bytes(nested_if_model(25))
+    assert summarize(load_model(ok)).nodes_total == 51
+    deep = tmp_path / "nest40.onnx"
+    deep.write_bytes(nested_if_model(40))
+    exc = expect_load_error(deep, errors.NestingTooDeepError)
+    assert "40 levels deep" in exc.message and "Export the model with less nesting" in exc.fix
+    # A file that merely fails to decode is still called what it is.
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"\x08\x0a\x3a\x05\xff\xff\xff\xff\xff")
+    with pytest.raises(errors.ModelLoadError) as info:
+        load_model(broken)
+    assert not isinstance(info.value, errors.NestingTooDeepError)

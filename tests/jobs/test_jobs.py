@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -90,6 +92,13 @@ def test_exception_becomes_failed_with_message_and_traceback():
     assert u.status == "failed" and u.user_error
     assert u.error == "The input is wrong. Give a better input." and u.fix == "Give a better input."
     assert u.data == {"error_type": "TrtlabError", "user_error": True, "fix": "Give a better input."}
+
+
+def test_an_invalid_variant_is_a_fault_of_trtlabs_not_a_user_error():
+    r, _ = run("invalid_variant_job")
+    assert r.status == "failed" and r.error_type == "InvalidVariant" and not r.user_error
+    assert "fails ONNX Runtime's load at node 'Mul_3'" in r.error and "fault in the transform" in r.fix
+    assert r.data == {"error_type": "InvalidVariant", "user_error": False, "fix": r.fix}
 
 
 @pytest.mark.parametrize(("job", "reason"), [("abort_job", "aborted (SIGABRT)"),
@@ -231,3 +240,60 @@ def test_child_dies_with_its_parent():
         time.sleep(0.05)
     os.kill(pid, 9)
     pytest.fail("the job's process outlived its parent")
+
+
+def _signal_self_later(signum: int, *delays: float) -> threading.Thread:
+    def send() -> None:
+        for d in delays:
+            time.sleep(d)
+            os.kill(os.getpid(), signum)
+    t = threading.Thread(target=send, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_run_cancels_the_job_within_a_time_limit(signum):
+    """The CLI's blocking run: Ctrl+C or SIGTERM cancels the job, the caller gets its result, the handlers that
+    were there before come back."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    heard: list[tuple[int, bool]] = []
+    runner = JobRunner()
+    _signal_self_later(signum, 1.5)
+    t0 = time.monotonic()
+    r = runner.run(JobSpec(T + "sleep_job", {"steps": 2000, "step_s": 0.05}), on_interrupt=lambda s, f: heard.append(
+        (s, f)))
+    assert time.monotonic() - t0 < 1.5 + 2.0
+    assert r.status == "cancelled" and r.exit_reason == "stopped after cancel"
+    assert runner.interrupted == signum and heard == [(signum, False)]
+    assert {s: signal.getsignal(s) for s in before} == before
+
+
+def test_a_second_ctrl_c_stops_a_job_that_ignores_its_cancel_flag_at_once():
+    heard: list[tuple[int, bool]] = []
+    runner = JobRunner(grace=60)  # the first Ctrl+C alone would wait a minute for the job
+    _signal_self_later(signal.SIGINT, 1.5, 0.5)
+    t0 = time.monotonic()
+    r = runner.run(JobSpec(T + "stubborn_job", {"seconds": 60}), on_interrupt=lambda s, f: heard.append((s, f)))
+    assert time.monotonic() - t0 < 1.5 + 0.5 + 2.0
+    assert r.status == "cancelled" and r.exit_reason == "terminated after cancel"
+    assert heard == [(signal.SIGINT, False), (signal.SIGINT, True)]
+
+
+def test_cancel_during_int8_calibration_stops_within_seconds(model_paths, tmp_path):
+    """The counterpart, with a time limit, of the calibration cancel test: u2netp calibrates 64 samples for many
+    seconds; the job must be gone within a couple of seconds of Cancel."""
+    params = {"model": str(model_paths["u2netp"]), "target": "ort-cpu:int8", "out": str(tmp_path / "v.onnx"),
+              "shapes": {}, "inputs": {"kind": "random", "seed": 0}, "calib_samples": 64,
+              "cache_dir": str(tmp_path / "cache")}
+    h = JobRunner().start(JobSpec("app.backends.tasks:variant_task", params))
+    deadline = time.monotonic() + 240
+    while not any("Calibrating" in e.message for e in h.events) and time.monotonic() < deadline:
+        h.poll()
+        time.sleep(0.02)
+    assert any("Calibrating" in e.message for e in h.events), [e.message for e in h.events][-5:]
+    t0 = time.monotonic()
+    h.cancel()
+    r = h.wait(timeout=30)
+    assert time.monotonic() - t0 < 3.0, f"{time.monotonic() - t0:.1f} s from Cancel to the end of the job"
+    assert r.status == "cancelled" and not (tmp_path / "v.onnx").exists()

@@ -29,6 +29,7 @@ class InvalidVariant(TrtlabError):
     """The transform wrote a graph that a checker, ONNX Runtime or TensorRT refuses: a bug in the transform."""
 
     title = "Variant is not a valid model"
+    user_error = False  # a job stopped by it failed (exit 4): the user's input was fine
 
     def __init__(self, gate: str, detail: str, node: str | None = None, precision: str = "") -> None:
         self.gate, self.detail, self.node = gate, detail, node

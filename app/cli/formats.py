@@ -1,0 +1,72 @@
+"""The human-readable summaries the CLI commands print (their JSON is the job's result as is)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def format_fallback(doc: dict) -> str:
+    metric = doc["target"].split(":")[0]
+    b, a = doc["before"].get(metric), doc["after"].get(metric)
+    lines = [f"{doc['candidate']} against {doc['reference']}, target {doc['target']}: "
+             f"{'MET' if doc['met'] else 'NOT MET'}"
+             + (f" (stopped: {doc['stopped']})" if doc.get("stopped") else ""),
+             f"  {metric}: {num(b, '.6g')} → {num(a, '.6g')} keeping {len(doc['keep_high_precision'])} node(s) in "
+             f"high precision; {doc['evaluations']} evaluations in {doc['seconds']:.1f} s"]
+    lines += [f"    {k}" for k in doc["keep_high_precision"]]
+    if doc.get("random_data"):
+        lines.append("NOTE: measured on random inputs; real data may need a different set.")
+    if doc.get("plan_file"):
+        lines.append(f"Plan saved to {doc['plan_file']} (use it with --plan)")
+    return "\n".join(lines)
+
+
+def format_variant(doc: dict) -> str:
+    lines = [f"Variant of {Path(doc['model']).name} ({doc['plan_summary']}) saved to {doc['out']}"
+             + (" (from the cache)" if doc.get("cached") else "")]
+    lines += [f"  note: {n}" for n in doc.get("notes", []) if n != "variant from the cache"]
+    return "\n".join(lines)
+
+
+def format_diagnose(doc: dict) -> str:
+    lines = [f"{doc['candidate']} against {doc['reference']}: {doc['tensors_compared']:,} tensors compared; "
+             f"inputs: {doc['inputs']}",
+             f"First NaN/Inf: {doc['first_nonfinite'] or 'none'}    Worst layer: {doc['worst'] or '—'}"]
+    rows = sorted((r for r in doc["layers"] if r["cosine"] is not None), key=lambda r: r["cosine"])[:10]
+    lines += [f"  {r['node'][:48]:<48} {r['op']:<18} cos {r['cosine']:.6f}  max|Δ| {num(r['max_abs'], '.3g')}  "
+              f"nan {r['nan']} inf {r['inf']}" for r in rows]
+    return "\n".join(lines)
+
+
+def format_run(doc: dict) -> str:
+    lines = [f"Backend  {doc['backend']}   inputs: {doc['inputs']}"]
+    lines += [f"  {o['name']:<30} {o['dtype']:<8} {o['shape']}" for o in doc["outputs"]]
+    lines.append(f"Outputs saved to {doc['npz']}")
+    return "\n".join(lines)
+
+
+def format_compare(doc: dict) -> str:
+    lines = [f"Reference {doc['reference']} · {doc['samples']} sample(s) · inputs: {doc.get('inputs', '')}"]
+    if doc.get("random_data"):
+        lines.append("NOTE: inputs are random data; accuracy on real data may differ.")
+    for c in doc["candidates"]:
+        lines.append(f"{c['name']}: {'PASS' if c['passed'] else 'FAIL'}")
+        lines += [f"  note: {n}" for n in doc.get("notes", {}).get(c["name"], [])]
+        for o in c["outputs"]:
+            lines.append(f"  {o['name']:<28} max_abs {num(o['max_abs'], '.3g')}  mean_abs {num(o['mean_abs'], '.3g')}"
+                         f"  cos {num(o['cosine'], '.6f')}  snr {num(o['snr_db'], '.1f')} dB  nan {o['nan']} "
+                         f"inf {o['inf']}" + (f"  top1 {o['top1']:.3f}" if o.get("top1") is not None else ""))
+            lines += [f"    ✗ {f}" for f in o.get("failures", [])]
+    return "\n".join(lines)
+
+
+def num(v: object, spec: str) -> str:
+    return "—" if v is None else format(v, spec)
+
+
+def format_bench(doc: dict) -> str:
+    lat = doc["latency_ms"]
+    return (f"{doc['backend']} ({doc['mode']}): median {lat['median']:.3f} ms, mean {lat['mean']:.3f}, "
+            f"p99 {lat['p99']:.3f}, min {lat['min']:.3f}, max {lat['max']:.3f}; CoV {100 * doc['cov']:.1f}%; "
+            f"{doc['throughput_per_s']:.1f}/s over {doc['iterations']} iterations"
+            + (f"\nWARNING: {doc['warning']}" if doc.get("warning") else ""))
