@@ -9,11 +9,10 @@ import sys
 from pathlib import Path
 
 from app.backends import BackendUnavailable, Target, get_backend
-from app.cli.checks import CliInputError, check_out_path, check_outputs  # noqa: F401 - re-exported
-from app.cli.jobrun import (JobFailed, _without_traceback, exit_code_for,  # noqa: F401 - re-exported
-                            interrupted_exit, report_job_failure)
-from app.cli.jobrun import run_job as _run_job
 from app.cli import formats
+from app.cli.checks import CliInputError, check_out_path, check_outputs  # noqa: F401 - re-exported
+from app.cli.jobrun import JobFailed, _without_traceback, exit_code_for, interrupted_exit, report_job_failure  # noqa: F401 - re-exported
+from app.cli.jobrun import run_job as _run_job
 from app.cli.main import EXIT_NOT_MET, EXIT_OK, write_json
 
 _IMAGE_EXT = {".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm"}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 # Errors that carry a message and a fix but are trtlab's own fault, not the user's input: a job stopped by one
 # has failed (exit 4), it was not refused (exit 2). Listed by class name because their classes live in modules
 # that import this one (e.g. InvalidVariant in app.core.transforms.validate).

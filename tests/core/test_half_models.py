@@ -15,8 +15,15 @@ from app.core.shapes import infer_shapes
 from app.core.transforms.half import HalfReport, half_inputs, to_half
 from app.core.transforms.opset import OpsetRaiseError, raise_opset
 from app.core.transforms.validate import require_valid
-from tests.core.test_half_patterns import (F32, HALF_DTYPE, _assert_initializers_hold_their_data, _model, _run,
-                                           _session, _vi)
+from tests.core.test_half_patterns import (
+    F32,
+    HALF_DTYPE,
+    _assert_initializers_hold_their_data,
+    _model,
+    _run,
+    _session,
+    _vi,
+)
 
 
 # ----------------------------------------------------------------------------------------------- real models

@@ -22,8 +22,15 @@ from app.core.onnx_walk import iter_graphs, node_subgraphs
 from app.core.precision import PrecisionPlan, fixed_reason, node_keys
 from app.core.shapes import infer_shapes
 from app.core.transforms.fold import fold_constants
-from app.core.transforms.half_rules import (BF16_OPSET, HALF, KEEP_FP32_OPS, graph_reasons, op_skip_reason, outer_names,
-                                            type_positions)
+from app.core.transforms.half_rules import (
+    BF16_OPSET,
+    HALF,
+    KEEP_FP32_OPS,
+    graph_reasons,
+    op_skip_reason,
+    outer_names,
+    type_positions,
+)
 
 __all__ = ["HALF", "KEEP_FP32_OPS", "HalfReport", "half_inputs", "half_skip_reason", "to_half"]
 
