@@ -6,6 +6,7 @@ onnxruntime is imported inside functions so that `import app.backends` works wit
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 
@@ -92,6 +93,43 @@ def cpu_runnable(model_path: str) -> tuple[str | bytes, bool]:
     return widen_bfloat16(model).SerializeToString(), True
 
 
+_NO_KERNEL = re.compile(r"Provider type for (\w+) node|implementation for (\w+)\(")
+
+
+def _widened_for_gpu(model_path: str, exc: Exception, ort: object, so: object,
+                     providers: list) -> tuple[object, set[str]] | None:
+    """A BF16 variant that a GPU provider cannot load because some op has no BF16 kernel there (and the CPU,
+    where ONNX Runtime would place it, has none either): those op types widened to FP32 between rounding
+    Casts, one op type per failed load, until it loads. None when the model is not BF16 or it never loads."""
+    import onnx
+
+    from app.core.transforms.emulate import has_bfloat16, widen_bfloat16
+
+    m = _NO_KERNEL.search(str(exc))
+    if m is None:
+        return None
+    try:
+        model = onnx.load(model_path)
+    except Exception:  # noqa: BLE001 - the original error is the one to report
+        return None
+    if not has_bfloat16(model) or model.ByteSize() >= 1_800_000_000:
+        return None
+    ops: set[str] = set()
+    for _ in range(16):
+        op = next(g for g in m.groups() if g)
+        if op in ops:
+            return None
+        ops.add(op)
+        try:
+            return ort.InferenceSession(widen_bfloat16(model, ops).SerializeToString(), sess_options=so,
+                                        providers=providers), ops
+        except Exception as again:  # noqa: BLE001 - another op without a kernel: widen it too
+            m = _NO_KERNEL.search(str(again))
+            if m is None:
+                return None
+    return None
+
+
 class _OrtBackend:
     provider = "CPUExecutionProvider"
     name = "ort-cpu"
@@ -139,6 +177,14 @@ class _OrtBackend:
         try:
             sess = ort.InferenceSession(source, sess_options=so, providers=providers)
         except Exception as exc:  # ORT raises its own Fail/InvalidGraph/... types
+            retry = None if self.provider == "CPUExecutionProvider" else _widened_for_gpu(str(model_path), exc, ort,
+                                                                                           so, providers)
+            if retry is not None:
+                sess, widened = retry
+                notes = self.notes(options) + [
+                    f"BF16 partly emulated: ONNX Runtime's {self.provider} has no BF16 kernel for "
+                    f"{', '.join(sorted(widened))}, so those nodes compute in FP32 between rounding Casts"]
+                return OrtSession(sess, self.provider, True, notes)
             raise BackendUnavailable(f"{self.name} could not load the model: {str(exc).strip()[:500]}",
                                      fix="Check that this onnxruntime supports the model's opsets and IR version "
                                          "(pip install -U onnxruntime).") from exc

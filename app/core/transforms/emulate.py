@@ -37,26 +37,27 @@ def _bf16_names(graph: onnx.GraphProto) -> set[str]:
     return names
 
 
-def widen_bfloat16(model: onnx.ModelProto) -> onnx.ModelProto:
-    """A copy of `model` whose BF16 nodes compute in FP32 between Casts (inferred types decide which)."""
+def widen_bfloat16(model: onnx.ModelProto, ops: frozenset[str] | set[str] | None = None) -> onnx.ModelProto:
+    """A copy of `model` whose BF16 nodes compute in FP32 between Casts (inferred types decide which); with
+    `ops`, only the nodes of those op types (the ones a GPU provider has no BF16 kernel for)."""
     typed = onnx.shape_inference.infer_shapes(model, strict_mode=False)
     out = onnx.ModelProto()
     out.CopyFrom(typed)
-    _widen_graph(out.graph)
+    _widen_graph(out.graph, None if ops is None else frozenset(ops))
     return out
 
 
-def _widen_graph(graph: onnx.GraphProto) -> None:
+def _widen_graph(graph: onnx.GraphProto, ops: frozenset[str] | None = None) -> None:
     bf16 = _bf16_names(graph)
     new_nodes: list[onnx.NodeProto] = []
     for k, node in enumerate(graph.node):
         for a in node.attribute:
             if a.type == onnx.AttributeProto.GRAPH:
-                _widen_graph(a.g)
+                _widen_graph(a.g, ops)
             for sub in a.graphs:
-                _widen_graph(sub)
+                _widen_graph(sub, ops)
         touches = [i for i in node.input if i in bf16] + [o for o in node.output if o in bf16]
-        if node.op_type in _PASS_THROUGH or not touches:
+        if node.op_type in _PASS_THROUGH or not touches or (ops is not None and node.op_type not in ops):
             new_nodes.append(node)
             continue
         for j, name in enumerate(node.input):
