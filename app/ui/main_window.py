@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QStackedWidget,
+    QTabBar,
     QVBoxLayout,
     QWidget,
 )
@@ -162,7 +163,28 @@ class MainWindow(PrecisionWindowMixin, QMainWindow):
         restored = isinstance(state, QByteArray) and self.restoreState(state, LAYOUT_VERSION)
         if not restored or not any(d.isVisible() for d in self._model_docks()):
             self.default_layout()
+        else:
+            self._regroup_hidden_docks()
         self._layout_shown = True
+
+    def _regroup_hidden_docks(self) -> None:
+        """Hidden docks rejoin a visible tab group of their area. A saved state can hold a tab group whose docks
+        are all hidden (Results and Jobs before the first job), and Qt then draws that group's tab bar alone,
+        over the panel below it."""
+        for dock in self._model_docks():
+            if dock.isVisible() or dock.isFloating():
+                continue
+            area = self.dockWidgetArea(dock)
+            anchor = next((d for d in self._model_docks() if d.isVisible() and not d.isFloating()
+                           and self.dockWidgetArea(d) == area), None)
+            if anchor is not None and dock not in self.tabifiedDockWidgets(anchor):
+                self.tabifyDockWidget(anchor, dock)
+                dock.hide()
+        # Qt keeps the emptied group's tab bar on screen: hide every dock tab bar none of whose docks is shown.
+        shown = {d.windowTitle() for d in self._model_docks() if d.isVisible()}
+        for bar in self.findChildren(QTabBar, options=Qt.FindChildOption.FindDirectChildrenOnly):
+            if bar.isVisible() and not any(bar.tabText(i) in shown for i in range(bar.count())):
+                bar.hide()
 
     def default_layout(self) -> None:
         """Summary on the left; Properties and Run on the right; Precision and Readiness below the graph (Results

@@ -75,6 +75,59 @@ def test_layout_and_geometry_survive_a_restart(qtbot, tmp_path, model_paths):
     second.close()
 
 
+SAVED_DEFAULT = (
+    "AAAA/wAAAAL9AAAAAwAAAAAAAAEsAAACnPwCAAAAAfsAAAAOAHMAdQBtAG0AYQByAHkBAAAAEwAAApwAAAC3AP///wAAAAEAAAFoAAACnPwCAAAAAfw"
+    "AAAATAAACnAAAALoBAAAZ+gAAAAECAAAAAvsAAAAUAHAAcgBvAHAAZQByAHQAaQBlAHMBAAAAAP////8AAAByAP////sAAAAGAHIAdQBuAQAAAAD/////"
+    "AAAAoAD///8AAAADAAAGQAAAARj8AQAAAAH8AAAAAAAABkAAAAGjAP////oAAAACAQAAAAX7AAAADgByAGUAcwB1AGwAdABzAAAAAAD/////AAABLAD/"
+    "///7AAAACABqAG8AYgBzAAAAAAD/////AAABLAD////7AAAAEgBwAHIAZQBjAGkAcwBpAG8AbgEAAAAA/////wAAAaMA////+wAAAAwAZQBuAGcAaQBu"
+    "AGUAAAAAAP////8AAAEsAP////sAAAASAHIAZQBhAGQAaQBuAGUAcwBzAQAAAAD/////AAABLAD///8AAAOgAAACnAAAAAQAAAAEAAAACAAAAAj8AAAA"
+    "AA==")
+
+
+def _stray_tab_bars(window) -> list[list[str]]:
+    """Dock tab bars on screen none of whose docks is shown: a bar drawn over the panel below it."""
+    from PySide6.QtWidgets import QTabBar
+
+    shown = {d.windowTitle() for d in window.findChildren(type(window.results_dock)) if d.isVisible()}
+    bars = [b for b in window.findChildren(QTabBar) if b.isVisible()]
+    return [[b.tabText(i) for i in range(b.count())] for b in bars
+            if not any(b.tabText(i) in shown for i in range(b.count()))]
+
+
+def test_a_restored_layout_draws_no_tab_bar_of_hidden_panels(qtbot, tmp_path, model_paths):
+    """Second launch: the saved default layout (Results, Jobs and Engine hidden in the bottom tab group) came
+    back with a lone "Results | Jobs" tab bar over the Precision table. Restored twice, resized, with Jobs shown
+    and hidden again, no such bar is drawn, and the bottom panels stay one tab group."""
+    import base64
+
+    from PySide6.QtCore import QByteArray
+
+    from app.ui.main_window import MainWindow
+
+    ini = str(tmp_path / "settings.ini")
+    # The state a 1280×800 session saved on close (the default layout), as the report's settings file held it.
+    QSettings(ini, QSettings.Format.IniFormat).setValue("window/state", QByteArray(base64.b64decode(SAVED_DEFAULT)))
+    for size in ((1600, 1000), (1280, 800), (1600, 1000)):
+        w = MainWindow(QSettings(ini, QSettings.Format.IniFormat))
+        qtbot.addWidget(w)
+        w.resize(*size)
+        w.show()  # and a model opened at once, before the window is first laid out (as `trtlab MODEL` does)
+        open_and_wait(qtbot, w, model_paths["ppocr_cls_mobile_v2"])
+        qtbot.wait(600)  # the stray bar appeared once the layout had settled
+        assert _stray_tab_bars(w) == [], size
+        w.resize(size[0] - 200, size[1] - 100)
+        w.show_dock(w.jobs_dock)
+        qtbot.wait(20)
+        assert w.precision_dock in w.tabifiedDockWidgets(w.jobs_dock)
+        w.jobs_dock.hide()
+        qtbot.wait(20)
+        assert _stray_tab_bars(w) == [], size
+        w.resize(*size)
+        w.close()
+        qtbot.wait(10)
+        gc.collect()
+
+
 def test_hover_hints_do_not_replace_the_status(qtbot, window, model_paths, tmp_path):
     open_and_wait(qtbot, window, model_paths["u2netp"])
     said = window.status_label.text()
