@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import onnx
-from onnx import AttributeProto, TensorProto
+from onnx import TensorProto
 
 from app.core import errors
-from app.core.onnx_walk import iter_graphs
+from app.core.onnx_walk import iter_tensors
 
 _REEXPORT = "Re-export the model from its framework, or copy the file again if it was cut short."
 
@@ -34,20 +34,6 @@ _TYPED_FIELDS = ("float_data", "int32_data", "int64_data", "double_data", "uint6
 _PROTOBUF_MAX_DEPTH = 100  # protobuf's default nesting limit (messages inside messages), in Python and C++
 
 
-def _stored_tensors(graph: onnx.GraphProto) -> Iterator[TensorProto]:
-    """Initializers, sparse values and every tensor attribute (Constant, ConstantOfShape...), in all graphs."""
-    for g in iter_graphs(graph):
-        yield from g.initializer
-        for sparse in g.sparse_initializer:
-            yield sparse.values
-        for node in g.node:
-            for attr in node.attribute:
-                if attr.type == AttributeProto.TENSOR:
-                    yield attr.t
-                elif attr.type == AttributeProto.TENSORS:
-                    yield from attr.tensors
-
-
 def _human(n: int) -> str:
     for unit in ("bytes", "KB", "MB", "GB", "TB", "PB"):
         if n < 1024 or unit == "PB":
@@ -58,7 +44,7 @@ def _human(n: int) -> str:
 
 def check_tensor_sizes(p: Path, model: onnx.ModelProto) -> None:
     """Refuse a tensor whose dims claim more values than it stores (raw, typed or external data)."""
-    for t in _stored_tensors(model.graph):
+    for t in iter_tensors(model.graph, every_attribute=True):
         bits = _BITS.get(t.data_type)
         if bits is None:
             continue

@@ -49,14 +49,15 @@ def constant_tensor(node: onnx.NodeProto) -> TensorProto | None:
     return None
 
 
-def iter_tensors(graph: onnx.GraphProto) -> Iterator[TensorProto]:
-    """Every stored tensor: initializers, sparse initializers and Constant node values, in all graphs."""
+def iter_tensors(graph: onnx.GraphProto, *, every_attribute: bool = False) -> Iterator[TensorProto]:
+    """Every stored tensor: initializers, sparse initializers and Constant node values, in all graphs; with
+    `every_attribute`, the tensor attributes of every node too (ConstantOfShape's value…)."""
     for g in iter_graphs(graph):
         yield from g.initializer
         for sparse in g.sparse_initializer:
             yield sparse.values
         for node in g.node:
-            if node.op_type == "Constant":
+            if every_attribute or node.op_type == "Constant":
                 for attr in node.attribute:
                     if attr.type == AttributeProto.TENSOR:
                         yield attr.t
