@@ -18,7 +18,7 @@ from app.core.errors import TrtlabError
 
 _NODE_PATTERNS = (
     re.compile(r"[Nn]ode \(([^)]+)\)"),                       # onnx / ONNX Runtime: "Node (name) Op (Add)"
-    re.compile(r"[Nn]ode name: ([^\s,]+)"),
+    re.compile(r"[Nn]ode name: ([^\s,)]+)"),
     re.compile(r"[Nn]ode '([^']+)'"),
     re.compile(r"while parsing node number \d+ \[\w+ -> \"([^\"]+)\""),  # TensorRT's parser names an output
     re.compile(r"\[ONNX node: ([^\]]+)\]"),
@@ -146,7 +146,7 @@ def validate_variant(path: str | os.PathLike[str], *, parser: bool = True,
             continue
         if not gate.passed and source is not None and check is not check_onnx:
             before = check(source)
-            if before is not None and not before.passed and _same_failure(before, gate):
+            if before is not None and not before.passed and _same_failure(before, gate, str(source), str(path)):
                 gate = Gate(gate.name, True, f"the model itself fails this too: {_first_line(before.detail)}")
         gates.append(gate)
         if not gate.passed:
@@ -154,11 +154,16 @@ def validate_variant(path: str | os.PathLike[str], *, parser: bool = True,
     return gates
 
 
-def _same_failure(model: Gate, variant: Gate) -> bool:
-    """Whether the variant fails where the model does (the same node, or the same words where none is named)."""
+def _same_failure(model: Gate, variant: Gate, model_path: str = "", variant_path: str = "") -> bool:
+    """Whether the variant fails where the model does (the same node, or the same words where none is named;
+    the files' own paths, which the messages quote, aside)."""
     if model.node or variant.node:
         return model.node == variant.node
-    return _first_line(model.detail, 200) == _first_line(variant.detail, 200)
+
+    def words(gate: Gate, path: str) -> str:
+        text = gate.detail.replace(path, "<model>") if path else gate.detail
+        return _first_line(text, 300)
+    return words(model, model_path) == words(variant, variant_path)
 
 
 def require_valid(path: str | os.PathLike[str], precision: str = "", *, parser: bool = True,
