@@ -468,6 +468,9 @@ def variant_task(params: dict, ctx: object) -> dict:
     target = Target.parse(params["target"])
     plan = target_plan(target, params)
     model_path = str(params["model"])
+    raised_note = ""
+    if params.get("opset"):
+        model_path, raised_note = _raised_opset(params, int(params["opset"]), ctx)
     _progress(ctx, 0.0, "Building the variant…")
     variant = build_variant(
         model_path, plan, calib=_calibration(params, ctx), calib_method=str(params.get("calib_method") or "minmax"),
@@ -476,9 +479,33 @@ def variant_task(params: dict, ctx: object) -> dict:
     out = str(params["out"])
     _progress(ctx, 0.95, f"Saving {out}…")
     save_model(onnx.load(variant.path), out)
-    return {"model": model_path, "out": out, "plan": plan.to_json(), "plan_summary": plan_summary(plan),
-            "key": variant.key, "cached": variant.cached, "identity": variant.identity, "notes": variant.notes,
+    notes = ([raised_note] if raised_note else []) + list(variant.notes)
+    return {"model": str(params["model"]), "out": out, "plan": plan.to_json(), "plan_summary": plan_summary(plan),
+            "key": variant.key, "cached": variant.cached, "identity": variant.identity, "notes": notes,
             "report": variant.report}
+
+
+def _raised_opset(params: dict, opset: int, ctx: object) -> tuple[str, str]:
+    """`trtlab variant --opset N`: the model at opset N, saved in the job's folder, and a note saying so. Its
+    FP32 outputs are compared with the model's on one random sample where the input shapes are known."""
+    from app.core.errors import TrtlabError
+    from app.core.transforms.opset import raise_opset
+    from app.core.variants import save_model
+
+    _progress(ctx, 0.0, f"Raising the opset to {opset}…")
+    try:
+        feeds = prepare_samples({**params, "inputs": {"kind": "random", "seed": 0}, "samples": 1}, ctx).samples
+    except TrtlabError:
+        feeds = []  # dynamic dims not given: the converter's result is still fully checked, not run
+    raised, note = raise_opset(onnx.load(str(params["model"])), opset, feeds or None)
+    if not note:
+        return str(params["model"]), f"the model is already at opset {opset} or newer"
+    path = Path(getattr(ctx, "workdir", None) or Path(str(params["out"])).parent) / \
+        f"{Path(str(params['model'])).stem}.opset{opset}.onnx"
+    save_model(raised, path)
+    if not feeds:
+        note += " (FP32 outputs not compared: give --shapes for the dynamic dims to compare them)"
+    return str(path), note
 
 
 def engine_report(layer_info: dict | None, variant_graph: onnx.GraphProto, plan: PrecisionPlan,

@@ -72,6 +72,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("variant", help="write the variant ONNX graph for a precision or a plan")
     add_common(p, inputs=False)
     p.add_argument("-o", "--out", required=True, metavar="OUT.onnx", help="where to save the variant")
+    p.add_argument("--opset", type=int, default=None, metavar="N",
+                   help="raise the model's opset to N first (ONNX's version converter, FP32 outputs checked "
+                        "unchanged): BF16 has kernels for Conv, Relu, pools… from opset 22")
     p = sub.add_parser("bench", help="measure a backend's latency")
     p.add_argument("--backend", required=True, metavar="B")
     add_common(p)
@@ -363,12 +366,23 @@ def cmd_variant(args: argparse.Namespace) -> int:
     extra = _variant_params(args, [target])
     plan = extra.get("plan") or {"default": precision}
     int8 = "int8" in (plan["default"], *(plan.get("op_rules") or {}).values(), *(plan.get("overrides") or {}).values())
+    if args.opset is not None and not 7 <= args.opset <= onnx_opset_max():
+        raise CliInputError(f"--opset {args.opset} is not an ONNX opset this onnx knows (7 to {onnx_opset_max()}).",
+                            fix="Use e.g. --opset 22 for BF16 convolutions.")
     params = {"model": args.model, "target": target.name, "out": str(out.resolve()),
-              # shapes matter only for calibration data; a half-precision variant keeps the model's dynamic dims
-              "shapes": _shapes(args) if int8 else {}, "inputs": {"kind": "random", "seed": args.seed}, **extra}
+              # shapes matter only for calibration data (and the opset check's sample); a half-precision variant
+              # keeps the model's dynamic dims
+              "shapes": _shapes(args) if int8 or (args.opset and args.shapes) else {},
+              "inputs": {"kind": "random", "seed": args.seed}, "opset": args.opset, **extra}
     doc = _run_job("app.backends.tasks:variant_task", params, "Build variant")
     _emit(args, doc, formats.format_variant(doc))
     return EXIT_OK
+
+
+def onnx_opset_max() -> int:
+    import onnx
+
+    return int(onnx.defs.onnx_opset_version())
 
 
 def _emit(args: argparse.Namespace, doc: dict, text: str) -> None:

@@ -224,8 +224,9 @@ def nothing_converted(precision: str, report: object) -> PlanError:
     if not top:
         reasons = Counter(str(why) for why in getattr(report, "kept_fp32", {}).values())
         top = "; ".join(f"{why} ({n} node{'s' if n != 1 else ''})" for why, n in reasons.most_common(3))
-    fix = (f"Plan FP16 instead, or export the model at a newer opset where these ops have {word} kernels "
-           "(ONNX gives Conv and most convolutional ops BF16 at opset 22)." if precision == "bf16" else
+    fix = ("Raise the model's opset first (trtlab variant MODEL --precision bf16 --opset 22 -o OUT.onnx "
+           "converts it with ONNX's version converter and checks its FP32 outputs), export it at opset 22, or "
+           "plan FP16 instead." if precision == "bf16" else
            f"Plan other nodes {word}, or run the model in FP32.")
     return PlanError(f"The {word} variant would convert no node of this model, so it would run FP32 under a {word} "
                      f"label" + (f": {top}." if top else "."), fix=fix)
