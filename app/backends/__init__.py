@@ -12,6 +12,10 @@ from app.backends.base import (
     BackendUnavailable,
     Target,
 )
+from app.backends.parse_gate import check_rtx_parse
+from app.core.transforms.validate import register_parser_gate
+
+register_parser_gate(check_rtx_parse)  # every variant built where app.backends runs is parsed by TensorRT for RTX
 
 
 def get_backend(name: str) -> Backend:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from app.backends.base import Availability, BackendUnavailable
+from app.core.transforms.emulate import cpu_runnable
 
 log = logging.getLogger(__name__)
 
@@ -72,25 +73,6 @@ class OrtSession:
 
     def close(self) -> None:
         self.sess = None
-
-
-def cpu_runnable(model_path: str) -> tuple[str | bytes, bool]:
-    """The model for ONNX Runtime's CPU provider: itself, or (a BF16 variant) its BF16 nodes widened to FP32
-    between rounding Casts, serialized; and whether it was widened."""
-    import onnx
-
-    from app.core.transforms.emulate import has_bfloat16, widen_bfloat16
-
-    try:
-        head = onnx.load(model_path, load_external_data=False)
-    except Exception:  # noqa: BLE001 - unreadable here: ONNX Runtime's own load says why, below
-        return model_path, False
-    if not has_bfloat16(head):
-        return model_path, False
-    model = onnx.load(model_path)
-    if model.ByteSize() >= 1_800_000_000:
-        return model_path, False  # too large to pass as bytes: ORT's own refusal names the BF16 kernels
-    return widen_bfloat16(model).SerializeToString(), True
 
 
 _NO_KERNEL = re.compile(r"Provider type for (\w+) node|implementation for (\w+)\(")

@@ -245,7 +245,7 @@ class TrtSession:
 
     def profile_layers(self, feeds: dict[str, np.ndarray], runs: int = 20) -> list[tuple[str, float]]:
         """(engine layer, ms) for every layer of `runs` runs, through an IProfiler (TENSORRT.md §7)."""
-        from app.core.engine.inspect import TimingRecorder
+        from app.core.engine.layer_times import TimingRecorder
 
         trt = self.trt
         recorder = TimingRecorder()

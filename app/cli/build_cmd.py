@@ -1,6 +1,6 @@
 """`trtlab build MODEL [--backend trt|trt-rtx] [--precision P | --plan F] [--profile …] [--target-cc …] -o ENGINE`.
 
-The build job (`app.backends.tasks:build_task`) in a child process, the same one the GUI runs. Exit 0 with the
+The build job (`app.backends.tasks.build:build_task`) in a child process, the same one the GUI runs. Exit 0 with the
 engine written and its layers printed; 2 when the input is wrong or TensorRT's ONNX parser refuses the graph
 (the nodes are named, and listed in the JSON); 3 when the backend cannot build here; 4 when the build itself
 fails (its explained error and last log lines are printed).
@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from app.backends import ENGINE_BACKENDS, BackendUnavailable, Target, get_backend
-from app.cli.main import EXIT_BAD_INPUT, EXIT_OK
+from app.cli.output import EXIT_BAD_INPUT, EXIT_OK
 from app.cli.run_cmds import CliInputError, _early_checks, _emit, _run_job, _variant_params, add_common
 
 _NAME_WIDTH = 58
@@ -74,7 +74,7 @@ def cmd_build(args: argparse.Namespace) -> int:
                           "profiles": [p.to_json() for p in config.profiles], "targets": list(targets)},
               **_variant_params(args, [target])}
     label = "TensorRT for RTX plan" if backend == "trt-rtx" else "TensorRT engine"
-    doc = _run_job("app.backends.tasks:build_task", params, f"Build {label} ({target.name})")
+    doc = _run_job("app.backends.tasks.build:build_task", params, f"Build {label} ({target.name})")
     if not doc.get("ok", True):
         _emit(args, doc, format_parse_errors(doc))
         return EXIT_BAD_INPUT

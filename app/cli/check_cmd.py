@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 from app.cli.checks import CliInputError, check_outputs
-from app.cli.main import EXIT_NOT_MET, EXIT_OK, write_json
+from app.cli.output import EXIT_NOT_MET, EXIT_OK, write_json
 from app.core.readiness import SEVERITIES, Report, check_model, load_support_table
 
 _DIMS = re.compile(r"\d+(x\d+)*")

@@ -7,7 +7,7 @@ import shutil
 import signal
 import sys
 
-from app.cli.main import EXIT_BAD_INPUT, EXIT_JOB_FAILED, EXIT_UNAVAILABLE
+from app.cli.output import EXIT_BAD_INPUT, EXIT_JOB_FAILED, EXIT_UNAVAILABLE
 from app.core.errors import INTERNAL_FAULTS, TrtlabError, is_user_error
 
 # Ctrl+C asks the job to stop at its next check; it is terminated if it has not after this long. Longer than the

@@ -8,15 +8,13 @@ SIGTERM cancelled the job (128 + the signal, the shell's convention).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from typing import NoReturn
 
 from app import __version__
+from app.cli.output import EXIT_BAD_INPUT
 from app.core.errors import TrtlabError
-
-EXIT_OK, EXIT_NOT_MET, EXIT_BAD_INPUT, EXIT_UNAVAILABLE, EXIT_JOB_FAILED = 0, 1, 2, 3, 4
 
 # Every subcommand of the public interface; those not built yet say so and exit 2.
 SUBCOMMANDS = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check",
@@ -96,24 +94,3 @@ def run_cli(argv: list[str]) -> int:
         raise
     build_parser().print_help(sys.stderr)
     return EXIT_BAD_INPUT
-
-
-def write_json(doc: object, target: str) -> None:
-    """Write JSON to a path (atomically) or to stdout for '-'."""
-    text = json.dumps(doc, indent=2, sort_keys=False)
-    if target == "-":
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-        return
-    from pathlib import Path
-
-    from app.core.fileio import atomic_write_text
-
-    if not Path(target).resolve().parent.is_dir():  # the write would create folders: a typo must not do that
-        raise TrtlabError(f"Cannot write the JSON file '{target}': its folder does not exist.",
-                          fix="Create the folder first, or give --json a path in an existing folder.")
-    try:
-        atomic_write_text(target, text + "\n")
-    except OSError as exc:
-        raise TrtlabError(f"Cannot write the JSON file '{target}': {exc.strerror or exc}.",
-                          fix="Give --json a path in a folder you can write to, or '-' for stdout.") from exc

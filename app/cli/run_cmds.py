@@ -13,7 +13,7 @@ from app.cli import formats
 from app.cli.checks import CliInputError, check_out_path, check_outputs  # noqa: F401 - re-exported
 from app.cli.jobrun import JobFailed, _without_traceback, exit_code_for, interrupted_exit, report_job_failure  # noqa: F401 - re-exported
 from app.cli.jobrun import run_job as _run_job
-from app.cli.main import EXIT_NOT_MET, EXIT_OK, write_json
+from app.cli.output import EXIT_NOT_MET, EXIT_OK, write_json
 
 _IMAGE_EXT = {".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm"}
 
@@ -213,7 +213,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_available(target)
     params = {"model": args.model, "target": target.name, "shapes": _shapes(args), "inputs": input_source(args),
               "options": _options(args), **_variant_params(args, [target])}
-    doc = _run_job("app.backends.tasks:run_task", params, f"Run {target.name}", keep_workdir=True)
+    doc = _run_job("app.backends.tasks.run:run_task", params, f"Run {target.name}", keep_workdir=True)
     if args.out:
         import shutil
 
@@ -242,7 +242,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     params = {"model": args.model, "reference": ref.name, "candidates": [c.name for c in cands],
               "shapes": _shapes(args), "inputs": input_source(args), "samples": args.samples,
               "tolerances": args.tol, "options": _options(args), **_variant_params(args, [ref, *cands])}
-    doc = _run_job("app.backends.tasks:compare_task", params, f"Compare against {ref.name}")
+    doc = _run_job("app.backends.tasks.compare:compare_task", params, f"Compare against {ref.name}")
     doc.pop("plots", None)
     _emit(args, doc, formats.format_compare(doc))
     return EXIT_OK if all(c["passed"] for c in doc["candidates"]) else EXIT_NOT_MET
@@ -267,7 +267,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     params = {"model": args.model, "target": target.name, "shapes": _shapes(args), "inputs": input_source(args),
               "warmup": args.warmup, "iterations": args.iterations, "mode": mode, "options": _options(args),
               **_variant_params(args, [target])}
-    doc = _run_job("app.backends.tasks:bench_task", params, f"Benchmark {target.name}")
+    doc = _run_job("app.backends.tasks.bench:bench_task", params, f"Benchmark {target.name}")
     times = doc.pop("times_ms", None)
     _emit(args, doc, formats.format_bench(doc))
     doc["times_ms"] = times
@@ -280,7 +280,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     _check_available(cand)
     params = {"model": args.model, "candidate": cand.name, "shapes": _shapes(args), "inputs": input_source(args),
               "options": _options(args), **_variant_params(args, [cand])}
-    doc = _run_job("app.backends.tasks:diagnose_task", params, f"Diagnose {cand.name}")
+    doc = _run_job("app.backends.tasks.diagnose:diagnose_task", params, f"Diagnose {cand.name}")
     _emit(args, doc, formats.format_diagnose(doc))
     return EXIT_OK
 
@@ -332,7 +332,7 @@ def cmd_fallback(args: argparse.Namespace) -> int:
     params = {"model": args.model, "reference": ref.name, "candidate": cand.name, "target": args.target,
               "budget_s": _seconds(args.budget, "--budget"), "shapes": _shapes(args), "inputs": input_source(args),
               "samples": args.samples, "options": _options(args), **_variant_params(args, [ref, cand])}
-    doc = _run_job("app.backends.tasks:fallback_task", params, f"Fallback search for {cand.name}")
+    doc = _run_job("app.backends.tasks.fallback:fallback_task", params, f"Fallback search for {cand.name}")
     if args.out:
         from app.core.precision import PrecisionPlan
 
@@ -374,7 +374,7 @@ def cmd_variant(args: argparse.Namespace) -> int:
               # keeps the model's dynamic dims
               "shapes": _shapes(args) if int8 or (args.opset and args.shapes) else {},
               "inputs": {"kind": "random", "seed": args.seed}, "opset": args.opset, **extra}
-    doc = _run_job("app.backends.tasks:variant_task", params, "Build variant")
+    doc = _run_job("app.backends.tasks.variant:variant_task", params, "Build variant")
     _emit(args, doc, formats.format_variant(doc))
     return EXIT_OK
 

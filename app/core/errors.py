@@ -100,3 +100,9 @@ def is_user_error(exc: BaseException) -> bool:
     if any(cls.__name__ in INTERNAL_FAULTS for cls in type(exc).__mro__):
         return False
     return bool(getattr(exc, "user_error", True))
+
+
+class InputError(TrtlabError):
+    """Input data or input shapes that do not fit the model."""
+
+    title = "Invalid input data"

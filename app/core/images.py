@@ -13,19 +13,59 @@ from __future__ import annotations
 import importlib
 import struct
 import zlib
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from app.core.inputs import InputError
-
-if TYPE_CHECKING:
-    from app.core.inputs import ImagePreprocess
+from app.core.errors import InputError
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm")
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _ADAM7 = ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2))
+
+
+
+@dataclass
+class ImagePreprocess:
+    """How images become tensors: resize, channel order, layout, then ``(pixel * scale - mean) / std``."""
+
+    size: tuple[int, int] | None = None  # (H, W); None: the input's own dims
+    layout: str = "NCHW"  # or "NHWC"
+    color: str = "RGB"  # or "BGR"
+    scale: float = 1 / 255
+    mean: tuple[float, ...] = (0.0, 0.0, 0.0)
+    std: tuple[float, ...] = (1.0, 1.0, 1.0)
+
+    def __post_init__(self) -> None:
+        self.layout, self.color = str(self.layout).upper(), str(self.color).upper()
+        if self.layout not in ("NCHW", "NHWC"):
+            raise InputError(f"Image layout '{self.layout}' is not NCHW or NHWC.", fix="Choose NCHW or NHWC.")
+        if self.color not in ("RGB", "BGR"):
+            raise InputError(f"Colour order '{self.color}' is not RGB or BGR.", fix="Choose RGB or BGR.")
+        if self.size is not None:
+            self.size = (int(self.size[0]), int(self.size[1]))
+            if min(self.size) <= 0:
+                raise InputError(f"Image size {self.size} must be positive.", fix="Give HxW such as 224x224.")
+        self.mean = tuple(float(v) for v in self.mean)
+        self.std = tuple(float(v) for v in self.std)
+
+    def to_json(self) -> dict[str, object]:
+        d = asdict(self)
+        d["size"] = list(self.size) if self.size else None
+        d["mean"], d["std"] = list(self.mean), list(self.std)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> ImagePreprocess:
+        known = {k: d[k] for k in ("size", "layout", "color", "scale", "mean", "std") if d.get(k) is not None}
+        return cls(**known)
+
+    def describe(self) -> str:
+        size = f"resize {self.size[0]}×{self.size[1]}, " if self.size else ""
+        return (f"{size}{self.layout}, {self.color}, scale {self.scale:.6g}, mean {list(self.mean)}, "
+                f"std {list(self.std)}")
 
 
 def _bad(path: Path, why: str) -> InputError:

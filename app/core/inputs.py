@@ -14,13 +14,14 @@ Random data, per dtype:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import onnx
 
-from app.core.errors import ShapeSpecError, TrtlabError
+from app.core.errors import InputError, ShapeSpecError
+from app.core.images import ImagePreprocess
 from app.core.shapes import dynamic_dims, validate_input_shape
 from app.core.tensors import TensorInfo, graph_inputs, value_info_to_tensor_info
 
@@ -29,12 +30,6 @@ DEFAULT_INT_RANGE = (0, 2)  # masks and segment ids are 0/1; a safe guess when n
 _PASS_THROUGH = {"Cast", "CastLike", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Transpose",
                  "Expand", "Slice", "Tile", "Split"}
 _EQUAL_VALUES_MAX = 1 << 16  # elements of a one-hot comparison constant worth reading
-
-
-class InputError(TrtlabError):
-    """Input data or input shapes that do not fit the model."""
-
-    title = "Invalid input data"
 
 
 def _real_inputs(inputs: Iterable[TensorInfo]) -> str:
@@ -81,47 +76,6 @@ def resolve_input_shapes(inputs: list[TensorInfo], user: dict[str, tuple[int, ..
                          fix=f"Set them in the Input shapes box (command line: --shapes {example}). "
                              f"The model's inputs are {_real_inputs(inputs)}.")
     return shapes
-
-
-@dataclass
-class ImagePreprocess:
-    """How images become tensors: resize, channel order, layout, then ``(pixel * scale - mean) / std``."""
-
-    size: tuple[int, int] | None = None  # (H, W); None: the input's own dims
-    layout: str = "NCHW"  # or "NHWC"
-    color: str = "RGB"  # or "BGR"
-    scale: float = 1 / 255
-    mean: tuple[float, ...] = (0.0, 0.0, 0.0)
-    std: tuple[float, ...] = (1.0, 1.0, 1.0)
-
-    def __post_init__(self) -> None:
-        self.layout, self.color = str(self.layout).upper(), str(self.color).upper()
-        if self.layout not in ("NCHW", "NHWC"):
-            raise InputError(f"Image layout '{self.layout}' is not NCHW or NHWC.", fix="Choose NCHW or NHWC.")
-        if self.color not in ("RGB", "BGR"):
-            raise InputError(f"Colour order '{self.color}' is not RGB or BGR.", fix="Choose RGB or BGR.")
-        if self.size is not None:
-            self.size = (int(self.size[0]), int(self.size[1]))
-            if min(self.size) <= 0:
-                raise InputError(f"Image size {self.size} must be positive.", fix="Give HxW such as 224x224.")
-        self.mean = tuple(float(v) for v in self.mean)
-        self.std = tuple(float(v) for v in self.std)
-
-    def to_json(self) -> dict[str, object]:
-        d = asdict(self)
-        d["size"] = list(self.size) if self.size else None
-        d["mean"], d["std"] = list(self.mean), list(self.std)
-        return d
-
-    @classmethod
-    def from_json(cls, d: dict) -> ImagePreprocess:
-        known = {k: d[k] for k in ("size", "layout", "color", "scale", "mean", "std") if d.get(k) is not None}
-        return cls(**known)
-
-    def describe(self) -> str:
-        size = f"resize {self.size[0]}×{self.size[1]}, " if self.size else ""
-        return (f"{size}{self.layout}, {self.color}, scale {self.scale:.6g}, mean {list(self.mean)}, "
-                f"std {list(self.std)}")
 
 
 @dataclass

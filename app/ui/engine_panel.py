@@ -69,7 +69,7 @@ class EnginePanel(QWidget):
         col.addWidget(self.table, 1)
 
     def set_build(self, doc: dict | None) -> None:
-        """A build result (`app.backends.tasks.build_task`)."""
+        """A build result (`app.backends.tasks.build:build_task`)."""
         self.doc = doc
         self.times = {}  # times belong to one engine
         self.save_button.setEnabled(bool(doc and doc.get("engine")))

@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QRectF, QSize
 from PySide6.QtGui import QImage, QPainter
 
 from app.ui import style
-
-if TYPE_CHECKING:
-    from app.ui.graph_view import GraphView
+from app.ui.graph_canvas import GraphCanvas
 
 EXPORT_MAX_SIDE = 16384
 EXPORT_MAX_PIXELS = 150_000_000
 
 
-def render_image(view: GraphView, max_side: int = EXPORT_MAX_SIDE, max_pixels: int = EXPORT_MAX_PIXELS,
+def render_image(view: GraphCanvas, max_side: int = EXPORT_MAX_SIDE, max_pixels: int = EXPORT_MAX_PIXELS,
                  scale: float = 1.0) -> QImage:
     """Render the whole graph, scaled down if it would exceed the size limits."""
     if view.item is None:
@@ -37,7 +34,7 @@ def render_image(view: GraphView, max_side: int = EXPORT_MAX_SIDE, max_pixels: i
     return img
 
 
-def export_png(view: GraphView, path: str | Path) -> Path:
+def export_png(view: GraphCanvas, path: str | Path) -> Path:
     img = render_image(view)
     target = Path(path)
     tmp = target.with_name(f".{target.name}.tmp.png")
@@ -47,7 +44,7 @@ def export_png(view: GraphView, path: str | Path) -> Path:
     return target
 
 
-def export_svg(view: GraphView, path: str | Path) -> Path:
+def export_svg(view: GraphCanvas, path: str | Path) -> Path:
     from PySide6.QtSvg import QSvgGenerator
 
     if view.item is None:

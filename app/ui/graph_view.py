@@ -51,7 +51,7 @@ class GraphView(QGraphicsView):
         self._band: QRectF | None = None
         self._band_additive = False
         self.rubberBandChanged.connect(self._on_rubber_band)
-        self.minimap = MinimapOverlay(self)
+        self.minimap = MinimapOverlay(self, self)
         self.legend = LegendOverlay(self)
         self.horizontalScrollBar().valueChanged.connect(self.minimap.update)
         self.verticalScrollBar().valueChanged.connect(self.minimap.update)

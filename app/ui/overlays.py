@@ -5,7 +5,6 @@ from __future__ import annotations
 import html
 import math
 from collections import Counter
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPen, QPixmap
@@ -13,10 +12,8 @@ from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QStyleOptionGraphicsI
 
 from app.core.display_graph import DisplayGraph
 from app.ui import style
-
-if TYPE_CHECKING:
-    from app.ui.graph_item import GraphItem
-    from app.ui.graph_view import GraphView
+from app.ui.graph_canvas import GraphCanvas
+from app.ui.graph_item import GraphItem
 
 
 class MinimapOverlay(QWidget):
@@ -33,8 +30,9 @@ class MinimapOverlay(QWidget):
     THIN = 0.4   # a whole graph narrower than this share of the minimap is drawn wider, scrolling
     _PAD = 4.0
 
-    def __init__(self, view: GraphView) -> None:
-        super().__init__(view)
+    def __init__(self, view: GraphCanvas, parent: QWidget) -> None:
+        """`view`: the canvas drawn and moved; `parent`: the widget the minimap floats over (the canvas's widget)."""
+        super().__init__(parent)
         self.view = view
         self.item: GraphItem | None = None
         self.setFixedSize(self.MAX_W, self.MAX_W)

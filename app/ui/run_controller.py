@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
 from app.core.errors import TrtlabError
 from app.jobs import JobSpec
-
-if TYPE_CHECKING:
-    from app.ui.main_window import MainWindow
+from app.ui.run_host import RunHost
 
 log = logging.getLogger(__name__)
 
@@ -22,8 +19,9 @@ class RunController(QObject):
 
     _trt_checked = Signal(str, object)   # backend, availability: from a worker thread, delivered on the GUI thread
 
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
+    def __init__(self, window: RunHost, parent: QObject | None = None) -> None:
+        """`window`: the panels it reads and fills; `parent`: the Qt object it lives and dies with (the window)."""
+        super().__init__(parent)
         self.w = window
         self.kinds: dict[str, str] = {}          # job id -> "compare" | "bench" | "diagnose" | "fallback" | "variant"
         self.models: dict[str, str] = {}         # job id -> the model it ran on (results for another are dropped)
@@ -138,7 +136,7 @@ class RunController(QObject):
         full = self._base_params(params)
         if full is None:
             return None
-        return self._start("diagnose", "app.backends.tasks:diagnose_task", full,
+        return self._start("diagnose", "app.backends.tasks.diagnose:diagnose_task", full,
                            f"Diagnose {full['candidate']} against {full['reference']}")
 
     def start_fallback(self) -> str | None:
@@ -163,7 +161,7 @@ class RunController(QObject):
                                        "Plan some nodes FP16/BF16/INT8 (or pick a precision in the Run panel) first.",
                                        level="warning")
             return None
-        return self._start("fallback", "app.backends.tasks:fallback_task", full,
+        return self._start("fallback", "app.backends.tasks.fallback:fallback_task", full,
                            f"Fallback search for {full['candidate']} ({full['target']})")
 
     def start_build(self, force: bool = False) -> str | None:
@@ -220,7 +218,8 @@ class RunController(QObject):
         full["options"] = {**full.get("options", {}), "profiles": [profile.to_json()]}
         if targets:
             full["options"]["targets"] = targets
-        return self._start("build", "app.backends.tasks:build_task", full, f"Build TensorRT engine ({full['target']})")
+        return self._start("build", "app.backends.tasks.build:build_task", full,
+                           f"Build TensorRT engine ({full['target']})")
 
     def _confirm_build(self, report: object) -> bool:
         """Errors mean the build is expected to fail: ask before spending minutes on it."""
@@ -228,7 +227,7 @@ class RunController(QObject):
 
         first = report.by_severity()["error"][0]
         answer = QMessageBox.warning(
-            self.w, "The build is expected to fail",
+            self.w.window(), "The build is expected to fail",
             f"The readiness check found {report.errors} error(s), e.g.:\n\n{first.message}\n\nFix: {first.fix}\n\n"
             "Build anyway?", QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
             QMessageBox.StandardButton.No)
@@ -239,7 +238,7 @@ class RunController(QObject):
         full = self._base_params({**params, "target": "ort-cpu:plan", "out": out})
         if full is None:
             return None
-        return self._start("variant", "app.backends.tasks:variant_task", full, f"Save variant as {out}")
+        return self._start("variant", "app.backends.tasks.variant:variant_task", full, f"Save variant as {out}")
 
     def start_compare(self, params: dict) -> str | None:
         full = self._base_params(params)
@@ -247,7 +246,7 @@ class RunController(QObject):
             return None
         full["candidates"] = list(dict.fromkeys(full["candidates"]))  # a trivial plan and FP32 are one candidate
         title = f"Compare {', '.join(full['candidates'])} with {full['reference']}"
-        return self._start("compare", "app.backends.tasks:compare_task", full, title)
+        return self._start("compare", "app.backends.tasks.compare:compare_task", full, title)
 
     def start_bench(self, params: dict) -> None:
         full = self._base_params(params)
@@ -263,7 +262,7 @@ class RunController(QObject):
         if not self.bench_queue:
             return
         params = self.bench_queue.pop(0)
-        job = self._start("bench", "app.backends.tasks:bench_task", params, f"Benchmark {params['target']}")
+        job = self._start("bench", "app.backends.tasks.bench:bench_task", params, f"Benchmark {params['target']}")
         self.bench_refs[job] = str(params["reference"])
 
     def cancel_all(self) -> None:

@@ -23,7 +23,7 @@ def test_cancel_during_int8_calibration_ends_the_job_as_cancelled(model_paths, t
             handle_box["h"].cancel()
 
     runner = JobRunner()
-    handle = runner.start(JobSpec(func="app.backends.tasks:variant_task", params=params, title="int8"))
+    handle = runner.start(JobSpec(func="app.backends.tasks.variant:variant_task", params=params, title="int8"))
     handle_box["h"] = handle
     result = handle.wait(on_event=on_event, timeout=300)
     assert started.is_set(), messages[-5:]

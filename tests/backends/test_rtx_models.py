@@ -71,7 +71,7 @@ class _Ctx:
 @pytest.fixture(scope="module")
 def built(models_dir, tmp_path_factory):
     """(model, precision) -> the build job's result, or the exception it raised."""
-    from app.backends.tasks import build_task
+    from app.backends.tasks.build import build_task
 
     missing = [s for s in SHAPES if not (models_dir / f"{s}.onnx").is_file()]
     if missing:

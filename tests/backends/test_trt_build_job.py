@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from app.backends.tasks import engine_report
-from tests.core.engine.test_inspect import fixture_graph, fixture_plan, load
+from app.backends.tasks.build import engine_report
+from tests.core.engine.inspector_fixtures import fixture_graph, fixture_plan, load
 
 
 @pytest.mark.parametrize("fixture", ["engine_10x_detailed.json", "engine_11x_detailed.json"])

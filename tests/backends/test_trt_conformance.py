@@ -144,7 +144,8 @@ def _build(flavour, variant_path):
 @pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize("precision, ran", [("fp32", "fp32"), ("fp16", "fp16"), ("int8", "int8")])
 def test_tiny_model_builds_with_the_layers_that_ran(tmp_path, flavour, precision, ran):
-    from app.core.engine.inspect import map_to_onnx, parse_engine_info
+    from app.core.engine.inspector_json import parse_engine_info
+    from app.core.engine.onnx_map import map_to_onnx
 
     _needs_build_gpu(flavour)
     _, _, logs, result = _build(flavour, _variant(tmp_path, precision)[1].path)

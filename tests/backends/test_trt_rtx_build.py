@@ -23,7 +23,7 @@ from app.backends.trt_build import (
     severity_level,
 )
 from app.backends.trt_flavour import RTX
-from app.core.engine.inspect import parse_engine_info
+from app.core.engine.inspector_json import parse_engine_info
 from app.core.engine.progress import PhaseTracker
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("tensorrt_rtx_bindings") is None,
@@ -253,7 +253,7 @@ def test_cancel_from_the_job_runner_stops_the_build(model_paths, tmp_path):
     # Targets of its own: an engine other tests built would come from the engine cache, with no build to cancel.
     params = {"model": str(model_paths["u2netp"]), "target": "trt-rtx:int8", "calib_samples": 2,
               "options": {"targets": ["8.9", "12.0"]}}
-    handle = JobRunner(grace=10.0).start(JobSpec(func="app.backends.tasks:build_task", params=params, title="b"))
+    handle = JobRunner(grace=10.0).start(JobSpec(func="app.backends.tasks.build:build_task", params=params, title="b"))
     asked = None
     deadline = time.monotonic() + 120
     while not handle.done() and time.monotonic() < deadline:

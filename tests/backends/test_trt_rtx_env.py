@@ -66,7 +66,10 @@ def test_this_machine():
 
 
 def test_importing_the_backends_loads_no_tensorrt_and_no_qt():
-    code = ("import sys; import app.backends, app.backends.trt_rtx, app.backends.trt, app.backends.tasks; "
+    code = ("import sys; import app.backends, app.backends.trt_rtx, app.backends.trt, app.backends.tasks.common, "
+            "app.backends.tasks.run, app.backends.tasks.compare, app.backends.tasks.bench, "
+            "app.backends.tasks.diagnose, app.backends.tasks.fallback, app.backends.tasks.variant, "
+            "app.backends.tasks.build; "
             "from app.backends import get_backend; get_backend('trt-rtx').availability(); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('tensorrt', 'tensorrt_rtx', 'tensorrt_rtx_bindings', 'PySide6', 'pyqtgraph')))")

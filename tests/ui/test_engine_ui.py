@@ -12,9 +12,9 @@ import pytest
 from onnx import helper
 from PySide6.QtCore import Qt
 
-from app.backends.tasks import engine_report
+from app.backends.tasks.build import engine_report
 from app.ui.plan_controller import PRECISION_COLORS
-from tests.core.engine.test_inspect import fixture_graph, fixture_plan, load
+from tests.core.engine.inspector_fixtures import fixture_graph, fixture_plan, load
 from tests.ui.conftest import open_and_wait
 
 

@@ -1,4 +1,4 @@
-"""The builder's ``Layers:`` dump, read into the engine inspector's JSON so :mod:`app.core.engine.inspect` takes it.
+"""The builder's ``Layers:`` dump, read into the engine inspector's JSON for :mod:`app.core.engine.inspector_json`.
 
 With ``ProfilingVerbosity.DETAILED`` TensorRT for RTX logs, at VERBOSE, one message holding what the engine
 inspector would say (TENSORRT_RTX.md): ``Layers:`` with one ONELINE record per engine layer, then
@@ -189,7 +189,8 @@ def parse_layer_dump(text: str) -> dict[str, object]:
     """The ``Layers:`` message as inspector JSON: ``{"Layers": [...], "I/O Tensors": [...], "Source": ...}``.
 
     Layer records keep their own keys (``Name``, ``LayerType``, ``Inputs``/``Outputs`` with ``Datatype`` and
-    ``Format``, ``TacticName``, ``Metadata``...), which :func:`app.core.engine.inspect.parse_engine_info` reads.
+    ``Format``, ``TacticName``, ``Metadata``...), which :func:`app.core.engine.inspector_json.parse_engine_info`
+    reads.
     """
     section = "layers"
     layers: list[dict[str, object]] = []

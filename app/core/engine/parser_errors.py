@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import onnx
 
-from app.core.engine.inspect import NodeLookup
+from app.core.engine.onnx_map import NodeLookup
 from app.core.errors import TrtlabError
 
 __all__ = ["ERROR_CODES", "ParseFailedError", "ParserIssue", "ResolvedIssue", "describe", "explain",

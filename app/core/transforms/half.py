@@ -13,13 +13,14 @@ place; overflow (> 65504) and flush-to-zero counts are reported per initializer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from app.core.onnx_walk import iter_graphs, node_subgraphs
-from app.core.precision import PrecisionPlan, fixed_reason, node_keys
+from app.core.plan_keys import fixed_reason, node_keys
 from app.core.shapes import infer_shapes
 from app.core.transforms.fold import fold_constants
 from app.core.transforms.half_rules import (
@@ -31,6 +32,9 @@ from app.core.transforms.half_rules import (
     outer_names,
     type_positions,
 )
+
+if TYPE_CHECKING:  # the plan is read through its methods; importing it would close a cycle
+    from app.core.precision import PrecisionPlan
 
 __all__ = ["HALF", "KEEP_FP32_OPS", "HalfReport", "half_inputs", "half_skip_reason", "to_half"]
 

@@ -37,6 +37,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
@@ -51,7 +52,6 @@ from app.core.calibration import (
     ort_method,
 )
 from app.core.errors import TrtlabError
-from app.core.precision import PrecisionPlan
 from app.core.shapes import ShapeResult, infer_shapes
 from app.core.transforms.fold import fold_constants
 from app.core.transforms.int8_fixup import (
@@ -67,6 +67,9 @@ from app.core.transforms.int8_select import (
     quantization_ops,
 )
 from app.core.transforms.qdq_rules import QDQ_OPSET, check_trt_qdq
+
+if TYPE_CHECKING:  # the plan is read through its methods; importing it would close a cycle
+    from app.core.precision import PrecisionPlan
 
 log = logging.getLogger(__name__)
 

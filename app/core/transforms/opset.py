@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 
 from app.core.errors import TrtlabError
-from app.core.precision import node_keys
+from app.core.plan_keys import node_keys
 from app.core.transforms.half_rules import BF16_OPSET
 
 

@@ -2,14 +2,15 @@
 
 A variant passes three gates, in order: ONNX's full check (strict type and shape inference), a load in
 ONNX Runtime with every graph optimisation on (its fusions read types that the checker does not), and —
-where TensorRT for RTX is installed — its ONNX parser. The first gate that fails gives an
-:class:`InvalidVariant` naming the gate, the node, and the tool's own message.
+where TensorRT for RTX is installed — its ONNX parser (a gate `app.backends` registers). The first gate that
+fails gives an :class:`InvalidVariant` naming the gate, the node, and the tool's own message.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import onnx
@@ -98,7 +99,7 @@ def check_ort(path: str | os.PathLike[str]) -> Gate:
 def _load_in_ort(path: str) -> Gate:
     import onnxruntime as ort
 
-    from app.backends.ort import cpu_runnable
+    from app.core.transforms.emulate import cpu_runnable
 
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -113,22 +114,15 @@ def _load_in_ort(path: str) -> Gate:
     return Gate("a load in ONNX Runtime", True)
 
 
-def check_rtx_parse(path: str | os.PathLike[str]) -> Gate | None:
-    """TensorRT for RTX's ONNX parser on the graph; None when it is not installed here."""
-    from app.backends.base import BackendUnavailable
-    from app.backends.trt_build import parse_only
-    from app.backends.trt_flavour import RTX
+# Gates that need a runtime the core does not import (TensorRT's parser): app.backends registers them when it is
+# imported, as every job process does. Each takes the variant's path and returns a Gate, or None when its tool
+# is not installed here.
+PARSER_GATES: list[Callable[[str | os.PathLike[str]], Gate | None]] = []
 
-    try:
-        trt = RTX.import_module()
-    except BackendUnavailable:
-        return None
-    issues = parse_only(str(path), trt=trt)
-    if not issues:
-        return Gate("TensorRT for RTX's ONNX parser", True)
-    text = "; ".join(str(i.get("desc") or i.get("text") or "") for i in issues[:3])
-    node = next((str(i["node_name"]) for i in issues if i.get("node_name")), None) or node_in(text)
-    return Gate("TensorRT for RTX's ONNX parser", False, text, node)
+
+def register_parser_gate(gate: Callable[[str | os.PathLike[str]], Gate | None]) -> None:
+    if gate not in PARSER_GATES:
+        PARSER_GATES.append(gate)
 
 
 def validate_variant(path: str | os.PathLike[str], *, parser: bool = True,
@@ -140,7 +134,7 @@ def validate_variant(path: str | os.PathLike[str], *, parser: bool = True,
     lacks, an already-quantized model's int32 bias) is the model's property, reported by `trtlab check`, not a
     fault of the transform. Such a gate passes, its detail saying so."""
     gates: list[Gate] = []
-    for check in (check_onnx, check_ort, *((check_rtx_parse,) if parser else ())):
+    for check in (check_onnx, check_ort, *(PARSER_GATES if parser else ())):
         gate = check(path)
         if gate is None:
             continue

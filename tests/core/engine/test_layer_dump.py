@@ -9,9 +9,10 @@ from pathlib import Path
 import onnx
 import pytest
 
-from app.backends.tasks import engine_report
-from app.core.engine.inspect import map_to_onnx, parse_engine_info
+from app.backends.tasks.build import engine_report
+from app.core.engine.inspector_json import parse_engine_info
 from app.core.engine.layer_dump import find_dump, parse_layer_dump, parse_record
+from app.core.engine.onnx_map import map_to_onnx
 from app.core.precision import PrecisionPlan, node_keys
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -1,0 +1,46 @@
+"""`trtlab bench`: latency statistics of one target, and per engine layer times on TensorRT."""
+
+from __future__ import annotations
+
+from app.backends import ENGINE_BACKENDS, Target
+from app.backends.tasks.common import Prepared, open_session, prepare_samples, progress, variant_path
+
+
+def bench_task(params: dict, ctx: object) -> dict:
+    """`trtlab bench`: latency statistics of one target."""
+    from app.core.compute import device_of
+    from app.core.latency import Budget, measure
+
+    target = Target.parse(params["target"])
+    mode = params.get("mode") or "end_to_end"
+    prep = prepare_samples({**params, "samples": 1}, ctx)
+    progress(ctx, 0.0, f"Preparing {target.name}…")
+    path, variant_notes = variant_path(prep.model_path, target, ctx, params)
+    session = open_session(target, path, params, ctx, prep.shapes)
+    try:
+        fn = session.timed_runner(prep.samples[0], mode)
+        batch = next(iter(prep.shapes.values()), (1,))[0] if prep.shapes else 1
+        stats = measure(fn, Budget.parse(str(params.get("warmup", "10"))),
+                        Budget.parse(str(params.get("iterations", "100"))), mode=mode, batch=int(batch or 1),
+                        cancel=ctx.cancelled if ctx is not None else None,
+                        progress=(lambda f, m: ctx.progress(f, m)) if ctx is not None else None,
+                        device=device_of(target.backend))
+        layer_times = _layer_times(session, prep, ctx) if target.backend in ENGINE_BACKENDS else None
+    finally:
+        session.close()
+    doc = {"backend": target.name, **stats.to_json()}
+    doc.update({"notes": variant_notes + list(session.notes), "inputs": prep.source_text,
+                "times_ms": [round(float(t), 6) for t in stats.times_ms]})
+    if layer_times is not None:
+        doc["layer_times"] = layer_times
+    return doc
+
+
+def _layer_times(session: object, prep: Prepared, ctx: object | None) -> dict:
+    """Per engine layer timing of a TensorRT engine (IProfiler over 20 runs), after the benchmark; the build
+    result maps engine layers to ONNX nodes."""
+    from app.core.engine.layer_times import per_layer_times
+
+    progress(ctx, 0.97, "Timing each engine layer…")
+    times = per_layer_times(session.profile_layers(prep.samples[0], runs=20))  # type: ignore[attr-defined]
+    return {k: {"mean_ms": v.mean_ms, "median_ms": v.median_ms, "share": v.share} for k, v in times.items()}

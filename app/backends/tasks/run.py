@@ -1,0 +1,21 @@
+"""`trtlab run`: one target on the input samples."""
+
+from __future__ import annotations
+
+from app.backends import Target
+from app.backends.tasks.common import prepare_samples, run_outputs
+
+
+def run_task(params: dict, ctx: object) -> dict:
+    """`trtlab run`: one target on the input samples; outputs saved to outputs.npz."""
+    target = Target.parse(params["target"])
+    prep = prepare_samples(params, ctx)
+    outs, notes = run_outputs(target, prep, params, ctx)
+    arrays = {f"{name}" if len(outs) == 1 else f"{name}__{i}": arr
+              for i, sample in enumerate(outs) for name, arr in sample.items()}
+    npz = ctx.save_arrays("outputs", arrays)
+    return {
+        "backend": target.name, "samples": len(outs), "inputs": prep.source_text, "random_data": prep.random_data,
+        "notes": notes, "npz": npz,
+        "outputs": [{"name": k, "shape": list(v.shape), "dtype": str(v.dtype)} for k, v in outs[0].items()],
+    }

@@ -1,0 +1,68 @@
+"""`trtlab variant`: the variant graph of a precision or plan (optionally at a raised opset), saved where asked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+
+from app.backends import Target
+from app.backends.tasks.common import calibration, cancel_check, prepare_samples, progress, target_plan
+from app.core.precision import PrecisionPlan
+
+
+def plan_summary(plan: PrecisionPlan) -> str:
+    """A plan in a few words: 'fp16', or 'fp16 with 3 nodes overridden, rules for Conv'."""
+    parts = [plan.default]
+    if plan.overrides:
+        parts.append(f"{len(plan.overrides)} node override{'s' if len(plan.overrides) != 1 else ''}")
+    if plan.op_rules:
+        parts.append("rules for " + ", ".join(f"{op} {p}" for op, p in sorted(plan.op_rules.items())))
+    return parts[0] + (" with " + ", ".join(parts[1:]) if parts[1:] else "")
+
+
+def variant_task(params: dict, ctx: object) -> dict:
+    """`trtlab variant`: build (or take from the cache) the variant graph and save it where asked."""
+    from app.core.variants import build_variant, save_model
+
+    target = Target.parse(params["target"])
+    plan = target_plan(target, params)
+    model_path = str(params["model"])
+    raised_note = ""
+    if params.get("opset"):
+        model_path, raised_note = _raised_opset(params, int(params["opset"]), ctx)
+    progress(ctx, 0.0, "Building the variant…")
+    variant = build_variant(
+        model_path, plan, calib=calibration(params, ctx), calib_method=str(params.get("calib_method") or "minmax"),
+        progress=lambda f, m: ctx.progress(f, m), cancelled=cancel_check(ctx), workdir=ctx.workdir,
+        cache_dir=params.get("cache_dir"))
+    out = str(params["out"])
+    progress(ctx, 0.95, f"Saving {out}…")
+    save_model(onnx.load(variant.path), out)
+    notes = ([raised_note] if raised_note else []) + list(variant.notes)
+    return {"model": str(params["model"]), "out": out, "plan": plan.to_json(), "plan_summary": plan_summary(plan),
+            "key": variant.key, "cached": variant.cached, "identity": variant.identity, "notes": notes,
+            "report": variant.report}
+
+
+def _raised_opset(params: dict, opset: int, ctx: object) -> tuple[str, str]:
+    """`trtlab variant --opset N`: the model at opset N, saved in the job's folder, and a note saying so. Its
+    FP32 outputs are compared with the model's on one random sample where the input shapes are known."""
+    from app.core.errors import TrtlabError
+    from app.core.transforms.opset import raise_opset
+    from app.core.variants import save_model
+
+    progress(ctx, 0.0, f"Raising the opset to {opset}…")
+    try:
+        feeds = prepare_samples({**params, "inputs": {"kind": "random", "seed": 0}, "samples": 1}, ctx).samples
+    except TrtlabError:
+        feeds = []  # dynamic dims not given: the converter's result is still fully checked, not run
+    raised, note = raise_opset(onnx.load(str(params["model"])), opset, feeds or None)
+    if not note:
+        return str(params["model"]), f"the model is already at opset {opset} or newer"
+    path = Path(getattr(ctx, "workdir", None) or Path(str(params["out"])).parent) / \
+        f"{Path(str(params['model'])).stem}.opset{opset}.onnx"
+    save_model(raised, path)
+    if not feeds:
+        note += " (FP32 outputs not compared: give --shapes for the dynamic dims to compare them)"
+    return str(path), note

@@ -1,0 +1,52 @@
+"""What the run controller needs from the window it serves: its panels, docks and a few actions.
+
+`MainWindow` has all of it; the controller reads the window through this protocol, so that it need not import
+the window that creates it (which would make an import cycle)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from PySide6.QtWidgets import QDockWidget, QLabel, QWidget
+
+from app.core.opened import OpenedModel
+from app.ui.engine_panel import EnginePanel
+from app.ui.error_banner import ErrorBanner
+from app.ui.job_bridge import JobBridge
+from app.ui.plan_controller import PlanController
+from app.ui.precision_panel import PrecisionPanel
+from app.ui.results_view import ResultsView
+from app.ui.run_panel import RunPanel
+
+
+class RunHost(Protocol):
+    """The window whose Run panel starts jobs and whose panels show their results."""
+
+    opened: OpenedModel | None
+    engine: dict | None
+    plan: PlanController
+    jobs: JobBridge
+    run_panel: RunPanel
+    banner: ErrorBanner
+    status_label: QLabel
+    precision_panel: PrecisionPanel
+    results_view: ResultsView
+    engine_panel: EnginePanel
+    summary_dock: QDockWidget
+    run_dock: QDockWidget
+    precision_dock: QDockWidget
+    readiness_dock: QDockWidget
+
+    def window(self) -> QWidget: ...
+
+    def show_jobs(self) -> None: ...
+
+    def show_results(self) -> None: ...
+
+    def set_diagnosis(self, doc: dict | None) -> None: ...
+
+    def set_engine(self, doc: dict | None) -> None: ...
+
+    def set_color_mode(self, mode: str) -> None: ...
+
+    def run_readiness(self, trt_version: str | None = None) -> object | None: ...

@@ -1,0 +1,127 @@
+"""The main window's files: opening models (dialog, demo, recent files, reload) and exporting the graph.
+Mixed into `MainWindow`, whose loader, settings and view it uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QStandardPaths, Qt
+from PySide6.QtWidgets import QApplication, QFileDialog
+
+from app.core import errors
+from app.core.demo import write_demo_model
+
+MAX_RECENT = 10
+ONNX_FILTER = "ONNX models (*.onnx *.onnx.data *.pb);;All files (*)"
+
+
+class FilesMixin:
+    """Model files in (open, reload, recent) and graph images out (PNG, SVG)."""
+
+    # ----------------------------------------------------------------- opening
+    def open_dialog(self) -> None:
+        start = self.settings.value("paths/last_dir", str(Path.home()))
+        path, _ = QFileDialog.getOpenFileName(self, "Open ONNX model", str(start), ONNX_FILTER)
+        if path:
+            self.open_path(path)
+
+    def open_demo(self) -> None:
+        folder = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppLocalDataLocation)
+                      or Path.home() / ".trtlab")
+        try:
+            path = write_demo_model(folder)
+        except OSError as exc:
+            self.show_error(errors.TrtlabError(f"Cannot write the demo model into {folder}: {exc}",
+                                               fix="Check that the folder is writable."))
+            return
+        # The demo opens ready to run: batch 1, so every edge shows a concrete shape.
+        self.open_path(path, {"image": (1, 3, 64, 64)})
+
+    def open_path(self, path: str | Path, shapes: dict[str, tuple[int, ...]] | None = None) -> None:
+        p = Path(path)
+        self._pending_path = p
+        self.banner.hide()
+        self.status_label.setText(f"Opening {p.name}…")
+        self.loader.load(p, shapes)
+
+    def reload(self) -> None:
+        if self.opened is not None:
+            self.open_path(self.opened.path, self.opened.input_shapes)
+
+    def apply_shapes(self, shapes: dict[str, tuple[int, ...]]) -> None:
+        """Re-infer shapes with the user's input shapes (the drawing stays, edge labels change)."""
+        if self.opened is not None:
+            self.open_path(self.opened.path, shapes)
+
+    # ----------------------------------------------------------------- export
+    def _export_target(self, kind: str) -> Path | None:
+        if self.view.item is None:
+            return None
+        base = self.opened.path.with_suffix(f".{kind}").name if self.opened else f"graph.{kind}"
+        start = str(Path(str(self.settings.value("paths/export_dir", str(Path.home())))) / base)
+        path, _ = QFileDialog.getSaveFileName(self, f"Export graph as {kind.upper()}", start,
+                                              f"{kind.upper()} image (*.{kind})")
+        if not path:
+            return None
+        p = Path(path)
+        if p.suffix.lower() != f".{kind}":
+            p = p.with_name(p.name + f".{kind}")
+        self.settings.setValue("paths/export_dir", str(p.parent))
+        return p
+
+    def export_png_dialog(self) -> None:
+        p = self._export_target("png")
+        if p is not None:
+            self.export_to(p)
+
+    def export_svg_dialog(self) -> None:
+        p = self._export_target("svg")
+        if p is not None:
+            self.export_to(p)
+
+    def export_to(self, path: Path) -> bool:
+        try:
+            QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+            if path.suffix.lower() == ".svg":
+                self.view.export_svg(path)
+            else:
+                self.view.export_png(path)
+        except (OSError, ValueError) as exc:
+            self.show_error(errors.TrtlabError(f"Could not export to '{path}': {exc}",
+                                               fix="Choose a folder you can write to."))
+            return False
+        finally:
+            QApplication.restoreOverrideCursor()
+        self.status_label.setText(f"Exported the graph to {path}")
+        return True
+
+    # ----------------------------------------------------------------- recent files
+    def recent_files(self) -> list[str]:
+        value = self.settings.value("recent/files", [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in (value or [])]
+
+    def _add_recent(self, path: Path) -> None:
+        p = str(path.resolve())
+        files = [p] + [f for f in self.recent_files() if f != p]
+        self.settings.setValue("recent/files", files[:MAX_RECENT])
+        self._refresh_recent()
+
+    def _refresh_recent(self) -> None:
+        files = self.recent_files()
+        self.recent_menu.clear()
+        for f in files:
+            act = self.recent_menu.addAction(Path(f).name)
+            act.setStatusTip(f)
+            act.setToolTip(f)
+            act.triggered.connect(lambda _=False, f=f: self.open_path(f))
+        if files:
+            self.recent_menu.addSeparator()
+            self.recent_menu.addAction("Clear Recent", self._clear_recent)
+        self.recent_menu.setEnabled(bool(files))
+        self.start_page.set_recent(files)
+
+    def _clear_recent(self) -> None:
+        self.settings.setValue("recent/files", [])
+        self._refresh_recent()

@@ -1,0 +1,101 @@
+"""The main window's workspace: which docks show where, the default layout, and the layout saved between runs.
+Mixed into `MainWindow`, whose docks and settings it uses."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QByteArray, Qt
+from PySide6.QtWidgets import QDockWidget, QTabBar, QWidget
+
+LAYOUT_VERSION = 2  # bump when the set of docks changes: an older saved layout is then ignored
+
+
+class WorkspaceMixin:
+    """Dock placement of the main window: shown, raised, reset, saved and restored."""
+
+    # ----------------------------------------------------------------- workspace
+    def _show_model_layout(self) -> None:
+        """The docks as the user left them last time (saved on close), or the default layout."""
+        state = self.settings.value("window/state")
+        restored = isinstance(state, QByteArray) and self.restoreState(state, LAYOUT_VERSION)
+        if not restored or not any(d.isVisible() for d in self._model_docks()):
+            self.default_layout()
+        else:
+            self._regroup_hidden_docks()
+        self._layout_shown = True
+
+    def _regroup_hidden_docks(self) -> None:
+        """Hidden docks rejoin a visible tab group of their area. A saved state can hold a tab group whose docks
+        are all hidden (Results and Jobs before the first job), and Qt then draws that group's tab bar alone,
+        over the panel below it."""
+        for dock in self._model_docks():
+            if dock.isVisible() or dock.isFloating():
+                continue
+            area = self.dockWidgetArea(dock)
+            anchor = next((d for d in self._model_docks() if d.isVisible() and not d.isFloating()
+                           and self.dockWidgetArea(d) == area), None)
+            if anchor is not None and dock not in self.tabifiedDockWidgets(anchor):
+                self.tabifyDockWidget(anchor, dock)
+                dock.hide()
+        # Qt keeps the emptied group's tab bar on screen: hide every dock tab bar none of whose docks is shown.
+        shown = {d.windowTitle() for d in self._model_docks() if d.isVisible()}
+        for bar in self.findChildren(QTabBar, options=Qt.FindChildOption.FindDirectChildrenOnly):
+            if bar.isVisible() and not any(bar.tabText(i) in shown for i in range(bar.count())):
+                bar.hide()
+
+    def default_layout(self) -> None:
+        """Summary on the left; Properties and Run on the right; Precision and Readiness below the graph (Results
+        and Jobs join them with the first job)."""
+        for dock in self._model_docks():
+            dock.setFloating(False)
+        for dock in (self.summary_dock, self.properties_dock, self.run_dock, self.precision_dock,
+                     self.readiness_dock):
+            dock.show()
+        for dock in (self.results_dock, self.jobs_dock, self.engine_dock):
+            dock.hide()
+        self.properties_dock.raise_()
+        self.precision_dock.raise_()
+        self.resizeDocks([self.summary_dock, self.properties_dock], [300, 360], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.precision_dock], [int(self.height() * 0.28)], Qt.Orientation.Vertical)
+
+    def _save_layout(self) -> None:
+        """Only a layout with a model on show is worth keeping: the start page hides every dock."""
+        if getattr(self, "_layout_shown", False) and self.stack.currentWidget() is self.graph_page:
+            self.settings.setValue("window/state", self.saveState(LAYOUT_VERSION))
+
+    def reset_layout(self) -> None:
+        self.settings.remove("window/state")
+        if self.stack.currentWidget() is self.graph_page:
+            self.default_layout()
+        self.status_label.setText("Panels back to the default layout.")
+
+    def show_dock(self, dock: QDockWidget) -> None:
+        """View menu: bring a panel forward (shown, raised over its tab siblings, focused)."""
+        dock.show()
+        dock.raise_()
+        dock.widget().setFocus()
+
+    def show_jobs(self) -> None:
+        self.jobs_dock.show()
+        if self.results_dock.isHidden():
+            self.resizeDocks([self.jobs_dock], [int(self.height() * 0.25)], Qt.Orientation.Vertical)
+        self.jobs_dock.raise_()
+
+    def show_results(self) -> None:
+        """Bring the results forward, tall enough for the plots to be read."""
+        self.results_dock.show()
+        self.results_dock.raise_()
+        if self.results_dock.height() < self.height() * 0.4:
+            self.resizeDocks([self.results_dock], [int(self.height() * 0.55)], Qt.Orientation.Vertical)
+
+    def _model_docks(self) -> list[QDockWidget]:
+        return [self.summary_dock, self.properties_dock, self.run_dock, self.precision_dock, self.results_dock,
+                self.jobs_dock, self.engine_dock, self.readiness_dock]
+
+    # ----------------------------------------------------------------- construction
+    def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(title.lower())
+        dock.setWidget(widget)
+        dock.setMinimumWidth(300)
+        self.addDockWidget(area, dock)
+        return dock
