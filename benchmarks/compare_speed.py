@@ -29,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.core.compare import compare_samples  # noqa: E402
+from app.core.measure.compare import compare_samples  # noqa: E402
 
 TARGET_S = 1.5  # for 1e8 elements
 

@@ -21,8 +21,8 @@ from onnx import TensorProto, helper
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.backends import get_backend  # noqa: E402
-from app.core.demo import build_demo_model  # noqa: E402
-from app.core.latency import Budget, measure  # noqa: E402
+from app.core.measure.latency import Budget, measure  # noqa: E402
+from app.core.model.demo import build_demo_model  # noqa: E402
 
 
 def tiny_model() -> onnx.ModelProto:

@@ -30,12 +30,12 @@ import onnxruntime as ort
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.core.diagnose import expose_all  # noqa: E402
-from app.core.inputs import InputSource, make_samples, resolve_input_shapes  # noqa: E402
-from app.core.precision import PrecisionPlan  # noqa: E402
-from app.core.tensors import graph_inputs, value_info_to_tensor_info  # noqa: E402
-from app.core.transforms.fold import fold_constants  # noqa: E402
-from app.core.transforms.half import to_half  # noqa: E402
+from app.core.measure.inputs import InputSource, make_samples, resolve_input_shapes  # noqa: E402
+from app.core.model.tensors import graph_inputs, value_info_to_tensor_info  # noqa: E402
+from app.core.precision.diagnose import expose_all  # noqa: E402
+from app.core.precision.plan import PrecisionPlan  # noqa: E402
+from app.core.precision.transforms.fold import fold_constants  # noqa: E402
+from app.core.precision.transforms.half import to_half  # noqa: E402
 from benchmarks.shared import SHARED_SHAPES, shared_models, write_json  # noqa: E402
 
 TARGET_FP16_S = 2.0

@@ -28,9 +28,9 @@ import onnx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.core.precision import PrecisionPlan  # noqa: E402
+from app.core.model.shapes import infer_shapes  # noqa: E402
+from app.core.precision.plan import PrecisionPlan  # noqa: E402
 from app.core.readiness import ScanCache, check_model, load_support_table  # noqa: E402
-from app.core.shapes import infer_shapes  # noqa: E402
 from benchmarks.shared import SHARED_SHAPES, shared_models, write_json  # noqa: E402
 from benchmarks.synthetic_graphs import FAMILIES, make  # noqa: E402
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from app.backends.base import Availability, BackendUnavailable
-from app.core.transforms.emulate import cpu_runnable
+from app.core.precision.transforms.emulate import cpu_runnable
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def _widened_for_gpu(model_path: str, exc: Exception, ort: object, so: object,
     Casts, one op type per failed load, until it loads. None when the model is not BF16 or it never loads."""
     import onnx
 
-    from app.core.transforms.emulate import has_bfloat16, widen_bfloat16
+    from app.core.precision.transforms.emulate import has_bfloat16, widen_bfloat16
 
     m = _NO_KERNEL.search(str(exc))
     if m is None:

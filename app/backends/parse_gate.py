@@ -1,11 +1,11 @@
-"""TensorRT for RTX's ONNX parser as a gate every variant passes (app.core.transforms.validate), where it is
+"""TensorRT for RTX's ONNX parser as a gate every variant passes (app.core.precision.transforms.validate), where it is
 installed. Registered when app.backends is imported: the core cannot import TensorRT itself."""
 
 from __future__ import annotations
 
 import os
 
-from app.core.transforms.validate import Gate, node_in
+from app.core.precision.transforms.validate import Gate, node_in
 
 NAME = "TensorRT for RTX's ONNX parser"
 

@@ -91,7 +91,7 @@ def ensure_engine(variant_path: str, config: Any, ctx: object | None, root: str 
     from app.core.engine import cache as ec
     from app.core.engine.progress import PhaseTracker
     from app.core.engine.rtx import run_problem
-    from app.core.variants import model_digest
+    from app.core.precision.variants import model_digest
 
     trt = flavour.import_module()
     version = trt_version(trt)
@@ -176,7 +176,7 @@ class TrtBackend:
         import onnx
 
         from app.backends.trt_runtime import TrtSession
-        from app.core.tensors import graph_inputs, value_info_to_tensor_info
+        from app.core.model.tensors import graph_inputs, value_info_to_tensor_info
 
         opts = dict(options or {})
         model = onnx.load(str(model_path), load_external_data=False)

@@ -96,8 +96,8 @@ def format_report(report: Report, model_name: str) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from app.core.loader import load_model
-    from app.core.precision import PrecisionPlan
+    from app.core.model.loader import load_model
+    from app.core.precision.plan import PrecisionPlan
 
     doc = load_model(args.model)
     check_outputs(args, doc)

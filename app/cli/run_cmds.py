@@ -126,15 +126,15 @@ def input_source(args: argparse.Namespace, flag: str = "inputs") -> dict:
 
 def _shapes(args: argparse.Namespace) -> dict[str, list[int]]:
     """Parse and check --shapes here, before any job starts: names, ranks and every dynamic dim."""
-    from app.core.inputs import resolve_input_shapes
-    from app.core.loader import load_model
-    from app.core.shapes import parse_shape_spec
-    from app.core.summary import summarize
+    from app.core.measure.inputs import resolve_input_shapes
+    from app.core.model.loader import load_model
+    from app.core.model.shapes import parse_shape_spec
+    from app.core.model.summary import summarize
 
     inputs = summarize(load_model(args.model)).inputs
     given = parse_shape_spec(args.shapes, inputs) if args.shapes else {}
     if getattr(args, "inputs", None):
-        from app.core.inputs import InputSource, source_shapes
+        from app.core.measure.inputs import InputSource, source_shapes
 
         # A sample file fixes the dims of its arrays: no --shapes needed for what it gives (--shapes still wins).
         for name, dims in source_shapes(InputSource.from_json(input_source(args)), inputs).items():
@@ -163,8 +163,8 @@ def _plan(args: argparse.Namespace, targets: list[Target]) -> dict | None:
         if any(t.precision == "plan" for t in targets):
             raise CliInputError("A 'B:plan' candidate needs --plan PLAN.json.", fix="Add --plan PLAN.json.")
         return None
-    from app.core.loader import load_model
-    from app.core.precision import PrecisionPlan
+    from app.core.model.loader import load_model
+    from app.core.precision.plan import PrecisionPlan
 
     plan = PrecisionPlan.load(args.plan)
     unknown = plan.unknown_keys(load_model(args.model).model.graph)
@@ -202,7 +202,7 @@ def _options(args: argparse.Namespace) -> dict:
 
 def _early_checks(args: argparse.Namespace, out_flag: str = "") -> None:
     """What can be refused before any job starts: the model, the output paths (never onto an input file)."""
-    from app.core.loader import load_model
+    from app.core.model.loader import load_model
 
     check_outputs(args, load_model(args.model), out_flag or "-o")
 
@@ -249,7 +249,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from app.core.latency import Budget
+    from app.core.measure.latency import Budget
 
     _early_checks(args)
     target = _target(args)
@@ -292,7 +292,7 @@ _METRIC_RANGE = {"cos": (-1.0, 1.0), "top1": (0.0, 1.0), "max_abs": (0.0, math.i
 
 def _tolerance(text: str, flag: str) -> object:
     """A METRIC:VALUE tolerance, refused when the value is outside what the metric can be."""
-    from app.core.compare import Tolerance
+    from app.core.measure.compare import Tolerance
 
     tol = Tolerance.parse(text)
     lo, hi = _METRIC_RANGE.get(tol.metric, (-math.inf, math.inf))
@@ -334,7 +334,7 @@ def cmd_fallback(args: argparse.Namespace) -> int:
               "samples": args.samples, "options": _options(args), **_variant_params(args, [ref, cand])}
     doc = _run_job("app.backends.tasks.fallback:fallback_task", params, f"Fallback search for {cand.name}")
     if args.out:
-        from app.core.precision import PrecisionPlan
+        from app.core.precision.plan import PrecisionPlan
 
         plan = PrecisionPlan.from_json(doc["plan"])
         plan.model_name = Path(args.model).name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 # Errors that carry a message and a fix but are trtlab's own fault, not the user's input: a job stopped by one
 # has failed (exit 4), it was not refused (exit 2). Listed by class name because their classes live in modules
-# that import this one (e.g. InvalidVariant in app.core.transforms.validate).
+# that import this one (e.g. InvalidVariant in app.core.precision.transforms.validate).
 INTERNAL_FAULTS = frozenset({"InvalidVariant", "VariantLoadError"})
 
 

@@ -31,3 +31,11 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def cache_root() -> Path:
+    """`$TRTLAB_CACHE_DIR`, else `$XDG_CACHE_HOME/trtlab`, else `~/.cache/trtlab`."""
+    if env := os.environ.get("TRTLAB_CACHE_DIR"):
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "trtlab"

@@ -11,10 +11,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from app.core.compute import Emulation, target_emulations
+from app.core.measure.compute import Emulation, target_emulations
 
 RANDOM_CALIBRATION = "CALIBRATED ON RANDOM DATA"
-# app.core.latency's jitter warning (always its last part): grouped over targets, its advice said once
+# app.core.measure.latency's jitter warning (always its last part): grouped over targets, its advice said once
 _JITTER = re.compile(r"latency varies a lot between runs \(CoV ([\d.]+%) > ([\d.]+%)\): (.+)$")
 
 

@@ -90,7 +90,7 @@ class RunController(QObject):
         if opened is None:
             self._refuse("Not started", "Open a model first.")
             return None
-        from app.core.inputs import resolve_input_shapes
+        from app.core.measure.inputs import resolve_input_shapes
 
         try:
             shapes = resolve_input_shapes(opened.summary.inputs, {**(opened.input_shapes or {}), **(shapes or {})})

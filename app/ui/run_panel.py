@@ -236,7 +236,7 @@ class RunPanel(QWidget):
         """
         from app.core.engine.profile_suggest import suggest_profile
         from app.core.engine.profiles import shape_text
-        from app.core.shapes import dynamic_dims
+        from app.core.model.shapes import dynamic_dims
 
         while self.profile_form.rowCount():
             self.profile_form.removeRow(0)

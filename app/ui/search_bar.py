@@ -6,8 +6,8 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
 
-from app.core.display_graph import DisplayGraph
-from app.core.search import SearchHit, search_graph
+from app.core.model.display_graph import DisplayGraph
+from app.core.model.search import SearchHit, search_graph
 
 
 class SearchBar(QWidget):

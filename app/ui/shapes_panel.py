@@ -7,8 +7,8 @@ from PySide6.QtWidgets import QFormLayout, QGroupBox, QLabel, QLineEdit, QPushBu
 
 from app.core import errors
 from app.core.engine.profile_suggest import suggest_profile
-from app.core.shapes import dynamic_dims, validate_input_shape
-from app.core.tensors import TensorInfo
+from app.core.model.shapes import dynamic_dims, validate_input_shape
+from app.core.model.tensors import TensorInfo
 
 
 class ShapesPanel(QGroupBox):

@@ -6,9 +6,9 @@ import html
 
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-from app.core.shapes import ShapeResult
-from app.core.summary import ModelSummary
-from app.core.tensors import TensorInfo
+from app.core.model.shapes import ShapeResult
+from app.core.model.summary import ModelSummary
+from app.core.model.tensors import TensorInfo
 from app.core.units import human_bytes, human_count
 
 

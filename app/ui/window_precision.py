@@ -111,7 +111,7 @@ class PrecisionWindowMixin:
             log.warning("could not autosave the plan to %s: %s", path, exc)
 
     def _restore_autosaved_plan(self, model_path: Path) -> None:
-        from app.core.precision import PlanError, PrecisionPlan
+        from app.core.precision.plan import PlanError, PrecisionPlan
 
         path = self._autosave_path(model_path)
         if not path.exists():
@@ -348,7 +348,7 @@ class PrecisionWindowMixin:
 
     def apply_fallback(self, doc: dict) -> None:
         """Make a fallback result the plan (one undo step)."""
-        from app.core.precision import PrecisionPlan
+        from app.core.precision.plan import PrecisionPlan
 
         if not doc.get("plan"):
             return
@@ -396,7 +396,7 @@ class PrecisionWindowMixin:
             self.load_plan(Path(path))
 
     def load_plan(self, path: Path) -> bool:
-        from app.core.precision import PrecisionPlan
+        from app.core.precision.plan import PrecisionPlan
 
         try:
             plan = PrecisionPlan.load(path)

@@ -2,7 +2,7 @@
 
 On every shared model and every variant trtlab makes of it (FP16, BF16, INT8 calibrated on random samples), on
 every model of the extended corpus where it is fetched, and on the small models of each parse-time rule in
-tests/core/test_readiness_parser.py, both directions hold:
+tests/core/readiness/test_readiness_parser.py, both directions hold:
 
 - the parser refuses ⇒ the check (trt_version "rtx") has an error finding on the node the parser names (on a
   node of the op the parser names, when it gives no node);
@@ -23,10 +23,10 @@ import onnx
 import pytest
 
 from app.core.errors import TrtlabError
-from app.core.inputs import InputSource, make_samples, resolve_input_shapes
-from app.core.precision import PrecisionPlan, node_keys
+from app.core.measure.inputs import InputSource, make_samples, resolve_input_shapes
+from app.core.model.tensors import graph_inputs, value_info_to_tensor_info
+from app.core.precision.plan import PrecisionPlan, node_keys
 from app.core.readiness import Report, check_model
-from app.core.tensors import graph_inputs, value_info_to_tensor_info
 from benchmarks.shared import SHARED_SHAPES, corpus_shapes, shared_models
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("tensorrt_rtx_bindings") is None,
@@ -106,8 +106,8 @@ def variant_cache(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize(("path", "shapes", "precision"), _models())
 def test_check_agrees_with_the_parser_on_every_model_and_variant(trt, path, shapes, precision, variant_cache):
-    from app.core.transforms.validate import InvalidVariant
-    from app.core.variants import build_variant
+    from app.core.precision.transforms.validate import InvalidVariant
+    from app.core.precision.variants import build_variant
 
     if precision == "fp32":
         agree(trt, path, shapes)
@@ -132,12 +132,12 @@ def test_check_agrees_with_the_parser_on_every_model_and_variant(trt, path, shap
 # ------------------------------------------------------------------------------------------------ each rule
 
 def _rule_models() -> list:
-    """The small models of tests/core/test_readiness_parser.py and test_readiness.py's Q/DQ rules."""
+    """The small models of tests/core/readiness/test_readiness_parser.py and test_readiness.py's Q/DQ rules."""
     import numpy as np
     from onnx import TensorProto
 
-    from tests.core import test_readiness as base
-    from tests.core import test_readiness_parser as rules
+    from tests.core.readiness import test_readiness as base
+    from tests.core.readiness import test_readiness_parser as rules
 
     out = [pytest.param(rules.resize_model(**kw), id=f"resize-{case}") for case, kw, _ in rules.RESIZE_CASES]
     f, h = TensorProto.FLOAT, TensorProto.FLOAT16
@@ -161,7 +161,7 @@ def test_check_agrees_with_the_parser_on_each_rule(trt, model, tmp_path):
 def test_the_parser_sees_what_the_resize_cases_say(trt, tmp_path):
     """Each Resize case's expected answer is the parser's (not only the check's)."""
     from app.backends.trt_build import parse_only
-    from tests.core.test_readiness_parser import RESIZE_CASES, resize_model
+    from tests.core.readiness.test_readiness_parser import RESIZE_CASES, resize_model
 
     for case, kwargs, refused in RESIZE_CASES:
         path = tmp_path / f"{case}.onnx"

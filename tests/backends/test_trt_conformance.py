@@ -120,8 +120,8 @@ def _run_problem(flavour: Flavour) -> str:
 
 
 def _variant(tmp_path, precision):
-    from app.core.precision import PrecisionPlan
-    from app.core.variants import build_variant
+    from app.core.precision.plan import PrecisionPlan
+    from app.core.precision.variants import build_variant
 
     path = _tiny(tmp_path / "tiny.onnx")
     calib = (lambda: ([{"x": np.random.default_rng(i).random((1, 3, 16, 16), dtype=np.float32)} for i in range(8)],

@@ -59,7 +59,7 @@ def test_a_variant_that_cannot_be_loaded_fails_the_job_with_exit_4(model_paths, 
 
 def test_invalid_variant_raised_in_a_job_is_exit_4():
     from app.cli.jobrun import JobFailed, exit_code_for, report_job_failure
-    from app.core.transforms.validate import InvalidVariant
+    from app.core.precision.transforms.validate import InvalidVariant
     from app.jobs import JobRunner, JobSpec
 
     result = JobRunner().run(JobSpec("app.jobs.testing:invalid_variant_job", {}))

@@ -120,7 +120,7 @@ def test_variant_writes_a_valid_fp16_graph(model_paths, tmp_path):
 
 
 def test_plan_file_drives_run_compare_and_bench(model_paths, tmp_path):
-    from app.core.precision import PrecisionPlan, node_keys
+    from app.core.precision.plan import PrecisionPlan, node_keys
 
     path = model_paths["ppocr_cls_mobile_v2"]
     keys = node_keys(onnx.load(str(path)).graph)
@@ -214,7 +214,7 @@ def test_int8_fallback_leaves_the_outlier_matmul_unquantized(tmp_path):
 
 
 def test_int8_variant_calibrated_on_a_folder_obeys_tensorrt_rules(tmp_path):
-    from app.core.transforms.int8 import check_trt_qdq
+    from app.core.precision.transforms.int8 import check_trt_qdq
     from tests.conftest import outlier_int8_model
 
     model = outlier_int8_model(tmp_path / "oi8.onnx")

@@ -44,8 +44,8 @@ def test_headless_packages_do_not_import_qt() -> None:
     report = probe("app.core", "app.cli", "app.jobs", "app.backends")
     imported = set(report["imported"])
     # the probe really imported the modules it is meant to guard
-    assert {"app.core.loader", "app.core.summary", "app.core.shapes", "app.core.weights",
-            "app.core.display_graph", "app.cli.main", "app.cli.inspect_cmd", "app.jobs",
+    assert {"app.core.model.loader", "app.core.model.summary", "app.core.model.shapes", "app.core.model.weights",
+            "app.core.model.display_graph", "app.cli.main", "app.cli.inspect_cmd", "app.jobs",
             "app.backends"} <= imported
     assert report["failed"] == {}, report["failed"]
     assert report["qt"] == [], f"Qt leaked into headless code: {report['qt']}"

@@ -118,7 +118,7 @@ def test_diagnose_the_plan_through_the_window(qtbot, window, tmp_path):
     """A planted overflow: FP16 turns one Mul's output into Inf; the heat-map and 'go to' find it."""
     import onnx
 
-    from tests.core.test_diagnose import _overflow_model
+    from tests.core.precision.test_diagnose import _overflow_model
 
     path = tmp_path / "overflow.onnx"
     onnx.save(_overflow_model(), str(path))

@@ -205,7 +205,7 @@ def test_another_model_clears_the_results(qtbot, window, models_dir):
 
 def test_benchmark_warnings_are_said_once_with_advice_for_the_cpu():
     """Jittery CPU runs: one line naming every target with its CoV, and CPU advice (not GPU clocks)."""
-    from app.core.latency import LatencyStats
+    from app.core.measure.latency import LatencyStats
     from app.ui.results_state import ResultsState
 
     state = ResultsState()
@@ -235,7 +235,7 @@ def test_diagnose_takes_the_first_candidate_that_changes_precision(qtbot, window
 
 
 def _compare_doc(reference: str, *candidates: tuple[str, bool]) -> dict:
-    """The compare JSON's shape (app.core.compare.compare_report_json) for a one-output model."""
+    """The compare JSON's shape (app.core.measure.compare.compare_report_json) for a one-output model."""
     return {"reference": reference, "samples": 2, "random_data": False, "notes": {},
             "candidates": [{"name": name, "passed": ok,
                             "outputs": [{"name": "y", "cosine": 0.9999 if ok else 0.9, "max_abs": 0.01,

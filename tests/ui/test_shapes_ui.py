@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextTable
 
-from app.core.display_graph import KIND_OUTPUT
+from app.core.model.display_graph import KIND_OUTPUT
 from tests.ui.conftest import open_and_wait
 
 ADVICE = "Set the input shapes"

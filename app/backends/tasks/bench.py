@@ -8,8 +8,8 @@ from app.backends.tasks.common import Prepared, open_session, prepare_samples, p
 
 def bench_task(params: dict, ctx: object) -> dict:
     """`trtlab bench`: latency statistics of one target."""
-    from app.core.compute import device_of
-    from app.core.latency import Budget, measure
+    from app.core.measure.compute import device_of
+    from app.core.measure.latency import Budget, measure
 
     target = Target.parse(params["target"])
     mode = params.get("mode") or "end_to_end"

@@ -9,8 +9,8 @@ import onnx
 
 from app.backends import ENGINE_BACKENDS, BackendSpecError, Target
 from app.backends.tasks.common import progress, target_plan, variant_path
-from app.core.precision import PrecisionPlan
-from app.core.tensors import graph_inputs, value_info_to_tensor_info
+from app.core.model.tensors import graph_inputs, value_info_to_tensor_info
+from app.core.precision.plan import PrecisionPlan
 
 
 def engine_report(layer_info: dict | None, variant_graph: onnx.GraphProto, plan: PrecisionPlan,
@@ -19,7 +19,7 @@ def engine_report(layer_info: dict | None, variant_graph: onnx.GraphProto, plan:
     from app.core.engine.inspector_json import parse_engine_info
     from app.core.engine.onnx_map import map_to_onnx
     from app.core.engine.plan_check import plan_mismatches
-    from app.core.precision import node_keys
+    from app.core.precision.plan import node_keys
 
     if not layer_info:
         return {"layers": [], "ran": {}, "mismatches": [], "notes": ["the engine gave no layer information"]}

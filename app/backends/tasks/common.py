@@ -12,8 +12,8 @@ import onnx
 
 from app.backends import ENGINE_BACKENDS, BackendUnavailable, Target, get_backend
 from app.core.errors import TrtlabError, VariantLoadError
-from app.core.precision import PrecisionPlan
-from app.core.tensors import graph_inputs, value_info_to_tensor_info
+from app.core.model.tensors import graph_inputs, value_info_to_tensor_info
+from app.core.precision.plan import PrecisionPlan
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class Prepared:
 
 def target_plan(target: Target, params: dict) -> PrecisionPlan:
     """The plan a target runs: the params' plan for `B:plan`, else every node in the target's precision."""
-    from app.core.precision import PrecisionPlan
+    from app.core.precision.plan import PrecisionPlan
 
     if target.precision == "plan":
         if not params.get("plan"):
@@ -88,7 +88,7 @@ def variant_path(model_path: str, target: Target, ctx: object | None = None,
                  params: dict | None = None) -> tuple[str, list[str]]:
     """The graph a target runs, and notes about it: the model itself for FP32, else the variant for its
     precision or plan (built once, then taken from the variant cache)."""
-    from app.core.variants import build_variant
+    from app.core.precision.variants import build_variant
 
     params = params or {}
     plan = target_plan(target, params)
@@ -109,7 +109,7 @@ def variant_path(model_path: str, target: Target, ctx: object | None = None,
 
 def prepare_samples(params: dict, ctx: object | None = None) -> Prepared:
     """Load the model's input declarations and make the input samples the params ask for."""
-    from app.core.inputs import InputSource, make_samples, resolve_input_shapes
+    from app.core.measure.inputs import InputSource, make_samples, resolve_input_shapes
 
     model_path = str(params["model"])
     model = onnx.load(model_path, load_external_data=False)

@@ -10,7 +10,7 @@ from app.backends.tasks.common import prepare_samples, progress, run_outputs
 
 def compare_task(params: dict, ctx: object) -> dict:
     """`trtlab compare`: the reference and each candidate on the same samples, then every metric."""
-    from app.core.compare import Tolerance, compare_report_json, compare_samples
+    from app.core.measure.compare import Tolerance, compare_report_json, compare_samples
 
     reference = Target.parse(params.get("reference") or "ort-cpu:fp32")
     candidates = [Target.parse(c) for c in params["candidates"]]

@@ -22,8 +22,8 @@ def layer_errors(prep: Prepared, reference: Target, candidate: Target, params: d
 
     Returns the rows (node order), the first node turning NaN/Inf, and facts about the run."""
 
-    from app.core.diagnose import diagnose_outputs, expose_all
     from app.core.fileio import atomic_write_bytes
+    from app.core.precision.diagnose import diagnose_outputs, expose_all
 
     if reference.precision != "fp32":
         raise PrecisionNotAvailable(f"A per-layer diagnosis compares against an FP32 reference, not {reference.name}.",

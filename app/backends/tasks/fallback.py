@@ -23,15 +23,15 @@ from app.backends.tasks.diagnose import layer_errors
 def fallback_task(params: dict, ctx: object) -> dict:
     """`trtlab fallback`: a small set of nodes to keep in FP32 (or unquantized) so the candidate meets a target.
 
-    Ranks the plan's changeable nodes by a per-layer diagnosis, then searches (app.core.fallback); each
+    Ranks the plan's changeable nodes by a per-layer diagnosis, then searches (app.core.precision.fallback); each
     evaluation builds the variant with some nodes kept FP32, runs it on every sample on the candidate's
     backend and compares it with the reference's outputs."""
     import shutil
     import time
 
-    from app.core.compare import Tolerance, compare_samples
-    from app.core.fallback import STOP_CANCELLED, SearchStopped, rank_candidates, search, with_high_precision
-    from app.core.variants import build_variant
+    from app.core.measure.compare import Tolerance, compare_samples
+    from app.core.precision.fallback import STOP_CANCELLED, SearchStopped, rank_candidates, search, with_high_precision
+    from app.core.precision.variants import build_variant
     from app.jobs.protocol import JobCancelled
 
     t0 = time.monotonic()
@@ -97,7 +97,7 @@ def fallback_task(params: dict, ctx: object) -> dict:
 
 def _worst_sample(ref: list[dict[str, np.ndarray]], cand: list[dict[str, np.ndarray]]) -> int:
     """The sample whose lowest output cosine (NaN/Inf counting as the worst) is lowest."""
-    from app.core.diagnose import tensor_error
+    from app.core.precision.diagnose import tensor_error
 
     def score(k: int) -> float:
         worst = 1.0
@@ -123,7 +123,7 @@ def _changed_nodes(planned: dict[str, str], report: dict) -> set[str]:
 
 def _overflowing_first(ranked: list[str], graph: onnx.GraphProto, report: dict) -> list[str]:
     """Nodes reading weights that overflow the half type are the likeliest culprits: they go first."""
-    from app.core.precision import node_keys
+    from app.core.precision.plan import node_keys
 
     overflow = set((report.get("half") or {}).get("overflow") or {})
     if not overflow:

@@ -8,7 +8,7 @@ import onnx
 
 from app.backends import Target
 from app.backends.tasks.common import calibration, cancel_check, prepare_samples, progress, target_plan
-from app.core.precision import PrecisionPlan
+from app.core.precision.plan import PrecisionPlan
 
 
 def plan_summary(plan: PrecisionPlan) -> str:
@@ -23,7 +23,7 @@ def plan_summary(plan: PrecisionPlan) -> str:
 
 def variant_task(params: dict, ctx: object) -> dict:
     """`trtlab variant`: build (or take from the cache) the variant graph and save it where asked."""
-    from app.core.variants import build_variant, save_model
+    from app.core.precision.variants import build_variant, save_model
 
     target = Target.parse(params["target"])
     plan = target_plan(target, params)
@@ -49,8 +49,8 @@ def _raised_opset(params: dict, opset: int, ctx: object) -> tuple[str, str]:
     """`trtlab variant --opset N`: the model at opset N, saved in the job's folder, and a note saying so. Its
     FP32 outputs are compared with the model's on one random sample where the input shapes are known."""
     from app.core.errors import TrtlabError
-    from app.core.transforms.opset import raise_opset
-    from app.core.variants import save_model
+    from app.core.precision.transforms.opset import raise_opset
+    from app.core.precision.variants import save_model
 
     progress(ctx, 0.0, f"Raising the opset to {opset}…")
     try:

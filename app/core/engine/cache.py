@@ -28,8 +28,7 @@ from typing import Any
 from app.core.engine.profiles import OptimizationProfile
 from app.core.engine.rtx import describe_targets, parse_targets, run_problem, runs_on
 from app.core.errors import TrtlabError
-from app.core.fileio import atomic_write_bytes, atomic_write_text
-from app.core.variants import cache_root
+from app.core.fileio import atomic_write_bytes, atomic_write_text, cache_root
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ class TrtType:
     name: str              # the enum member: trt.DataType.<name>
     code: int              # nvinfer1::DataType value (stable across 10.x and 11.x)
     alias: str             # the module attribute: trt.<alias>
-    onnx: str              # the ONNX element type, as app.core.onnx_walk.dtype_name writes it
+    onnx: str              # the ONNX element type, as app.core.model.onnx_walk.dtype_name writes it
     itemsize: float        # bytes per element; 0.5 for the packed 4-bit types
     kind: str              # "float", "int" or "bool"
     since: tuple[int, int]  # first TensorRT release with the type (this project supports 10.0 and later)
@@ -172,7 +172,7 @@ def onnx_to_trt(onnx_type: str | int) -> str:
     """The TensorRT type name for an ONNX element type name or TensorProto code."""
     name = onnx_type
     if isinstance(onnx_type, int) and not isinstance(onnx_type, bool):
-        from app.core.onnx_walk import dtype_name
+        from app.core.model.onnx_walk import dtype_name
 
         name = dtype_name(onnx_type)
     key = str(name).strip().lower()

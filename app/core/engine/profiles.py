@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from app.core.engine.named_dims import DimNames, dim_name_problems, names_in
 from app.core.errors import TrtlabError
-from app.core.tensors import TensorInfo
+from app.core.model.tensors import TensorInfo
 
 Shape = tuple[int, ...]
 _DIMS_RE = re.compile(r"-?\d+(x-?\d+)*")

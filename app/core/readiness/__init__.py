@@ -2,7 +2,7 @@
 
 No TensorRT is needed. :func:`check_model` returns a :class:`Report` of :class:`Finding` objects, each with a
 severity (``error``: the build will fail; ``warning``: it builds but not as expected; ``info``), a stable code,
-the node keys it concerns (:func:`app.core.precision.node_keys`), a message and a fix.
+the node keys it concerns (:func:`app.core.precision.plan.node_keys`), a message and a fix.
 
 Which ops the parser imports comes from ``onnx_trt_support.json`` (data, with its sources and date), per
 TensorRT major version (``"10"``, ``"11"``). Codes, by check:
@@ -12,7 +12,7 @@ TensorRT major version (``"10"``, ``"11"``). Codes, by check:
   ``opset-too-new``; op restrictions (the importer's own rules, e.g. Resize's: :mod:`.resize_rule`):
   ``op-restriction``; I/O types: ``io-dtype``, ``io-float64``; float inputs of one op with different types
   (float32 next to float16, :mod:`.type_checks`): ``mixed-input-types``
-- Q/DQ rules (:mod:`app.core.transforms.qdq_rules`): ``qdq-zero-point-not-zero``, ``qdq-zero-point-type``,
+- Q/DQ rules (:mod:`app.core.precision.transforms.qdq_rules`): ``qdq-zero-point-not-zero``, ``qdq-zero-point-type``,
   ``qdq-uint8-output``, ``qdq-input-type``, ``qdq-int32-bias``, ``qdq-scale-*``, ``qdq-per-axis-activation``,
   ``qdq-axis``, ``qdq-axis-opset``, ``qdq-q-not-to-dq``, ...
 - values: ``int64-tensors``, ``int64-beyond-int32``, ``float64-weights``, ``weights-not-scanned``

@@ -11,7 +11,8 @@ import onnx
 
 from app.core.engine.profiles import OptimizationProfile
 from app.core.engine.rtx import parse_targets
-from app.core.precision import PrecisionPlan
+from app.core.model.shapes import ShapeResult, infer_shapes
+from app.core.precision.plan import PrecisionPlan
 from app.core.readiness import graph_checks
 from app.core.readiness.context import build_index
 from app.core.readiness.findings import Report, sort_findings
@@ -20,7 +21,6 @@ from app.core.readiness.plan_checks import check_plan
 from app.core.readiness.support import SupportTable, check_version, load_support_table
 from app.core.readiness.type_checks import check_mixed_types
 from app.core.readiness.values import ScanCache, check_values
-from app.core.shapes import ShapeResult, infer_shapes
 
 
 def check_model(model: onnx.ModelProto, *, plan: PrecisionPlan | None = None,

@@ -16,7 +16,7 @@ TRT_VERSIONS = ("10", "11", "rtx")   # TensorRT 10.x, 11.x, and TensorRT for RTX
 class Finding:
     """One thing a TensorRT build would trip on (error), do differently than expected (warning), or note (info).
 
-    ``nodes`` are node keys of the top-level graph (:func:`app.core.precision.node_keys`): a problem inside an
+    ``nodes`` are node keys of the top-level graph (:func:`app.core.precision.plan.node_keys`): a problem inside an
     If/Loop/Scan body or a local function is reported on the node that owns it. ``code`` is stable across
     versions (tools and tests rely on it); ``message`` and ``fix`` are for people.
     """

@@ -7,12 +7,12 @@ from collections.abc import Iterable, Mapping
 
 import onnx
 
+from app.core.model.tensors import value_info_to_tensor_info
+from app.core.precision.transforms.qdq_rules import qdq_issues
 from app.core.readiness.context import GraphIndex
 from app.core.readiness.findings import Finding, Severity
 from app.core.readiness.resize_rule import resize_problem
 from app.core.readiness.support import SupportTable
-from app.core.tensors import value_info_to_tensor_info
-from app.core.transforms.qdq_rules import qdq_issues
 
 _STANDARD = ("", "ai.onnx")
 # Ops that quantize at run time (dynamic quantization) or run on integers in QOperator form: TensorRT takes

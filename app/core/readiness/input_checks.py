@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from app.core.engine.named_dims import dim_name_problems, named_dims
 from app.core.engine.profiles import InputProfile, OptimizationProfile, profile_problems
 from app.core.errors import ShapeSpecError
+from app.core.model.shapes import dynamic_dims, validate_input_shape
+from app.core.model.tensors import TensorInfo
 from app.core.readiness.context import GraphIndex
 from app.core.readiness.findings import Finding
-from app.core.shapes import dynamic_dims, validate_input_shape
-from app.core.tensors import TensorInfo
 
 
 def _real(inputs: list[TensorInfo]) -> str:

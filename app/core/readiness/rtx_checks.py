@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from app.core.engine.rtx import DEFAULT_LABEL, describe_targets, has_turing, lacks_fp8
-from app.core.precision import PrecisionPlan
+from app.core.model.shapes import ShapeResult, infer_shapes
+from app.core.model.tensors import dtype_name
+from app.core.precision.plan import PrecisionPlan
 from app.core.readiness.context import GraphIndex
 from app.core.readiness.findings import Finding
-from app.core.shapes import ShapeResult, infer_shapes
-from app.core.tensors import dtype_name
 
 _FP8 = ("float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz")
 _GEMMS = ("MatMul", "Gemm")

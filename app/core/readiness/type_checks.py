@@ -9,9 +9,9 @@ converted model (a variant whose Casts went wrong) can hold one; the types come 
 
 from __future__ import annotations
 
+from app.core.model.shapes import ShapeResult
 from app.core.readiness.context import GraphIndex
 from app.core.readiness.findings import Finding
-from app.core.shapes import ShapeResult
 
 _ALL = None   # every input
 # op -> the input positions that must share one float type (None: all of them)

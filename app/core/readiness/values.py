@@ -15,10 +15,10 @@ from pathlib import Path
 
 from onnx import TensorProto
 
+from app.core.model.weights import WeightStats, weight_stats
 from app.core.readiness.context import GraphIndex, StoredTensor
 from app.core.readiness.findings import Finding
 from app.core.readiness.support import SupportTable
-from app.core.weights import WeightStats, weight_stats
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 FLOAT32_MAX = 3.4028234663852886e38

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from onnx import TensorProto, helper
 
-from app.core.precision import PrecisionPlan
+from app.core.precision.plan import PrecisionPlan
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -13,7 +13,7 @@ from app.backends.tasks.build import engine_report
 from app.core.engine.inspector_json import parse_engine_info
 from app.core.engine.layer_dump import find_dump, parse_layer_dump, parse_record
 from app.core.engine.onnx_map import map_to_onnx
-from app.core.precision import PrecisionPlan, node_keys
+from app.core.precision.plan import PrecisionPlan, node_keys
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

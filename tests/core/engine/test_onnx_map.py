@@ -8,7 +8,7 @@ from app.core.engine.engine_layers import EngineLayer
 from app.core.engine.inspector_json import parse_engine_info, parse_layer
 from app.core.engine.onnx_map import map_to_onnx
 from app.core.engine.plan_check import plan_mismatches
-from app.core.precision import node_keys
+from app.core.precision.plan import node_keys
 from tests.core.engine.inspector_fixtures import (
     CONV1,
     CONV2,

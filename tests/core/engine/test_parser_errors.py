@@ -22,7 +22,7 @@ from app.core.engine.parser_errors import (
     parse_failure,
 )
 from app.core.errors import TrtlabError
-from app.core.precision import node_keys
+from app.core.precision.plan import node_keys
 
 
 class ErrorCode(enum.IntEnum):

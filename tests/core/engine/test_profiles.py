@@ -17,7 +17,7 @@ from app.core.engine.profiles import (
     shape_in_profile,
     validate_profile,
 )
-from app.core.tensors import TensorInfo
+from app.core.model.tensors import TensorInfo
 
 IMAGE = TensorInfo("input:0", "float32", ("N", 3, "H", "W"))
 MASK = TensorInfo("mask", "int64", (1, 4))

@@ -1,0 +1,156 @@
+"""The drawable graph: one box per op (plus graph inputs/outputs), one edge per tensor use.
+
+Constant nodes that only feed ops are folded into those ops as weights, as initializers are:
+PaddleOCR exports keep every weight in a Constant node, and drawing them doubles the graph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+
+from app.core.model.onnx_walk import node_subgraphs
+from app.core.model.ops import INPUT, OUTPUT, op_category
+from app.core.model.shapes import ShapeResult
+from app.core.model.tensors import graph_inputs
+
+KIND_OP, KIND_INPUT, KIND_OUTPUT = 0, 1, 2
+NODE_HEIGHT = 40.0
+_CHAR_W_TITLE, _CHAR_W_NAME = 7.6, 6.0
+_MIN_W, _MAX_W = 64.0, 240.0
+_NAME_CHARS = 32  # longer names are elided in the box, shown whole in the properties panel
+
+
+@dataclass
+class DisplayGraph:
+    """Arrays for layout and drawing plus the maps back to the ONNX graph."""
+
+    graph: onnx.GraphProto
+    node_count: int
+    kinds: np.ndarray           # int8 (N,): KIND_OP / KIND_INPUT / KIND_OUTPUT
+    onnx_index: np.ndarray      # int32 (N,): index in graph.node, -1 for inputs/outputs
+    titles: list[str]           # op type, or "input"/"output"
+    names: list[str]            # node name (or tensor name for inputs/outputs)
+    categories: list[str]
+    widths: np.ndarray          # float64 (N,)
+    heights: np.ndarray         # float64 (N,)
+    edges: np.ndarray           # int32 (E,2) (src, dst)
+    edge_tensors: list[str]     # tensor carried by each edge
+    weights: dict[int, list[str]] = field(default_factory=dict)   # display node -> weight tensors
+    folded_constants: dict[str, int] = field(default_factory=dict)  # tensor -> graph.node index
+    producer: dict[str, int] = field(default_factory=dict)        # tensor -> display node
+    consumers: dict[str, list[int]] = field(default_factory=dict)  # tensor -> display nodes
+    edge_labels: list[str] = field(default_factory=list)
+    subgraphs: dict[int, list[tuple[str, onnx.GraphProto]]] = field(default_factory=dict)
+
+    def node_of_onnx(self, index: int) -> int | None:
+        hits = np.nonzero(self.onnx_index == index)[0]
+        return int(hits[0]) if len(hits) else None
+
+    def label_edges(self, shapes: ShapeResult | None) -> None:
+        """Edge labels from inferred shapes ('1×3×224×224'); blank where unknown."""
+        labels = []
+        for t in self.edge_tensors:
+            info = shapes.get(t) if shapes is not None else None
+            labels.append(info.shape_text() if info is not None and info.shape is not None else "")
+        self.edge_labels = labels
+
+
+def _box_width(title: str, name: str) -> float:
+    w = max(len(title) * _CHAR_W_TITLE, min(len(name), _NAME_CHARS) * _CHAR_W_NAME) + 20.0
+    return float(min(max(w, _MIN_W), _MAX_W))
+
+
+def build_display_graph(graph: onnx.GraphProto, shapes: ShapeResult | None = None) -> DisplayGraph:
+    """Turn one ONNX graph (top level or a subgraph) into drawable arrays."""
+    nodes = graph.node
+    inits = {t.name for t in graph.initializer} | {s.values.name for s in graph.sparse_initializer}
+    output_names = {o.name for o in graph.output}
+    use_count: dict[str, int] = {}
+    for n in nodes:
+        for name in n.input:
+            if name:
+                use_count[name] = use_count.get(name, 0) + 1
+    folded: dict[str, int] = {}
+    for i, n in enumerate(nodes):
+        if (n.op_type == "Constant" and n.domain in ("", "ai.onnx") and len(n.output) == 1
+                and n.output[0] not in output_names and use_count.get(n.output[0], 0) > 0):
+            folded[n.output[0]] = i
+
+    kinds: list[int] = []
+    onnx_index: list[int] = []
+    titles: list[str] = []
+    names: list[str] = []
+    cats: list[str] = []
+    producer: dict[str, int] = {}
+
+    def add(kind: int, idx: int, title: str, name: str, cat: str) -> int:
+        kinds.append(kind)
+        onnx_index.append(idx)
+        titles.append(title)
+        names.append(name)
+        cats.append(cat)
+        return len(kinds) - 1
+
+    for vi in graph_inputs(graph):
+        producer[vi.name] = add(KIND_INPUT, -1, "input", vi.name, INPUT)
+    subgraphs: dict[int, list[tuple[str, onnx.GraphProto]]] = {}
+    for i, n in enumerate(nodes):
+        if n.op_type == "Constant" and n.output and n.output[0] in folded:
+            continue
+        d = add(KIND_OP, i, n.op_type, n.name or (n.output[0] if n.output else ""),
+                op_category(n.op_type, n.domain))
+        for o in n.output:
+            if o:
+                producer[o] = d
+        subs = list(node_subgraphs(n))
+        if subs:
+            subgraphs[d] = subs
+
+    # Names that a subgraph reads from its enclosing scope get an input box of their own.
+    for n in nodes:
+        for name in n.input:
+            if name and name not in producer and name not in inits and name not in folded:
+                producer[name] = add(KIND_INPUT, -1, "outer", name, INPUT)
+
+    src: list[int] = []
+    dst: list[int] = []
+    edge_tensors: list[str] = []
+    consumers: dict[str, list[int]] = {}
+    weights: dict[int, list[str]] = {}
+    op_nodes = [d for d, k in enumerate(kinds) if k == KIND_OP]
+    for d in op_nodes:
+        n = nodes[onnx_index[d]]
+        for name in n.input:
+            if not name:
+                continue
+            consumers.setdefault(name, []).append(d)
+            if name in inits or name in folded:
+                weights.setdefault(d, []).append(name)
+                continue
+            p = producer.get(name)
+            if p is not None and p != d:
+                src.append(p)
+                dst.append(d)
+                edge_tensors.append(name)
+    for o in graph.output:
+        d = add(KIND_OUTPUT, -1, "output", o.name, OUTPUT)
+        p = producer.get(o.name)
+        if p is not None:
+            src.append(p)
+            dst.append(d)
+            edge_tensors.append(o.name)
+            consumers.setdefault(o.name, []).append(d)
+
+    widths = np.array([_box_width(t, nm) for t, nm in zip(titles, names, strict=True)], dtype=np.float64)
+    dg = DisplayGraph(
+        graph=graph, node_count=len(kinds), kinds=np.array(kinds, dtype=np.int8),
+        onnx_index=np.array(onnx_index, dtype=np.int32), titles=titles, names=names, categories=cats,
+        widths=widths, heights=np.full(len(kinds), NODE_HEIGHT),
+        edges=np.array([src, dst], dtype=np.int32).T.reshape(-1, 2), edge_tensors=edge_tensors,
+        weights=weights, folded_constants=folded, producer=producer, consumers=consumers,
+        subgraphs=subgraphs)
+    dg.label_edges(shapes)
+    return dg

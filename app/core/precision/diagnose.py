@@ -1,0 +1,100 @@
+"""Per-layer diagnosis: expose every float intermediate tensor in the reference and the variant, run both
+on the same inputs, and measure each tensor's error, in topological order.
+
+Tensor names survive trtlab's precision transforms (node outputs keep their names; only boundary Casts
+add new ones), so tensors are matched by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+
+from app.core.precision.plan import node_keys
+
+FLOAT_ELEM = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
+
+
+@dataclass
+class LayerError:
+    node: str
+    op: str
+    tensor: str
+    max_abs: float | None
+    cosine: float | None
+    snr_db: float | None
+    nan: int
+    inf: int
+    ref_nan: int
+    ref_inf: int
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k) for k in ("node", "op", "tensor", "max_abs", "cosine", "snr_db", "nan", "inf",
+                                              "ref_nan", "ref_inf")}
+
+
+def _types(model: onnx.ModelProto) -> dict[str, int]:
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    g = inferred.graph
+    return {vi.name: vi.type.tensor_type.elem_type for vi in [*g.value_info, *g.output, *g.input]
+            if vi.type.HasField("tensor_type")}
+
+
+def expose_all(model: onnx.ModelProto, names: list[str] | None = None) -> tuple[onnx.ModelProto, list[str]]:
+    """A copy whose graph outputs also include every float node output (or the given names)."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    types = _types(out)
+    existing = {o.name for o in out.graph.output}
+    wanted = names if names is not None else [o for n in out.graph.node for o in n.output if o]
+    added = []
+    for name in wanted:
+        if name in existing or types.get(name) not in FLOAT_ELEM:
+            continue
+        out.graph.output.append(onnx.helper.make_tensor_value_info(name, types[name], None))
+        existing.add(name)
+        added.append(name)
+    return out, added
+
+
+def tensor_error(ref: np.ndarray, cand: np.ndarray) -> tuple[float | None, float | None, float | None]:
+    """max |Δ|, cosine and SNR (dB) over the values finite on both sides; None where undefined."""
+    if ref.shape != cand.shape:
+        return None, None, None
+    r = ref.astype(np.float64).ravel()
+    c = cand.astype(np.float64).ravel()
+    ok = np.isfinite(r) & np.isfinite(c)
+    if not ok.any():
+        return None, None, None
+    r, c = r[ok], c[ok]
+    d = c - r
+    max_abs = float(np.abs(d).max())
+    nr, nc = float(np.linalg.norm(r)), float(np.linalg.norm(c))
+    cosine = float(r @ c / (nr * nc)) if nr > 0 and nc > 0 else (1.0 if nr == nc == 0 else None)
+    noise = float(d @ d)
+    snr = 999.0 if noise == 0 else (float(10 * np.log10((r @ r) / noise)) if r @ r > 0 else None)
+    return max_abs, cosine, snr
+
+
+def diagnose_outputs(model: onnx.ModelProto, ref: dict[str, np.ndarray], cand: dict[str, np.ndarray]
+                     ) -> tuple[list[LayerError], str | None]:
+    """Errors per node output in the model's node order; and the first node whose output turns NaN/Inf."""
+    rows: list[LayerError] = []
+    first = None
+    for key, node in zip(node_keys(model.graph), model.graph.node, strict=True):
+        for t in node.output:
+            if t not in ref or t not in cand:
+                continue
+            a, b = ref[t], cand[t]
+            max_abs, cosine, snr = tensor_error(a, b)
+            fa, fb = a.astype(np.float64), b.astype(np.float64)
+            row = LayerError(key, node.op_type, t, max_abs, cosine, snr,
+                             int(np.isnan(fb).sum()), int(np.isinf(fb).sum()),
+                             int(np.isnan(fa).sum()), int(np.isinf(fa).sum()))
+            if first is None and (row.nan + row.inf) > (row.ref_nan + row.ref_inf):
+                first = row.node
+            rows.append(row)
+    return rows, first
+

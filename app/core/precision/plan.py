@@ -1,0 +1,279 @@
+"""The precision plan: a default precision, rules by op type and per-node overrides, saved as JSON.
+
+Nodes are keyed by name so a plan survives reloading the same model; unnamed nodes fall back to their
+first output's name (tensor names are unique in an ONNX graph). Nodes whose precision cannot change —
+existing Q/DQ, and nodes that carry no floating-point output (integer, shape and bool paths) — are fixed,
+with the reason.
+
+A resolved row says what the variant will really run, not only what was asked: a node planned FP16/BF16
+that the half transform keeps FP32 (Resize, Range, an op with no half kernel at the model's opset) and a
+node planned INT8 that gets no Q/DQ (activations, reductions, bias Adds) resolve to FP32, with the
+transform's own reason. The decision is the transforms' own functions (`half_skip_reason`,
+`int8_skip_reason`), so the table and the variant cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import onnx
+
+from app.core.fileio import atomic_write_text
+from app.core.model.onnx_walk import constant_tensor
+from app.core.model.shapes import ShapeResult
+from app.core.precision.plan_keys import (  # noqa: F401 - the plan's vocabulary, importable from here as before
+    _NATIVE,
+    FLOAT_TYPES,
+    HALF_PRECISIONS,
+    NOT_FLOAT32,
+    PRECISIONS,
+    QDQ_OPS,
+    SCHEMA_VERSION,
+    PlanError,
+    fixed_reason,
+    model_opsets,
+    node_key,
+    node_keys,
+)
+
+
+class GraphFacts:
+    """What resolving a plan needs to know of a graph that no plan edit changes: node keys, fixed reasons, and
+    the transforms' decision per (node, precision), each found once. Build it once per model and pass it to
+    every :meth:`PrecisionPlan.resolve` (a resolve runs after every edit in the GUI).
+    """
+
+    def __init__(self, graph: onnx.GraphProto, shapes: ShapeResult | None = None,
+                 opsets: dict[str, int] | None = None) -> None:
+        self.graph, self.shapes, self.opsets = graph, shapes, opsets or {}
+        self.keys = node_keys(graph)
+        self.op_types = [n.op_type for n in graph.node]
+        self.fixed = [fixed_reason(n, shapes) for n in graph.node]
+        self._latest = onnx.defs.onnx_opset_version()
+        self._consts: set[str] | None = None
+        self._in_context: dict[int, str] | None = None
+        self._int8: object | None = None  # the INT8 rules' whole-graph facts (Int8Graph), found on first use
+        self._why: dict[tuple[int, str], str | None] = {}
+        self._native: dict[int, str | None] = {}
+
+    def why_not(self, index: int, planned: str) -> str | None:
+        """Why the variant does not run node `index` in `planned` (None: it does)."""
+        key = (index, planned)
+        if key not in self._why:
+            self._why[key] = self._decide(index, planned)
+        return self._why[key]
+
+    def _decide(self, index: int, planned: str) -> str | None:
+        node = self.graph.node[index]
+        if planned in HALF_PRECISIONS:
+            from app.core.precision.transforms.half import half_skip_reason
+
+            if index in self.in_context():
+                return self.in_context()[index]
+            why = half_skip_reason(node, self.opsets.get(node.domain or "", self._latest), planned)
+            if why is None and self.shapes is not None and not all(
+                    (info := self.shapes.get(o)) is not None and info.dtype == "float32" for o in node.output if o):
+                why = NOT_FLOAT32
+            return why
+        if planned == "int8":
+            from app.core.precision.transforms.int8_select import Int8Graph, int8_skip_reason
+
+            if self._int8 is None:
+                self._int8 = Int8Graph(self.graph, self.shapes)
+            return int8_skip_reason(node, self.consts(), self.shapes or ShapeResult(), self._int8)
+        return None
+
+    def in_context(self) -> dict[int, str]:
+        """Nodes to_half keeps FP32 for what surrounds them (a float result that only becomes a shape…): why."""
+        if self._in_context is None:
+            from app.core.precision.transforms.half_rules import graph_reasons
+
+            shapes = self.shapes
+            self._in_context = graph_reasons(
+                self.graph, lambda name: (info.dtype if shapes and (info := shapes.get(name)) is not None else None))
+        return self._in_context
+
+    def native(self, index: int) -> str | None:
+        """"fp16"/"bf16" when the model itself computes node `index` in that type (all its float outputs)."""
+        if index not in self._native:
+            found = None
+            if self.shapes is not None:
+                types = {info.dtype for o in self.graph.node[index].output
+                         if o and (info := self.shapes.get(o)) is not None and info.dtype in FLOAT_TYPES}
+                found = _NATIVE.get(types.pop()) if len(types) == 1 else None
+            self._native[index] = found
+        return self._native[index]
+
+    def consts(self) -> set[str]:
+        """Initializers, and Constant nodes' outputs (to_int8 folds those into initializers first)."""
+        if self._consts is None:
+            g = self.graph
+            outputs = {o.name for o in g.output}
+            self._consts = {t.name for t in g.initializer} | {
+                n.output[0] for n in g.node if n.op_type == "Constant" and len(n.output) == 1
+                and n.output[0] not in outputs and constant_tensor(n) is not None}
+        return self._consts
+
+
+@dataclass
+class PrecisionPlan:
+    """What precision each node should compute in; pure data, observable by whoever edits it."""
+
+    default: str = "fp32"
+    op_rules: dict[str, str] = field(default_factory=dict)
+    overrides: dict[str, str] = field(default_factory=dict)
+    model_name: str = ""
+
+    def __post_init__(self) -> None:
+        for p in (self.default, *self.op_rules.values(), *self.overrides.values()):
+            _check(p)
+
+    # ----------------------------------------------------------------- queries
+    def planned(self, key: str, op_type: str) -> str:
+        """Override, else the op-type rule, else the default."""
+        if key in self.overrides:
+            return self.overrides[key]
+        return self.op_rules.get(op_type, self.default)
+
+    def source(self, key: str, op_type: str) -> str:
+        if key in self.overrides:
+            return "node"
+        return "op type" if op_type in self.op_rules else "default"
+
+    def resolve(self, graph: onnx.GraphProto, shapes: ShapeResult | None = None,
+                opsets: dict[str, int] | None = None, *, facts: GraphFacts | None = None) -> list[PlannedNode]:
+        """Every top-level node with the precision its variant really runs, what was planned, and why they
+        differ: 'fixed' (cannot change), or FP32 where the FP16/BF16 or INT8 transform keeps the node in float.
+
+        `opsets` (:func:`model_opsets`) decides which ops have half-precision kernels; without it the newest
+        opset is assumed. Without `shapes`, only what the ops alone say is known. `facts`, built once for
+        this graph, shapes and opsets, makes repeated resolves cheap.
+        """
+        if facts is None or facts.graph is not graph:
+            facts = GraphFacts(graph, shapes, opsets)
+        rows = []
+        overrides, rules, default = self.overrides, self.op_rules, self.default
+        for i, (key, op, fixed) in enumerate(zip(facts.keys, facts.op_types, facts.fixed, strict=True)):
+            if key in overrides:
+                planned, source = overrides[key], "node"
+            elif op in rules:
+                planned, source = rules[op], "op type"
+            else:
+                planned, source = default, "default"
+            if fixed:
+                rows.append(PlannedNode(key, i, op, "fixed", source, fixed, planned))
+                continue
+            why = facts.why_not(i, planned) if planned != "fp32" else None
+            if why is None and planned != "fp32":
+                rows.append(PlannedNode(key, i, op, planned, source, "", planned))
+                continue
+            # Kept (or planned) in float: the transforms convert float32 only, so a node the model already
+            # computes in FP16/BF16 stays in that type.
+            native = facts.native(i)
+            precision = native or "fp32"
+            if precision == planned:
+                why = None
+            elif native is not None:
+                own = (f"the model itself computes it in {native.upper()} (its outputs are "
+                       f"{'float16' if native == 'fp16' else 'bfloat16'}); no transform widens it")
+                why = own if why in (None, NOT_FLOAT32) else f"{why}; {own}"
+            rows.append(PlannedNode(key, i, op, precision, source, why or "", planned))
+        return rows
+
+    def unknown_keys(self, graph: onnx.GraphProto) -> list[str]:
+        """Overrides that name no node of this graph (a plan made for another model, or an edited one)."""
+        keys = set(node_keys(graph))
+        return sorted(k for k in self.overrides if k not in keys)
+
+    # ----------------------------------------------------------------- edits (each returns what it replaced)
+    def set_nodes(self, keys: Iterable[str], precision: str | None) -> dict[str, str | None]:
+        """Override some nodes (None removes their overrides); returns their previous overrides (for undo)."""
+        if precision is not None:
+            _check(precision)
+        before = {}
+        for k in keys:
+            before[k] = self.overrides.get(k)
+            if precision is None:
+                self.overrides.pop(k, None)
+            else:
+                self.overrides[k] = precision
+        return before
+
+    def set_op_rule(self, op_type: str, precision: str | None) -> str | None:
+        before = self.op_rules.get(op_type)
+        if precision is None:
+            self.op_rules.pop(op_type, None)
+        else:
+            self.op_rules[op_type] = _check(precision)
+        return before
+
+    # ----------------------------------------------------------------- persistence
+    def to_json(self) -> dict:
+        return {"schema_version": SCHEMA_VERSION, "model": self.model_name, "default": self.default,
+                "op_rules": dict(sorted(self.op_rules.items())), "overrides": dict(sorted(self.overrides.items()))}
+
+    @classmethod
+    def from_json(cls, d: dict) -> PrecisionPlan:
+        if not isinstance(d, dict) or "default" not in d:
+            raise PlanError("This is not a trtlab precision plan (no 'default' precision).",
+                            fix="Save a plan from trtlab, or write {\"default\": \"fp16\", \"overrides\": {...}}.")
+        version = int(d.get("schema_version", 1))
+        if version > SCHEMA_VERSION:
+            raise PlanError(f"The plan was written by a newer trtlab (schema {version}; this one reads "
+                            f"{SCHEMA_VERSION}).", fix="Upgrade trtlab.")
+        try:
+            return cls(default=d["default"], op_rules=dict(d.get("op_rules") or {}),
+                       overrides=dict(d.get("overrides") or {}), model_name=str(d.get("model", "")))
+        except PlanError:
+            raise
+        except (TypeError, ValueError) as exc:
+            raise PlanError(f"The plan is malformed: {exc}.", fix="Check its JSON against a saved plan.") from exc
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        atomic_write_text(path, json.dumps(self.to_json(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> PrecisionPlan:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except FileNotFoundError as exc:
+            raise PlanError(f"Plan file '{path}' does not exist.", fix="Check the path.") from exc
+        except json.JSONDecodeError as exc:
+            raise PlanError(f"Plan file '{path}' is not valid JSON ({exc.msg}, line {exc.lineno}).",
+                            fix="Fix the JSON or save the plan again from trtlab.") from exc
+        return cls.from_json(data)
+
+
+@dataclass(frozen=True)
+class PlannedNode:
+    key: str
+    index: int
+    op_type: str
+    precision: str      # what the variant runs: one of PRECISIONS, or "fixed"
+    source: str         # what set the planned precision: "node" | "op type" | "default"
+    reason: str = ""    # why it is fixed, or why it runs another precision than planned (the transform's words)
+    planned: str = ""   # what the plan asks (one of PRECISIONS); "" means the same as `precision`
+
+    def __post_init__(self) -> None:
+        if not self.planned:
+            object.__setattr__(self, "planned", self.precision)
+
+    @property
+    def differs(self) -> bool:
+        """A changeable node the variant runs in another precision than planned."""
+        return self.precision != "fixed" and self.precision != self.planned
+
+    @property
+    def kept(self) -> bool:
+        """Planned FP16/BF16/INT8, kept FP32 by the transform."""
+        return self.differs and self.precision == "fp32"
+
+
+def _check(precision: str) -> str:
+    if precision not in PRECISIONS:
+        raise PlanError(f"Unknown precision '{precision}'.", fix=f"Use one of {', '.join(PRECISIONS)}.")
+    return precision

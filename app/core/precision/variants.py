@@ -1,0 +1,269 @@
+"""Variant graphs: a model with a precision plan applied, built once and cached.
+
+A variant is keyed by (model bytes, plan, calibration data, calibration method, transform version), so
+running the same plan twice — or comparing, benchmarking and diagnosing it — transforms the model once.
+INT8 nodes get Q/DQ first (calibrated on the FP32 graph), then FP16/BF16 nodes are converted; the Q/DQ
+nodes are fixed for the half-precision pass and keep their FP32 scales.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from app.core.fileio import atomic_write_bytes, atomic_write_text, cache_root
+from app.core.precision.plan import PlanError, PrecisionPlan
+
+# Bump when a transform changes what it writes: older cached variants are then rebuilt.
+TRANSFORM_VERSION = 8
+CACHE_MAX_BYTES = int(float(os.environ.get("TRTLAB_CACHE_MAX_GB", "5")) * 1e9)  # oldest variants go beyond this
+_MAX_PROTO = 1_800_000_000  # protobuf refuses to serialize ≥ 2 GiB; larger variants keep weights outside
+
+Progress = Callable[[float | None, str], None]
+
+
+def file_hash(path: str | os.PathLike[str]) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def model_digest(path: str | os.PathLike[str]) -> str:
+    """The model file's bytes, plus name, size, times and inode of each external-data file it uses
+    (hashing gigabytes of weights on every run would cost more than the transform)."""
+    from app.core.model.loader import external_refs
+
+    h = hashlib.sha256(file_hash(path).encode())
+    model = onnx.load(str(path), load_external_data=False)
+    folder = Path(path).resolve().parent
+    for location in sorted({r.location for r in external_refs(model)}):
+        f = folder / location
+        try:
+            st = f.stat()
+            # ctime and inode change with every rewrite, even one that restores the modification time
+            h.update(f"|{location}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}|{st.st_ino}".encode())
+        except OSError:
+            h.update(f"|{location}|missing".encode())
+    return h.hexdigest()
+
+
+def samples_hash(samples: Sequence[dict[str, np.ndarray]]) -> str:
+    """A digest of calibration data: names, dtypes, shapes and bytes of every array, in order."""
+    h = hashlib.sha256()
+    for sample in samples:
+        for name in sorted(sample):
+            arr = np.ascontiguousarray(sample[name])
+            h.update(f"{name}|{arr.dtype.str}|{arr.shape}|".encode())
+            h.update(arr.tobytes())
+    return h.hexdigest()
+
+
+def precisions_used(model: onnx.ModelProto, plan: PrecisionPlan) -> set[str]:
+    """The precisions the plan asks of this model's changeable nodes."""
+    return {row.planned for row in plan.resolve(model.graph) if row.precision != "fixed"}
+
+
+def variant_key(model_digest: str, plan: PrecisionPlan, calib_digest: str = "", method: str = "") -> str:
+    doc = {k: v for k, v in plan.to_json().items() if k != "model"}
+    text = json.dumps({"model": model_digest, "plan": doc, "calib": calib_digest, "method": method,
+                       "transform": TRANSFORM_VERSION}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+@dataclass
+class Variant:
+    path: str
+    key: str
+    notes: list[str] = field(default_factory=list)
+    report: dict = field(default_factory=dict)
+    cached: bool = False
+    identity: bool = False   # the plan changes nothing: `path` is the model itself
+
+
+def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
+                  calib: Callable[[], tuple[list[dict[str, np.ndarray]], bool]] | None = None,
+                  calib_method: str = "minmax", progress: Progress | None = None,
+                  cancelled: Callable[[], bool] | None = None, cache_dir: str | os.PathLike[str] | None = None,
+                  workdir: str | os.PathLike[str] | None = None, allow_no_int8: bool = False) -> Variant:
+    """The variant graph for `plan`, from the cache when it was built before.
+
+    `calib` returns (calibration samples, whether they are random data); it is called only when the plan
+    has INT8 nodes. `cancelled` is polled during calibration. With `allow_no_int8`, a plan whose INT8 nodes
+    can carry no Q/DQ (a fallback that keeps them all in float) gives the variant without INT8 instead of
+    an error.
+    """
+    model_path = str(model_path)
+    say = progress or (lambda f, m: None)
+    say(None, "Reading the model…")
+    model = onnx.load(model_path)
+    notes: list[str] = []
+    used = precisions_used(model, plan)
+    half = sorted(used & {"fp16", "bf16"})
+    if len(half) > 1:
+        raise PlanError("The plan mixes FP16 and BF16 nodes; a variant computes in one half type.",
+                        fix="Set the BF16 nodes to FP16 (or the reverse); keep FP32 where neither is safe.")
+    if not used - {"fp32"}:
+        return Variant(model_path, "", ["every node is planned FP32: the model runs as it is"], {}, identity=True)
+
+    samples: list[dict[str, np.ndarray]] = []
+    random_calib = False
+    calib_digest = ""
+    if "int8" in used:
+        if calib is None:
+            raise PlanError("The plan has INT8 nodes but no calibration data was given.",
+                            fix="Give calibration samples (--calib SRC), or plan those nodes FP16/FP32.")
+        say(None, "Preparing calibration data…")
+        samples, random_calib = calib()
+        calib_digest = samples_hash(samples)
+    key = variant_key(model_digest(model_path), plan, calib_digest, calib_method if "int8" in used else "")
+    folder = Path(cache_dir) if cache_dir is not None else cache_root() / "variants"
+    if not _writable(folder):
+        if workdir is None:
+            from app.core.errors import TrtlabError
+
+            raise TrtlabError(f"The variant cache folder '{folder}' cannot be written.",
+                              fix="Set TRTLAB_CACHE_DIR to a folder you can write to.")
+        notes.append(f"the variant cache '{folder}' is not writable: the variant is built in the job's folder")
+        folder = Path(workdir) / "variants"
+    out = folder / f"{Path(model_path).stem}.{key}.onnx"
+    meta = out.with_suffix(".json")
+    if out.exists() and meta.exists():
+        try:
+            doc = json.loads(meta.read_text(encoding="utf-8"))
+            os.utime(out)  # recently used: the cache's pruning keeps it
+            return Variant(str(out), key, notes + list(doc.get("notes", [])) + ["variant from the cache"],
+                           dict(doc.get("report", {})), cached=True)
+        except (OSError, ValueError):
+            pass  # a damaged cache entry is rebuilt
+
+    report: dict = {}
+    int8_report = None
+    if "int8" in used:
+        from app.core.precision.transforms.int8 import NothingToQuantize, to_int8
+
+        try:
+            model, int8_report = to_int8(model, plan, samples, calib_method, random_calibration=random_calib,
+                                         progress=progress, cancelled=cancelled, workdir=workdir)
+        except NothingToQuantize as exc:
+            if not allow_no_int8:
+                raise
+            notes.append(f"int8: nothing quantized ({exc.message})")
+    if int8_report is not None:
+        report["int8"] = int8_report.to_json()
+        notes.append(f"int8: {len(int8_report.quantized_nodes)} nodes quantized (Q/DQ on their inputs, {calib_method} "
+                     f"calibration on {len(samples)} samples)")
+        if int8_report.skipped:
+            notes.append(f"int8: {len(int8_report.skipped)} other planned nodes get no Q/DQ of their own (activations, "
+                         "normalisations, reshapes: they run between the quantized layers in float)")
+        notes += [f"int8: {n}" for n in int8_report.notes]
+        if random_calib:
+            notes.append("INT8 CALIBRATED ON RANDOM DATA: the scales do not reflect real inputs, so errors and "
+                         "accuracy measured on this variant say little about real use")
+    if half:
+        from app.core.precision.transforms.half import to_half
+
+        precision = half[0]
+        say(None, f"Converting to {precision.upper()}…")
+        model, half_report = to_half(model, plan, precision)
+        report["half"] = half_report.to_json()
+        if not half_report.half_nodes and not (int8_report and int8_report.quantized_nodes) and not allow_no_int8:
+            raise nothing_converted(precision, half_report)
+        notes.append(f"{precision}: {len(half_report.half_nodes)} nodes in {precision}, "
+                     f"{len(half_report.kept_fp32)} kept FP32, {half_report.casts_added} casts"
+                     + (f", {half_report.fixed} integer/shape nodes unchanged" if half_report.fixed else ""))
+        if half_report.control_flow:
+            notes.append(f"{precision}: NOT CONVERTED: {half_report.subgraph_nodes_untouched} nodes inside "
+                         f"{len(half_report.control_flow)} If/Loop/Scan bodies "
+                         f"({', '.join(list(half_report.control_flow)[:3])}) stay FP32; only the top-level graph "
+                         f"computes in {precision.upper()}")
+        if half_report.overflow:
+            notes.append(f"{sum(half_report.overflow.values())} weight values overflow {precision} (clamped)")
+        if half_report.flushed:
+            notes.append(f"{sum(half_report.flushed.values())} small weight values flush to zero in {precision}")
+    say(None, "Saving the variant…")
+    save_model(model, out)
+    say(None, "Checking the variant (ONNX checker, ONNX Runtime, TensorRT parser)…")
+    from app.core.precision.transforms.validate import InvalidVariant, require_valid
+
+    try:
+        gates = require_valid(out, "+".join(sorted(used - {"fp32"})), source=model_path)
+    except InvalidVariant:
+        for f in (out, out.with_name(out.name + ".data")):
+            f.unlink(missing_ok=True)
+        raise
+    notes += [f"{g.name}: {g.detail}" for g in gates if g.passed and g.detail]
+    atomic_write_text(meta, json.dumps({"notes": notes, "report": report, "plan": plan.to_json(),
+                                        "model": model_path}, indent=1))
+    prune_cache(folder, keep={out, meta})
+    return Variant(str(out), key, notes, report)
+
+
+def nothing_converted(precision: str, report: object) -> PlanError:
+    """The refusal for a half-precision variant in which no node changed: it would only measure FP32 again."""
+    from collections import Counter
+
+    word = precision.upper()
+    top = str(getattr(report, "unchanged", "") or "").removeprefix(f"nothing is converted to {word}: ")
+    if not top:
+        reasons = Counter(str(why) for why in getattr(report, "kept_fp32", {}).values())
+        top = "; ".join(f"{why} ({n} node{'s' if n != 1 else ''})" for why, n in reasons.most_common(3))
+    fix = ("Raise the model's opset first (trtlab variant MODEL --precision bf16 --opset 22 -o OUT.onnx "
+           "converts it with ONNX's version converter and checks its FP32 outputs), export it at opset 22, or "
+           "plan FP16 instead." if precision == "bf16" else
+           f"Plan other nodes {word}, or run the model in FP32.")
+    return PlanError(f"The {word} variant would convert no node of this model, so it would run FP32 under a {word} "
+                     f"label" + (f": {top}." if top else "."), fix=fix)
+
+
+def _writable(folder: Path) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def prune_cache(folder: Path, max_bytes: int | None = None, keep: set[Path] | None = None) -> int:
+    """Delete the least recently used cached variants beyond `max_bytes`; returns how many went."""
+    limit = CACHE_MAX_BYTES if max_bytes is None else max_bytes
+    entries = []
+    for f in folder.glob("*.onnx"):
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        extra = [f.with_suffix(".json"), f.with_name(f.name + ".data")]
+        size = st.st_size + sum(e.stat().st_size for e in extra if e.exists())
+        entries.append((max(st.st_atime, st.st_mtime), f, extra, size))
+    total = sum(e[3] for e in entries)
+    removed = 0
+    for _, f, extra, size in sorted(entries, key=lambda e: e[0]):
+        if total <= limit:
+            break
+        if keep and f in keep:
+            continue
+        for g in (f, *extra):
+            g.unlink(missing_ok=True)
+        total -= size
+        removed += 1
+    return removed
+
+
+def save_model(model: onnx.ModelProto, path: str | os.PathLike[str]) -> None:
+    """Write a model atomically; one too large for a single protobuf keeps its weights in a side file."""
+    path = Path(path)
+    if model.ByteSize() < _MAX_PROTO:
+        atomic_write_bytes(path, model.SerializeToString())
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=f"{path.name}.data")
