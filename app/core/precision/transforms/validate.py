@@ -83,6 +83,8 @@ def check_ort(path: str | os.PathLike[str]) -> Gate:
     import sys
 
     name = "a load in ONNX Runtime"
+    if getattr(sys, "frozen", False):  # a bundled application has no `python -m`: load here, unisolated
+        return _load_in_ort(str(path))
     try:
         proc = subprocess.run([sys.executable, "-m", "app.core.precision.transforms.validate", str(path)],
                               capture_output=True, text=True, timeout=600,
