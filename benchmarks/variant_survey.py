@@ -35,11 +35,11 @@ import onnxruntime as ort
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.backends.ort import cpu_runnable  # noqa: E402
 from app.core.errors import TrtlabError  # noqa: E402
 from app.core.measure.inputs import InputSource, make_samples, resolve_input_shapes  # noqa: E402
 from app.core.model.tensors import graph_inputs, value_info_to_tensor_info  # noqa: E402
 from app.core.precision.plan import PrecisionPlan  # noqa: E402
+from app.core.precision.transforms.emulate import cpu_runnable  # noqa: E402
 from app.core.precision.variants import build_variant  # noqa: E402
 from benchmarks.shared import corpus_models, model_shapes, shared_models, write_json  # noqa: E402
 

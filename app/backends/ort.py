@@ -13,7 +13,6 @@ from collections.abc import Callable
 import numpy as np
 
 from app.backends.base import Availability, BackendUnavailable
-from app.core.precision.transforms.emulate import cpu_runnable
 
 log = logging.getLogger(__name__)
 
@@ -78,11 +77,13 @@ class OrtSession:
 _NO_KERNEL = re.compile(r"Provider type for (\w+) node|implementation for (\w+)\(")
 
 
-def _widened_for_gpu(model_path: str, exc: Exception, ort: object, so: object,
-                     providers: list) -> tuple[object, set[str]] | None:
-    """A BF16 variant that a GPU provider cannot load because some op has no BF16 kernel there (and the CPU,
-    where ONNX Runtime would place it, has none either): those op types widened to FP32 between rounding
-    Casts, one op type per failed load, until it loads. None when the model is not BF16 or it never loads."""
+def _widened_bf16(model_path: str, exc: Exception, ort: object, so: object, providers: list,
+                  every_op: bool) -> tuple[object, set[str] | None] | None:
+    """A BF16 variant ONNX Runtime refused because an op has no BF16 kernel on the provider (nor on the CPU, where
+    it would place the op): with `every_op` (the CPU provider, which has none) every BF16 node widened to FP32
+    between rounding Casts at once; else the op types named in the refusals, one per failed load, until it loads.
+    Returns the session and the widened op types (None: all); None when the model is not BF16 or never loads.
+    Tried only after a refusal, so models that load as they are never pay for reading the graph again."""
     import onnx
 
     from app.core.precision.transforms.emulate import has_bfloat16, widen_bfloat16
@@ -96,6 +97,12 @@ def _widened_for_gpu(model_path: str, exc: Exception, ort: object, so: object,
         return None
     if not has_bfloat16(model) or model.ByteSize() >= 1_800_000_000:
         return None
+    if every_op:
+        try:
+            return ort.InferenceSession(widen_bfloat16(model).SerializeToString(), sess_options=so,
+                                        providers=providers), None
+        except Exception:  # noqa: BLE001 - the original refusal is the one to report
+            return None
     ops: set[str] = set()
     for _ in range(16):
         op = next(g for g in m.groups() if g)
@@ -152,34 +159,27 @@ class _OrtBackend:
         providers: list[object] = [(self.provider, self.provider_options(options))]
         if self.provider != "CPUExecutionProvider":
             providers.append("CPUExecutionProvider")  # for ops the accelerator lacks, as ORT does itself
-        source: str | bytes = str(model_path)
-        emulated = False
-        if self.provider == "CPUExecutionProvider":
-            source, emulated = cpu_runnable(str(model_path))
+        cpu = self.provider == "CPUExecutionProvider"
+        notes = self.notes(options)
         try:
-            sess = ort.InferenceSession(source, sess_options=so, providers=providers)
+            sess = ort.InferenceSession(str(model_path), sess_options=so, providers=providers)
         except Exception as exc:  # ORT raises its own Fail/InvalidGraph/... types
-            retry = None if self.provider == "CPUExecutionProvider" else _widened_for_gpu(str(model_path), exc, ort,
-                                                                                           so, providers)
-            if retry is not None:
-                sess, widened = retry
-                notes = self.notes(options) + [
-                    f"BF16 partly emulated: ONNX Runtime's {self.provider} has no BF16 kernel for "
-                    f"{', '.join(sorted(widened))}, so those nodes compute in FP32 between rounding Casts"]
-                return OrtSession(sess, self.provider, True, notes)
-            raise BackendUnavailable(f"{self.name} could not load the model: {str(exc).strip()[:500]}",
-                                     fix="Check that this onnxruntime supports the model's opsets and IR version "
-                                         "(pip install -U onnxruntime).") from exc
+            retry = _widened_bf16(str(model_path), exc, ort, so, providers, every_op=cpu)
+            if retry is None:
+                raise BackendUnavailable(f"{self.name} could not load the model: {str(exc).strip()[:500]}",
+                                         fix="Check that this onnxruntime supports the model's opsets and IR "
+                                             "version (pip install -U onnxruntime).") from exc
+            sess, widened = retry
+            notes.append("BF16 emulated: ONNX Runtime's CPU provider has no BF16 kernels, so each BF16 node "
+                         "computes in FP32 between Casts that round its inputs and results to BF16" if widened is None
+                         else f"BF16 partly emulated: ONNX Runtime's {self.provider} has no BF16 kernel for "
+                              f"{', '.join(sorted(widened))}, so those nodes compute in FP32 between rounding Casts")
         used = sess.get_providers()
         if self.provider not in used:
             # ORT silently falls back to the CPU when the GPU provider cannot start: never time that as a GPU.
             raise BackendUnavailable(f"{self.name}: {self.provider} did not start (ONNX Runtime fell back to "
                                      f"{', '.join(used)}); no usable GPU or CUDA libraries here.", fix=_GPU_HINT)
-        notes = self.notes(options)
-        if self.provider == "CPUExecutionProvider" and emulated:
-            notes.append("BF16 emulated: ONNX Runtime's CPU provider has no BF16 kernels, so each BF16 node computes "
-                         "in FP32 between Casts that round its inputs and results to BF16")
-        return OrtSession(sess, self.provider, self.provider != "CPUExecutionProvider", notes)
+        return OrtSession(sess, self.provider, not cpu, notes)
 
 
 class OrtCpuBackend(_OrtBackend):

@@ -20,11 +20,11 @@ import numpy as np
 import onnx
 import pytest
 
-from app.backends.ort import cpu_runnable
 from app.core.errors import TrtlabError
 from app.core.measure.inputs import InputSource, make_samples, resolve_input_shapes
 from app.core.model.tensors import graph_inputs, value_info_to_tensor_info
 from app.core.precision.plan import PrecisionPlan
+from app.core.precision.transforms.emulate import cpu_runnable
 from app.core.precision.transforms.validate import InvalidVariant
 from app.core.precision.variants import build_variant
 from benchmarks.shared import SHARED_SHAPES, corpus_shapes

@@ -12,10 +12,10 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from app.backends.ort import cpu_runnable
 from app.core.model.onnx_walk import constant_tensor
 from app.core.model.shapes import infer_shapes
 from app.core.precision.plan import PrecisionPlan, model_opsets
+from app.core.precision.transforms.emulate import cpu_runnable
 from app.core.precision.transforms.half import HalfReport, to_half
 from app.core.precision.transforms.half_rules import CAST_REASON, ORT_TRANSPOSE_REASON, SHAPE_REASON
 from app.core.precision.transforms.validate import require_valid
