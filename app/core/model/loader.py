@@ -18,7 +18,7 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from app.core import errors
-from app.core.model.loader_checks import check_tensor_sizes, nesting_error
+from app.core.model.loader_checks import check_tensor_sizes, nesting_error, read_varint
 from app.core.model.onnx_walk import iter_graphs, iter_tensors
 
 log = logging.getLogger(__name__)
@@ -168,38 +168,30 @@ def _parse(p: Path, data: bytes) -> onnx.ModelProto:
 
 def _top_level_truncated(data: bytes) -> bool:
     """Walk ModelProto's top-level protobuf fields: does one claim more bytes than the file holds?"""
-    i, n = 0, len(data)
-    try:
-        while i < n:
-            key, i = _varint(data, i)
-            wire = key & 7
-            if wire == 0:
-                _, i = _varint(data, i)
-            elif wire == 1:
-                i += 8
-            elif wire == 2:
-                length, i = _varint(data, i)
-                i += length
-            elif wire == 5:
-                i += 4
-            else:
-                return False
-            if i > n:
+    view, i, n = memoryview(data), 0, len(data)
+    while i < n:
+        key, i = read_varint(view, i, n)
+        if key is None:
+            return True
+        wire = key & 7
+        if wire == 0:
+            value, i = read_varint(view, i, n)
+            if value is None:
                 return True
-    except IndexError:
-        return True
+        elif wire == 1:
+            i += 8
+        elif wire == 2:
+            length, i = read_varint(view, i, n)
+            if length is None:
+                return True
+            i += length
+        elif wire == 5:
+            i += 4
+        else:
+            return False
+        if i > n:
+            return True
     return False
-
-
-def _varint(data: bytes, i: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        b = data[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, i
-        shift += 7
 
 
 def _check_structure(p: Path, model: onnx.ModelProto) -> None:

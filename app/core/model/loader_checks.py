@@ -110,12 +110,12 @@ def graph_nesting_depth(data: bytes | memoryview, limit: int = 10_000) -> int:
 def _fields(view: memoryview, i: int, end: int) -> Iterator[tuple[int, int, int]]:
     """(field number, start, end) of each length-delimited field of one message; stops at malformed bytes."""
     while i < end:
-        key, i = _varint(view, i, end)
+        key, i = read_varint(view, i, end)
         if key is None:
             return
         wire, num = key & 7, key >> 3
         if wire == 0:
-            _, i = _varint(view, i, end)
+            _, i = read_varint(view, i, end)
             if i is None:
                 return
         elif wire == 1:
@@ -123,7 +123,7 @@ def _fields(view: memoryview, i: int, end: int) -> Iterator[tuple[int, int, int]
         elif wire == 5:
             i += 4
         elif wire == 2:
-            length, i = _varint(view, i, end)
+            length, i = read_varint(view, i, end)
             if length is None or i + length > end:
                 return
             yield num, i, i + length
@@ -132,7 +132,8 @@ def _fields(view: memoryview, i: int, end: int) -> Iterator[tuple[int, int, int]
             return
 
 
-def _varint(view: memoryview, i: int, end: int) -> tuple[int | None, int]:
+def read_varint(view: memoryview, i: int, end: int) -> tuple[int | None, int]:
+    """A protobuf varint at `i`, and where the next field starts; (None, end) when the bytes run out first."""
     shift = result = 0
     while i < end and shift < 64:
         b = view[i]
