@@ -12,8 +12,11 @@ import argparse
 from pathlib import Path
 
 from app.backends import ENGINE_BACKENDS, BackendUnavailable, Target, get_backend
+from app.backends.tasks.specs import BuildSpec
+from app.cli.args import add_common, early_checks, emit, variant_params
+from app.cli.checks import CliInputError
+from app.cli.jobrun import run_job
 from app.cli.output import EXIT_BAD_INPUT, EXIT_OK
-from app.cli.run_cmds import CliInputError, _early_checks, _emit, _run_job, _variant_params, add_common
 
 _NAME_WIDTH = 58
 
@@ -54,7 +57,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         raise CliInputError("--target-cc is a TensorRT for RTX setting; TensorRT 10/11 builds for the GPU it runs on.",
                             fix="Add --backend trt-rtx, or drop --target-cc.")
     targets = parse_targets(args.target_cc)  # exit 2 on a compute capability RTX cannot build for
-    _early_checks(args, "-o")
+    early_checks(args, "-o")
     precision = (args.precision or "fp32").lower()
     target = Target.parse(f"{backend}:plan" if args.plan else f"{backend}:{precision}")
     inputs = summarize(load_model(args.model)).inputs
@@ -67,18 +70,18 @@ def cmd_build(args: argparse.Namespace) -> int:
     config = BuildConfig(workspace_mb=args.workspace, optimization_level=args.opt_level, tf32=bool(args.tf32),
                          profiles=[profile], targets=targets)
     _check_can_build(backend)
-    params = {"model": args.model, "target": target.name, "out": str(Path(args.out).resolve()),
-              "shapes": {k: list(p.opt) for k, p in profile.inputs.items()},
-              "inputs": {"kind": "random", "seed": args.seed},
-              "options": {"workspace_mb": args.workspace, "opt_level": args.opt_level, "tf32": bool(args.tf32),
-                          "profiles": [p.to_json() for p in config.profiles], "targets": list(targets)},
-              **_variant_params(args, [target])}
+    spec = BuildSpec(model=args.model, target=target.name, out=str(Path(args.out).resolve()),
+                     shapes={k: list(p.opt) for k, p in profile.inputs.items()},
+                     inputs={"kind": "random", "seed": args.seed},
+                     options={"workspace_mb": args.workspace, "opt_level": args.opt_level, "tf32": bool(args.tf32),
+                              "profiles": [p.to_json() for p in config.profiles], "targets": list(targets)},
+                     **variant_params(args, [target]))
     label = "TensorRT for RTX plan" if backend == "trt-rtx" else "TensorRT engine"
-    doc = _run_job("app.backends.tasks.build:build_task", params, f"Build {label} ({target.name})")
+    doc = run_job(spec, f"Build {label} ({target.name})")
     if not doc.get("ok", True):
-        _emit(args, doc, format_parse_errors(doc))
+        emit(args, doc, format_parse_errors(doc))
         return EXIT_BAD_INPUT
-    _emit(args, doc, format_build(doc))
+    emit(args, doc, format_build(doc))
     return EXIT_OK
 
 

@@ -6,9 +6,13 @@ from __future__ import annotations
 import shutil
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from app.cli.output import EXIT_BAD_INPUT, EXIT_JOB_FAILED, EXIT_UNAVAILABLE
 from app.core.errors import INTERNAL_FAULTS, TrtlabError, is_user_error
+
+if TYPE_CHECKING:
+    from app.backends.tasks.specs import JobInputs
 
 # Ctrl+C asks the job to stop at its next check; it is terminated if it has not after this long. Longer than the
 # GUI's grace: a fallback search finishing its evaluation still reports the best set it found.
@@ -36,11 +40,11 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-def run_job(func: str, params: dict, title: str, keep_workdir: bool = False) -> dict:
-    """Run a job in a child process, showing its progress on stderr; its folder is removed afterwards unless the
-    result points into it (`run` without --out keeps its outputs there). A job that finished although it was
-    interrupted (a fallback reporting its best set so far) gets ``interrupted_by`` in its result."""
-    from app.jobs import JobRunner, JobSpec
+def run_job(spec: JobInputs, title: str, keep_workdir: bool = False) -> dict:
+    """Run the job of a typed spec in a child process, showing its progress on stderr; its folder is removed
+    afterwards unless the result points into it (`run` without --out keeps its outputs there). A job that finished
+    although it was interrupted (a fallback reporting its best set so far) gets ``interrupted_by`` in its result."""
+    from app.jobs import JobRunner
 
     last = [""]
 
@@ -61,7 +65,7 @@ def run_job(func: str, params: dict, title: str, keep_workdir: bool = False) -> 
         sys.stderr.flush()
 
     runner = JobRunner(grace=CANCEL_GRACE_S)
-    result = runner.run(JobSpec(func=func, params=params, title=title), on_event=on_event, on_interrupt=on_interrupt)
+    result = runner.run(spec.job_spec(title), on_event=on_event, on_interrupt=on_interrupt)
     done = result.status == "done"
     if getattr(result, "workdir", "") and (not done or not keep_workdir):
         shutil.rmtree(result.workdir, ignore_errors=True)  # a cancelled or failed job leaves no temp folder

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from types import ModuleType
 from typing import NoReturn
 
 from app import __version__
@@ -21,6 +22,15 @@ SUBCOMMANDS = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fal
                "build", "report")
 _BUILT = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check", "build")
 _PLANNED = frozenset(SUBCOMMANDS) - set(_BUILT)
+
+
+def _command_modules() -> dict[str, ModuleType]:
+    """The module of every command but `inspect` (its `register(sub)` and `cmd_<name>(args)`), in the order
+    `trtlab --help` lists them; imported here, not at the top, so that importing this module stays light."""
+    from app.cli import bench_cmd, build_cmd, check_cmd, compare_cmd, diagnose_cmd, fallback_cmd, run_cmd, variant_cmd
+
+    return {"run": run_cmd, "compare": compare_cmd, "diagnose": diagnose_cmd, "fallback": fallback_cmd,
+            "variant": variant_cmd, "bench": bench_cmd, "build": build_cmd, "check": check_cmd}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,11 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("inspect", help="summarise a model: I/O, opsets, ops, parameters")
     p.add_argument("model", metavar="MODEL")
     p.add_argument("--json", metavar="PATH|-", help="write the summary as JSON to PATH, or stdout with -")
-    from app.cli import build_cmd, check_cmd, run_cmds
-
-    run_cmds.register(sub)
-    build_cmd.register(sub)
-    check_cmd.register(sub)
+    for module in _command_modules().values():
+        module.register(sub)
     for name in sorted(_PLANNED):
         q = sub.add_parser(name, help="(not in this version yet)", add_help=False)
         q.add_argument("rest", nargs=argparse.REMAINDER)
@@ -60,18 +67,8 @@ def run_cli(argv: list[str]) -> int:
             from app.cli.inspect_cmd import cmd_inspect
 
             return cmd_inspect(args)
-        if args.command == "check":
-            from app.cli.check_cmd import cmd_check
-
-            return cmd_check(args)
-        if args.command == "build":
-            from app.cli.build_cmd import cmd_build
-
-            return cmd_build(args)
         if args.command in _BUILT:
-            from app.cli import run_cmds
-
-            return getattr(run_cmds, f"cmd_{args.command}")(args)
+            return getattr(_command_modules()[args.command], f"cmd_{args.command}")(args)
     except TrtlabError as exc:
         from app.cli.jobrun import exit_code_for
 

@@ -7,8 +7,16 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
+from app.backends.tasks.specs import (
+    BenchSpec,
+    BuildSpec,
+    CompareSpec,
+    DiagnoseSpec,
+    FallbackSpec,
+    JobInputs,
+    VariantSpec,
+)
 from app.core.errors import TrtlabError
-from app.jobs import JobSpec
 from app.ui.run_host import RunHost
 
 log = logging.getLogger(__name__)
@@ -27,7 +35,7 @@ class RunController(QObject):
         self.models: dict[str, str] = {}         # job id -> the model it ran on (results for another are dropped)
         self.plans: dict[str, frozenset[str]] = {}  # job id -> precisions its `B:plan` targets ran (verdicts)
         self.bench_refs: dict[str, str] = {}     # bench job id -> the reference its speed-up is relative to
-        self.bench_queue: list[dict] = []
+        self.bench_queue: list[tuple[BenchSpec, str]] = []  # each target's spec, and the reference of its speed-up
         self.running: set[str] = set()
         window.run_panel.compareRequested.connect(self.start_compare)
         window.run_panel.benchRequested.connect(self.start_bench)
@@ -121,11 +129,19 @@ class RunController(QObject):
                 full["plan"] = self.w.plan.plan.to_json()
         return full
 
-    def _start(self, kind: str, func: str, params: dict, title: str) -> str:
-        job = self.w.jobs.start(JobSpec(func=func, params=params, title=title))
-        self.kinds[job] = kind
-        self.models[job] = str(params.get("model", ""))
-        self.plans[job] = self._plan_precisions() if params.get("plan") else frozenset()
+    def _spec(self, spec_type: type[JobInputs], params: dict, title: str = "Not started") -> JobInputs | None:
+        """The job's typed spec from the panels' settings, checked once here; a setting it refuses is shown."""
+        try:
+            return spec_type.from_json(params)
+        except TrtlabError as exc:
+            self._refuse(title, exc.message, exc.fix)
+            return None
+
+    def _start(self, spec: JobInputs, title: str) -> str:
+        job = self.w.jobs.start(spec.job_spec(title))
+        self.kinds[job] = spec.kind
+        self.models[job] = spec.model
+        self.plans[job] = self._plan_precisions() if spec.plan else frozenset()
         self.running.add(job)
         self._started()
         self.w.show_jobs()
@@ -134,10 +150,10 @@ class RunController(QObject):
 
     def start_diagnose(self, params: dict) -> str | None:
         full = self._base_params(params)
-        if full is None:
+        spec = self._spec(DiagnoseSpec, full) if full is not None else None
+        if spec is None:
             return None
-        return self._start("diagnose", "app.backends.tasks.diagnose:diagnose_task", full,
-                           f"Diagnose {full['candidate']} against {full['reference']}")
+        return self._start(spec, f"Diagnose {spec.candidate} against {spec.reference}")
 
     def start_fallback(self) -> str | None:
         """Search for nodes to keep in FP32 so the first checked candidate meets the Run panel's cosine."""
@@ -161,8 +177,10 @@ class RunController(QObject):
                                        "Plan some nodes FP16/BF16/INT8 (or pick a precision in the Run panel) first.",
                                        level="warning")
             return None
-        return self._start("fallback", "app.backends.tasks.fallback:fallback_task", full,
-                           f"Fallback search for {full['candidate']} ({full['target']})")
+        spec = self._spec(FallbackSpec, full)
+        if spec is None:
+            return None
+        return self._start(spec, f"Fallback search for {spec.candidate} ({spec.target})")
 
     def start_build(self, force: bool = False) -> str | None:
         """Build the plan's variant into a TensorRT engine (in a job: progress, Cancel, the engine cache).
@@ -218,8 +236,10 @@ class RunController(QObject):
         full["options"] = {**full.get("options", {}), "profiles": [profile.to_json()]}
         if targets:
             full["options"]["targets"] = targets
-        return self._start("build", "app.backends.tasks.build:build_task", full,
-                           f"Build TensorRT engine ({full['target']})")
+        spec = self._spec(BuildSpec, full, "Build not started")
+        if spec is None:
+            return None
+        return self._start(spec, f"Build TensorRT engine ({spec.target})")
 
     def _confirm_build(self, report: object) -> bool:
         """Errors mean the build is expected to fail: ask before spending minutes on it."""
@@ -236,34 +256,41 @@ class RunController(QObject):
     def save_variant(self, out: str, params: dict) -> str | None:
         """Build the plan's variant (or take it from the cache) and save it as `out`."""
         full = self._base_params({**params, "target": "ort-cpu:plan", "out": out})
-        if full is None:
+        spec = self._spec(VariantSpec, full) if full is not None else None
+        if spec is None:
             return None
-        return self._start("variant", "app.backends.tasks.variant:variant_task", full, f"Save variant as {out}")
+        return self._start(spec, f"Save variant as {out}")
 
     def start_compare(self, params: dict) -> str | None:
         full = self._base_params(params)
         if full is None:
             return None
         full["candidates"] = list(dict.fromkeys(full["candidates"]))  # a trivial plan and FP32 are one candidate
-        title = f"Compare {', '.join(full['candidates'])} with {full['reference']}"
-        return self._start("compare", "app.backends.tasks.compare:compare_task", full, title)
+        spec = self._spec(CompareSpec, full)
+        if spec is None:
+            return None
+        return self._start(spec, f"Compare {', '.join(spec.candidates)} with {spec.reference}")
 
     def start_bench(self, params: dict) -> None:
         full = self._base_params(params)
         if full is None:
             return
         targets = list(dict.fromkeys(full.pop("targets")))  # a trivial plan and FP32 are one target
+        specs = [self._spec(BenchSpec, {**full, "target": t,
+                                        "mode": "end_to_end" if t.startswith("ort-cpu") else "device_only"})
+                 for t in targets]
+        if None in specs:
+            return
         # Earlier results stay: each target's benchmark replaces its own row only.
-        self.bench_queue = [{**full, "target": t, "mode": "end_to_end" if t.startswith("ort-cpu") else "device_only",
-                             "reference": targets[0]} for t in targets]
+        self.bench_queue = [(spec, targets[0]) for spec in specs]
         self._next_bench()
 
     def _next_bench(self) -> None:
         if not self.bench_queue:
             return
-        params = self.bench_queue.pop(0)
-        job = self._start("bench", "app.backends.tasks.bench:bench_task", params, f"Benchmark {params['target']}")
-        self.bench_refs[job] = str(params["reference"])
+        spec, reference = self.bench_queue.pop(0)
+        job = self._start(spec, f"Benchmark {spec.target}")
+        self.bench_refs[job] = reference
 
     def cancel_all(self) -> None:
         self.bench_queue = []

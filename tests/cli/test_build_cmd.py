@@ -141,7 +141,7 @@ def test_running_on_trt_rtx_without_an_rtx_gpu_exits_3_saying_so(model_paths):
 
 
 def test_a_failed_jobs_log_drops_the_traceback_but_keeps_what_failed():
-    from app.cli.run_cmds import _without_traceback
+    from app.cli.jobrun import _without_traceback
 
     lines = ["[E] Error Code 4: API Usage Error (Squeeze_72)", "Traceback (most recent call last):",
              '  File "x.py", line 1, in <module>', "    build()", "BuildFailed: the build failed",

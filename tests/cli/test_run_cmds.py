@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 
+from tests.cli.runner import trtlab
 from tests.conftest import weight_overflow_model
 
-ROOT = Path(__file__).resolve().parents[2]
 COMPARE_KEYS = {"name", "shape", "max_abs", "mean_abs", "median_abs", "p99_abs", "max_rel", "mean_rel", "cosine",
                 "snr_db", "nan", "inf", "ref_nan", "ref_inf", "top1"}
 LATENCY_KEYS = {"min", "mean", "median", "p90", "p95", "p99", "max", "std"}
-
-
-def trtlab(*args: str, timeout: int = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "app", *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=timeout)
 
 
 def test_compare_cpu_against_itself_passes(model_paths):

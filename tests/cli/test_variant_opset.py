@@ -9,7 +9,7 @@ import json
 import onnx
 from onnx import TensorProto
 
-from tests.cli.test_run_cmds import trtlab
+from tests.cli.runner import trtlab
 
 
 def test_bf16_below_opset_22_is_refused_with_the_opset_flag_as_the_fix(model_paths, tmp_path):

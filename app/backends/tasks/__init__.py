@@ -1,8 +1,10 @@
-"""The jobs of the run / compare / bench pipeline, one module each: `fn(params, ctx) -> dict`.
+"""The jobs of the run / compare / bench pipeline, one module each: `fn(spec, ctx) -> dict`.
 
-They run in a child process (app.jobs) for the GUI and the CLI alike, named by "module:function" strings; params
-and results are JSON-safe, arrays go to `.npz` files in the job's folder. A job's process imports its own module
-(and `common`), never the others: this package re-exports nothing, so a stale job path fails loudly.
+Each job takes its own typed spec (`specs`: RunSpec, CompareSpec, … — made and checked by the CLI or the GUI, sent
+as JSON, parsed back in the job's process). They run in a child process (app.jobs) for the GUI and the CLI alike,
+named by "module:function" strings (each spec's `job`); results are JSON-safe, arrays go to `.npz` files in the
+job's folder. A job's process imports its own module (and `common`, `specs`), never the others: this package
+re-exports nothing, so a stale job path fails loudly.
 
 - `run:run_task` — `trtlab run`: one target on the input samples.
 - `compare:compare_task` — `trtlab compare`: the reference and each candidate, every metric, plot data.
@@ -11,5 +13,6 @@ and results are JSON-safe, arrays go to `.npz` files in the job's folder. A job'
 - `fallback:fallback_task` — `trtlab fallback`: the nodes to keep FP32 so a candidate meets a target.
 - `variant:variant_task` — `trtlab variant`: the variant graph of a precision or plan, saved where asked.
 - `build:build_task` — `trtlab build`: a TensorRT engine or RTX plan, its layers mapped to ONNX nodes.
+- `specs` — one frozen dataclass per job kind, and `takes`, which parses a job's JSON params back into its spec.
 - `common` — what the jobs share: the target's plan, input and calibration samples, variants, sessions, progress.
 """

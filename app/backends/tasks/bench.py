@@ -4,24 +4,25 @@ from __future__ import annotations
 
 from app.backends import ENGINE_BACKENDS, Target
 from app.backends.tasks.common import Prepared, open_session, prepare_samples, progress, variant_path
+from app.backends.tasks.specs import BenchSpec, takes
 
 
-def bench_task(params: dict, ctx: object) -> dict:
+@takes(BenchSpec)
+def bench_task(spec: BenchSpec, ctx: object) -> dict:
     """`trtlab bench`: latency statistics of one target."""
     from app.core.measure.compute import device_of
     from app.core.measure.latency import Budget, measure
 
-    target = Target.parse(params["target"])
-    mode = params.get("mode") or "end_to_end"
-    prep = prepare_samples({**params, "samples": 1}, ctx)
+    target = Target.parse(spec.target)
+    mode = spec.mode
+    prep = prepare_samples(spec.with_(samples=1), ctx)
     progress(ctx, 0.0, f"Preparing {target.name}…")
-    path, variant_notes = variant_path(prep.model_path, target, ctx, params)
-    session = open_session(target, path, params, ctx, prep.shapes)
+    path, variant_notes = variant_path(prep.model_path, target, ctx, spec)
+    session = open_session(target, path, spec, ctx, prep.shapes)
     try:
         fn = session.timed_runner(prep.samples[0], mode)
         batch = next(iter(prep.shapes.values()), (1,))[0] if prep.shapes else 1
-        stats = measure(fn, Budget.parse(str(params.get("warmup", "10"))),
-                        Budget.parse(str(params.get("iterations", "100"))), mode=mode, batch=int(batch or 1),
+        stats = measure(fn, Budget.parse(spec.warmup), Budget.parse(spec.iterations), mode=mode, batch=int(batch or 1),
                         cancel=ctx.cancelled if ctx is not None else None,
                         progress=(lambda f, m: ctx.progress(f, m)) if ctx is not None else None,
                         device=device_of(target.backend))

@@ -9,6 +9,7 @@ import onnx
 
 from app.backends import ENGINE_BACKENDS, BackendSpecError, Target
 from app.backends.tasks.common import progress, target_plan, variant_path
+from app.backends.tasks.specs import BuildSpec, takes
 from app.core.model.tensors import graph_inputs, value_info_to_tensor_info
 from app.core.precision.plan import PrecisionPlan
 
@@ -53,7 +54,8 @@ def _variant_report(path: str) -> dict:
         return {}
 
 
-def build_task(params: dict, ctx: object) -> dict:
+@takes(BuildSpec)
+def build_task(spec: BuildSpec, ctx: object) -> dict:
     """`trtlab build`: the variant graph for the precision or plan, built into a TensorRT engine (`trt`) or a
     TensorRT for RTX plan (`trt-rtx`), or taken from the engine cache, saved where asked, with its layers mapped
     to the ONNX nodes (from the engine inspector, or from the builder's `Layers:` dump where no GPU can load
@@ -65,18 +67,17 @@ def build_task(params: dict, ctx: object) -> dict:
     from app.backends.trt_flavour import flavour_of
     from app.core.engine.parser_errors import explain, issue_from_fields, map_issues_to_graph
 
-    target = Target.parse(params["target"])
+    target = Target.parse(spec.target)
     if target.backend not in ENGINE_BACKENDS:
         raise BackendSpecError(f"{target.backend} does not build engines.",
                                fix=f"Build with one of {', '.join(ENGINE_BACKENDS)}.")
     flavour = flavour_of(target.backend)
-    plan = target_plan(target, params)
-    model_path = str(params["model"])
-    path, notes = variant_path(model_path, target, ctx, params)
+    plan = target_plan(target, spec)
+    model_path = spec.model
+    path, notes = variant_path(model_path, target, ctx, spec)
     variant_graph = onnx.load(path, load_external_data=False).graph
     inputs = [value_info_to_tensor_info(v) for v in graph_inputs(variant_graph)]
-    shapes = {k: tuple(v) for k, v in (params.get("shapes") or {}).items()}
-    config = build_config_from(params.get("options") or {}, inputs, shapes, variant_graph)
+    config = build_config_from(dict(spec.options), inputs, dict(spec.shapes), variant_graph)
     try:
         outcome = ensure_engine(path, config, ctx, flavour=flavour)
     except BuildFailed as exc:
@@ -91,7 +92,7 @@ def build_task(params: dict, ctx: object) -> dict:
             errors.append({"node": r.key, "op": r.issue.op, "code": r.issue.code, "message": message, "fix": fix})
         return {"model": model_path, "target": target.name, "ok": False, "parse_errors": errors, "notes": notes,
                 "layers": [], "ran": {}, "mismatches": [], "warnings": []}
-    out = params.get("out")
+    out = spec.out
     if out:
         from app.core.fileio import atomic_write_bytes
 

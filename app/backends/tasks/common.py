@@ -6,20 +6,21 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
 
 from app.backends import ENGINE_BACKENDS, BackendUnavailable, Target, get_backend
+from app.backends.tasks.specs import JobInputs, PrecisionNotAvailable
 from app.core.errors import TrtlabError, VariantLoadError
 from app.core.model.tensors import graph_inputs, value_info_to_tensor_info
 from app.core.precision.plan import PrecisionPlan
 
+if TYPE_CHECKING:
+    from app.core.measure.inputs import InputSource
+
 log = logging.getLogger(__name__)
-
-
-class PrecisionNotAvailable(TrtlabError):
-    title = "Precision not available"
 
 
 @dataclass
@@ -33,37 +34,35 @@ class Prepared:
     shapes: dict[str, tuple[int, ...]]
 
 
-def target_plan(target: Target, params: dict) -> PrecisionPlan:
-    """The plan a target runs: the params' plan for `B:plan`, else every node in the target's precision."""
-    from app.core.precision.plan import PrecisionPlan
-
+def target_plan(target: Target, spec: JobInputs) -> PrecisionPlan:
+    """The plan a target runs: the spec's plan for `B:plan`, else every node in the target's precision."""
     if target.precision == "plan":
-        if not params.get("plan"):
+        if not spec.plan:
             raise PrecisionNotAvailable(f"{target.name} needs a precision plan, and none was given.",
                                         fix="Pass --plan PLAN.json, or use a precision such as "
                                             f"{target.backend}:fp16.")
-        return PrecisionPlan.from_json(params["plan"])
+        return PrecisionPlan.from_json(dict(spec.plan))
     return PrecisionPlan(default=target.precision)
 
 
 CALIB_SEED_OFFSET = 7919  # random calibration data never repeats the random samples it is then tested on
 
 
-def calibration(params: dict, ctx: object | None):
+def calibration(spec: JobInputs, ctx: object | None):
     """A callable making the INT8 calibration samples (once): `--calib`, else the `--inputs` source; random
     calibration data comes from its own seed, so a variant is not tested on the samples it was calibrated on."""
+    import dataclasses
+
     made: list[tuple[list[dict[str, np.ndarray]], bool]] = []
 
     def make() -> tuple[list[dict[str, np.ndarray]], bool]:
         if made:
             return made[0]
-        source = dict(params.get("calib") or params.get("inputs") or {"kind": "random",
-                                                                      "seed": int(params.get("seed", 0))})
-        random = source.get("kind", "random") == "random"
-        if random and not params.get("calib"):
-            source["seed"] = int(source.get("seed", 0) or 0) + CALIB_SEED_OFFSET
-        count = int(params.get("calib_samples") or (CALIB_SAMPLES if random else CALIB_MAX))
-        prep = prepare_samples({**params, "inputs": source, "samples": count}, ctx)
+        source: InputSource = spec.calib or spec.source
+        if source.is_random and spec.calib is None:
+            source = dataclasses.replace(source, seed=source.seed + CALIB_SEED_OFFSET)
+        count = spec.calib_samples or (CALIB_SAMPLES if source.is_random else CALIB_MAX)
+        prep = prepare_samples(spec.with_(inputs=source, samples=count), ctx)
         made.append((prep.samples, prep.random_data))
         return made[0]
     return make
@@ -84,22 +83,18 @@ CALIB_SAMPLES = 16   # random calibration samples when no data is given
 CALIB_MAX = 512      # a folder of samples or images calibrates on up to this many
 
 
-def variant_path(model_path: str, target: Target, ctx: object | None = None,
-                 params: dict | None = None) -> tuple[str, list[str]]:
+def variant_path(model_path: str, target: Target, ctx: object | None, spec: JobInputs) -> tuple[str, list[str]]:
     """The graph a target runs, and notes about it: the model itself for FP32, else the variant for its
     precision or plan (built once, then taken from the variant cache)."""
     from app.core.precision.variants import build_variant
 
-    params = params or {}
-    plan = target_plan(target, params)
+    plan = target_plan(target, spec)
     if target.precision == "fp32":
         return model_path, []
     variant = build_variant(
-        model_path, plan, calib=calibration({**params, "model": model_path}, ctx),
-        calib_method=str(params.get("calib_method") or "minmax"),
+        model_path, plan, calib=calibration(spec.with_(model=model_path), ctx), calib_method=spec.calib_method,
         progress=(lambda f, m: ctx.progress(f, m)) if ctx is not None else None,
-        cancelled=cancel_check(ctx), workdir=getattr(ctx, "workdir", None),
-        cache_dir=params.get("cache_dir"))
+        cancelled=cancel_check(ctx), workdir=getattr(ctx, "workdir", None), cache_dir=spec.cache_dir)
     notes = list(variant.notes)
     if target.backend == "ort-cpu" and "half" in variant.report:
         notes.append("ONNX Runtime's CPU provider computes FP32 between Casts: this measures rounding of weights "
@@ -107,17 +102,16 @@ def variant_path(model_path: str, target: Target, ctx: object | None = None,
     return variant.path, notes
 
 
-def prepare_samples(params: dict, ctx: object | None = None) -> Prepared:
-    """Load the model's input declarations and make the input samples the params ask for."""
-    from app.core.measure.inputs import InputSource, make_samples, resolve_input_shapes
+def prepare_samples(spec: JobInputs, ctx: object | None = None) -> Prepared:
+    """Load the model's input declarations and make the input samples the spec asks for."""
+    from app.core.measure.inputs import make_samples, resolve_input_shapes
 
-    model_path = str(params["model"])
+    model_path = spec.model
     model = onnx.load(model_path, load_external_data=False)
     infos = [value_info_to_tensor_info(v) for v in graph_inputs(model.graph)]
-    user = {k: tuple(int(d) for d in v) for k, v in (params.get("shapes") or {}).items()}
-    shapes = resolve_input_shapes(infos, user)
-    source = InputSource.from_json(params.get("inputs") or {"kind": "random", "seed": int(params.get("seed", 0))})
-    samples = make_samples(model, infos, shapes, source, samples=int(params.get("samples", 1)))
+    shapes = resolve_input_shapes(infos, dict(spec.shapes))
+    source = spec.source
+    samples = make_samples(model, infos, shapes, source, samples=spec.samples)
     return Prepared(model_path, samples, source.describe(), source.is_random, shapes)
 
 
@@ -137,10 +131,10 @@ def progress(ctx: object | None, fraction: float | None, message: str) -> None:
         ctx.check_cancelled()
 
 
-def open_session(target: Target, path: str, params: dict, ctx: object | None,
+def open_session(target: Target, path: str, spec: JobInputs, ctx: object | None,
                  shapes: dict[str, tuple[int, ...]]) -> object:
     """A backend session on a graph; native TensorRT builds its engine (with progress and Cancel) first."""
-    options = params.get("options") or {}
+    options = dict(spec.options)
     if target.backend in ENGINE_BACKENDS:  # trt, trt-rtx
         return get_backend(target.backend).prepare(path, options, ctx=ctx, shapes=shapes)  # type: ignore[call-arg]
     try:
@@ -150,8 +144,7 @@ def open_session(target: Target, path: str, params: dict, ctx: object | None,
         # model passed the loader's checks; a variant trtlab wrote is trtlab's fault, so the job failed (exit 4).
         if exc.__cause__ is None:
             raise
-        model = params.get("model")
-        if model is not None and Path(path).resolve() == Path(str(model)).resolve():
+        if Path(path).resolve() == Path(spec.model).resolve():
             raise TrtlabError(exc.message, fix="Check that this onnxruntime supports the model's opsets and IR "
                                                "version (pip install -U onnxruntime).") from exc
         raise VariantLoadError(f"The {target.precision.upper()} variant trtlab wrote for this model "
@@ -161,13 +154,13 @@ def open_session(target: Target, path: str, params: dict, ctx: object | None,
                                    "variants) if the file was damaged on disk.") from exc
 
 
-def run_outputs(target: Target, prep: Prepared, params: dict, ctx: object | None,
+def run_outputs(target: Target, prep: Prepared, spec: JobInputs, ctx: object | None,
                 span: tuple[float, float] = (0.0, 1.0)) -> tuple[list[dict[str, np.ndarray]], list[str]]:
     """Run every sample on one target; returns the outputs per sample and the session's notes."""
     lo, hi = span
     progress(ctx, lo, f"Preparing {target.name}…")
-    path, variant_notes = variant_path(prep.model_path, target, ctx, params)
-    session = open_session(target, path, params, ctx, prep.shapes)
+    path, variant_notes = variant_path(prep.model_path, target, ctx, spec)
+    session = open_session(target, path, spec, ctx, prep.shapes)
     try:
         outs = []
         for i, feeds in enumerate(prep.samples):

@@ -6,21 +6,23 @@ import numpy as np
 
 from app.backends import Target
 from app.backends.tasks.common import prepare_samples, progress, run_outputs
+from app.backends.tasks.specs import CompareSpec, takes
 
 
-def compare_task(params: dict, ctx: object) -> dict:
+@takes(CompareSpec)
+def compare_task(spec: CompareSpec, ctx: object) -> dict:
     """`trtlab compare`: the reference and each candidate on the same samples, then every metric."""
     from app.core.measure.compare import Tolerance, compare_report_json, compare_samples
 
-    reference = Target.parse(params.get("reference") or "ort-cpu:fp32")
-    candidates = [Target.parse(c) for c in params["candidates"]]
-    tolerances = [Tolerance.parse(t) for t in params.get("tolerances") or []]
-    prep = prepare_samples(params, ctx)
+    reference = Target.parse(spec.reference)
+    candidates = [Target.parse(c) for c in spec.candidates]
+    tolerances = [Tolerance.parse(t) for t in spec.tolerances]
+    prep = prepare_samples(spec, ctx)
     steps = 1 + len(candidates)
-    ref_out, ref_notes = run_outputs(reference, prep, params, ctx, (0.0, 1.0 / steps))
+    ref_out, ref_notes = run_outputs(reference, prep, spec, ctx, (0.0, 1.0 / steps))
     reports, notes = [], {reference.name: ref_notes}
     for k, cand in enumerate(candidates):
-        out, cand_notes = run_outputs(cand, prep, params, ctx, ((k + 1) / steps, (k + 2) / steps))
+        out, cand_notes = run_outputs(cand, prep, spec, ctx, ((k + 1) / steps, (k + 2) / steps))
         notes[cand.name] = cand_notes
         progress(ctx, None, f"Comparing {cand.name} with {reference.name}…")
         reports.append(compare_samples(ref_out, out, cand.name, tolerances))

@@ -14,9 +14,10 @@ from app.backends.tasks.common import (
     variant_path,
     workdir,
 )
+from app.backends.tasks.specs import DiagnoseSpec, JobInputs, takes
 
 
-def layer_errors(prep: Prepared, reference: Target, candidate: Target, params: dict, ctx: object | None,
+def layer_errors(prep: Prepared, reference: Target, candidate: Target, spec: JobInputs, ctx: object | None,
                  span: tuple[float, float] = (0.0, 1.0)) -> tuple[list, str | None, dict]:
     """Every float intermediate tensor of the reference and the candidate on the first sample, compared.
 
@@ -33,7 +34,7 @@ def layer_errors(prep: Prepared, reference: Target, candidate: Target, params: d
     folder = workdir(ctx)
     progress(ctx, lo, "Exposing intermediate tensors…")
     ref_model = onnx.load(prep.model_path)
-    cand_path, notes = variant_path(prep.model_path, candidate, ctx, params)
+    cand_path, notes = variant_path(prep.model_path, candidate, ctx, spec)
     cand_model = onnx.load(cand_path)
     ref_exposed, names = expose_all(ref_model)
     cand_exposed, cand_names = expose_all(cand_model, names)
@@ -46,7 +47,7 @@ def layer_errors(prep: Prepared, reference: Target, candidate: Target, params: d
     for k, (target, path) in enumerate(((reference, paths[0]), (candidate, paths[1]))):
         progress(ctx, lo + (hi - lo) * (0.1 + 0.4 * k), f"Running {target.name} with {len(names):,} tensors "
                   "exposed…")
-        session = open_session(target, path, params, ctx, prep.shapes)
+        session = open_session(target, path, spec, ctx, prep.shapes)
         try:
             outs.append(session.run(feeds))
         finally:
@@ -56,12 +57,13 @@ def layer_errors(prep: Prepared, reference: Target, candidate: Target, params: d
     return rows, first, {"notes": notes, "tensors_missing_in_candidate": len(names) - len(cand_names)}
 
 
-def diagnose_task(params: dict, ctx: object) -> dict:
+@takes(DiagnoseSpec)
+def diagnose_task(spec: DiagnoseSpec, ctx: object) -> dict:
     """`trtlab diagnose`: every float intermediate tensor of the reference and the candidate, compared."""
-    reference = Target.parse(params.get("reference") or "ort-cpu:fp32")
-    candidate = Target.parse(params["candidate"])
-    prep = prepare_samples({**params, "samples": 1}, ctx)
-    rows, first, facts = layer_errors(prep, reference, candidate, params, ctx)
+    reference = Target.parse(spec.reference)
+    candidate = Target.parse(spec.candidate)
+    prep = prepare_samples(spec.with_(samples=1), ctx)
+    rows, first, facts = layer_errors(prep, reference, candidate, spec, ctx)
     finite = [r for r in rows if r.cosine is not None]
     worst = min(finite, key=lambda r: r.cosine) if finite else None
     return {"candidate": candidate.name, "reference": reference.name, "first_nonfinite": first,

@@ -18,9 +18,11 @@ from app.backends.tasks.common import (
     workdir,
 )
 from app.backends.tasks.diagnose import layer_errors
+from app.backends.tasks.specs import FallbackSpec, takes
 
 
-def fallback_task(params: dict, ctx: object) -> dict:
+@takes(FallbackSpec)
+def fallback_task(spec: FallbackSpec, ctx: object) -> dict:
     """`trtlab fallback`: a small set of nodes to keep in FP32 (or unquantized) so the candidate meets a target.
 
     Ranks the plan's changeable nodes by a per-layer diagnosis, then searches (app.core.precision.fallback); each
@@ -35,11 +37,11 @@ def fallback_task(params: dict, ctx: object) -> dict:
     from app.jobs.protocol import JobCancelled
 
     t0 = time.monotonic()
-    reference = Target.parse(params.get("reference") or "ort-cpu:fp32")
-    candidate = Target.parse(params["candidate"])
-    target = Tolerance.parse(str(params["target"]))
-    plan = target_plan(candidate, params)
-    model_path = str(params["model"])
+    reference = Target.parse(spec.reference)
+    candidate = Target.parse(spec.candidate)
+    target = Tolerance.parse(spec.target)
+    plan = target_plan(candidate, spec)
+    model_path = spec.model
     graph = onnx.load(model_path, load_external_data=False).graph
     planned = {r.key: r.precision for r in plan.resolve(graph) if r.precision not in ("fp32", "fixed")}
     plannable = set(planned)
@@ -47,19 +49,19 @@ def fallback_task(params: dict, ctx: object) -> dict:
         raise PrecisionNotAvailable(f"{candidate.name}: every node is already FP32, so there is nothing to fall "
                                     "back from.", fix="Give a candidate such as ort-cpu:fp16 or a plan with "
                                                       "FP16/BF16/INT8 nodes.")
-    budget = float(params["budget_s"]) if params.get("budget_s") else None
-    prep = prepare_samples(params, ctx)
-    ref_out, ref_notes = run_outputs(reference, prep, params, ctx, (0.0, 0.05))
+    budget = spec.budget_s
+    prep = prepare_samples(spec, ctx)
+    ref_out, ref_notes = run_outputs(reference, prep, spec, ctx, (0.0, 0.05))
     # Diagnose on the sample the candidate gets most wrong: a sample where nothing breaks ranks by noise.
-    cand_out, _ = run_outputs(candidate, prep, params, ctx, (0.05, 0.1))
+    cand_out, _ = run_outputs(candidate, prep, spec, ctx, (0.05, 0.1))
     worst = _worst_sample(ref_out, cand_out)
     diag_prep = Prepared(prep.model_path, [prep.samples[worst]], prep.source_text, prep.random_data, prep.shapes)
-    rows, first, facts = layer_errors(diag_prep, reference, candidate, params, ctx, (0.1, 0.2))
-    calib = calibration({**params, "model": model_path}, ctx)
-    calib_method = str(params.get("calib_method") or "minmax")
+    rows, first, facts = layer_errors(diag_prep, reference, candidate, spec, ctx, (0.1, 0.2))
+    calib = calibration(spec, ctx)
+    calib_method = spec.calib_method
     # The candidate's variant (from the cache by now) says which nodes really changed: only those can help.
     report = build_variant(model_path, plan, calib=calib, calib_method=calib_method,
-                           cache_dir=params.get("cache_dir")).report
+                           cache_dir=spec.cache_dir).report
     plannable = _changed_nodes(planned, report)
     ranked = _overflowing_first(rank_candidates(rows, plannable, graph=graph), graph, report)
     folder = workdir(ctx) / "fallback-variants"
@@ -74,7 +76,7 @@ def fallback_task(params: dict, ctx: object) -> dict:
         except JobCancelled:
             # Cancelled mid-evaluation: the search stops and reports the best set it has, not nothing.
             raise SearchStopped(STOP_CANCELLED) from None
-        session = open_session(candidate, variant.path, params, ctx, prep.shapes)
+        session = open_session(candidate, variant.path, spec, ctx, prep.shapes)
         try:
             outs = [session.run(feeds) for feeds in prep.samples]
         finally:

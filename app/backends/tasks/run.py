@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from app.backends import Target
 from app.backends.tasks.common import prepare_samples, run_outputs
+from app.backends.tasks.specs import RunSpec, takes
 
 
-def run_task(params: dict, ctx: object) -> dict:
+@takes(RunSpec)
+def run_task(spec: RunSpec, ctx: object) -> dict:
     """`trtlab run`: one target on the input samples; outputs saved to outputs.npz."""
-    target = Target.parse(params["target"])
-    prep = prepare_samples(params, ctx)
-    outs, notes = run_outputs(target, prep, params, ctx)
+    target = Target.parse(spec.target)
+    prep = prepare_samples(spec, ctx)
+    outs, notes = run_outputs(target, prep, spec, ctx)
     arrays = {f"{name}" if len(outs) == 1 else f"{name}__{i}": arr
               for i, sample in enumerate(outs) for name, arr in sample.items()}
     npz = ctx.save_arrays("outputs", arrays)

@@ -8,6 +8,7 @@ import onnx
 
 from app.backends import Target
 from app.backends.tasks.common import calibration, cancel_check, prepare_samples, progress, target_plan
+from app.backends.tasks.specs import VariantSpec, takes
 from app.core.precision.plan import PrecisionPlan
 
 
@@ -21,31 +22,32 @@ def plan_summary(plan: PrecisionPlan) -> str:
     return parts[0] + (" with " + ", ".join(parts[1:]) if parts[1:] else "")
 
 
-def variant_task(params: dict, ctx: object) -> dict:
+@takes(VariantSpec)
+def variant_task(spec: VariantSpec, ctx: object) -> dict:
     """`trtlab variant`: build (or take from the cache) the variant graph and save it where asked."""
     from app.core.precision.variants import build_variant, save_model
 
-    target = Target.parse(params["target"])
-    plan = target_plan(target, params)
-    model_path = str(params["model"])
+    target = Target.parse(spec.target)
+    plan = target_plan(target, spec)
+    model_path = spec.model
     raised_note = ""
-    if params.get("opset"):
-        model_path, raised_note = _raised_opset(params, int(params["opset"]), ctx)
+    if spec.opset:
+        model_path, raised_note = _raised_opset(spec, spec.opset, ctx)
     progress(ctx, 0.0, "Building the variant…")
     variant = build_variant(
-        model_path, plan, calib=calibration(params, ctx), calib_method=str(params.get("calib_method") or "minmax"),
+        model_path, plan, calib=calibration(spec, ctx), calib_method=spec.calib_method,
         progress=lambda f, m: ctx.progress(f, m), cancelled=cancel_check(ctx), workdir=ctx.workdir,
-        cache_dir=params.get("cache_dir"))
-    out = str(params["out"])
+        cache_dir=spec.cache_dir)
+    out = spec.out
     progress(ctx, 0.95, f"Saving {out}…")
     save_model(onnx.load(variant.path), out)
     notes = ([raised_note] if raised_note else []) + list(variant.notes)
-    return {"model": str(params["model"]), "out": out, "plan": plan.to_json(), "plan_summary": plan_summary(plan),
+    return {"model": spec.model, "out": out, "plan": plan.to_json(), "plan_summary": plan_summary(plan),
             "key": variant.key, "cached": variant.cached, "identity": variant.identity, "notes": notes,
             "report": variant.report}
 
 
-def _raised_opset(params: dict, opset: int, ctx: object) -> tuple[str, str]:
+def _raised_opset(spec: VariantSpec, opset: int, ctx: object) -> tuple[str, str]:
     """`trtlab variant --opset N`: the model at opset N, saved in the job's folder, and a note saying so. Its
     FP32 outputs are compared with the model's on one random sample where the input shapes are known."""
     from app.core.errors import TrtlabError
@@ -54,14 +56,13 @@ def _raised_opset(params: dict, opset: int, ctx: object) -> tuple[str, str]:
 
     progress(ctx, 0.0, f"Raising the opset to {opset}…")
     try:
-        feeds = prepare_samples({**params, "inputs": {"kind": "random", "seed": 0}, "samples": 1}, ctx).samples
+        feeds = prepare_samples(spec.with_(inputs=None, seed=0, samples=1), ctx).samples
     except TrtlabError:
         feeds = []  # dynamic dims not given: the converter's result is still fully checked, not run
-    raised, note = raise_opset(onnx.load(str(params["model"])), opset, feeds or None)
+    raised, note = raise_opset(onnx.load(spec.model), opset, feeds or None)
     if not note:
-        return str(params["model"]), f"the model is already at opset {opset} or newer"
-    path = Path(getattr(ctx, "workdir", None) or Path(str(params["out"])).parent) / \
-        f"{Path(str(params['model'])).stem}.opset{opset}.onnx"
+        return spec.model, f"the model is already at opset {opset} or newer"
+    path = Path(getattr(ctx, "workdir", None) or Path(spec.out).parent) / f"{Path(spec.model).stem}.opset{opset}.onnx"
     save_model(raised, path)
     if not feeds:
         note += " (FP32 outputs not compared: give --shapes for the dynamic dims to compare them)"

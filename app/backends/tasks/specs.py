@@ -1,0 +1,360 @@
+"""What each job is asked to do: one frozen dataclass per job kind (run, compare, bench, diagnose, fallback,
+variant, build), made and checked once where the request starts (the CLI's arguments, the GUI's panels), sent to
+the job's process as JSON and parsed back into the same type there.
+
+A spec checks what it can without reading the model (targets, tolerances, counts, budgets, a plan's JSON, input
+sources); what needs the model (input shapes, output paths) is checked by the CLI and the GUI before they make one.
+A key a spec does not know is refused when it is made, naming the settings it has: a misspelt setting never
+reaches a child process.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from app.backends.base import Target
+from app.core.errors import InputError, TrtlabError
+from app.core.measure.inputs import InputSource
+
+if TYPE_CHECKING:
+    from app.jobs import JobSpec
+
+CALIB_METHODS = ("minmax", "entropy", "percentile")
+TIMING_MODES = ("end_to_end", "device_only")
+# Backend options: TF32 on CUDA; ONNX Runtime's threads and device; a TensorRT build's workspace, optimization level,
+# profiles and (TensorRT for RTX) target GPUs.
+OPTION_KEYS = ("tf32", "threads", "device_id", "workspace_mb", "opt_level", "profiles", "targets")
+
+
+class SpecError(InputError):
+    """A job asked for with settings it cannot run."""
+
+    title = "Invalid job settings"
+
+
+class PrecisionNotAvailable(TrtlabError):
+    title = "Precision not available"
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobInputs:
+    """What every job reads: the model, its input shapes and samples, the precision plan of `B:plan` targets, INT8
+    calibration, and backend options."""
+
+    model: str
+    shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # input -> dims; dynamic dims given here
+    inputs: InputSource | None = None          # None: random samples from `seed`
+    seed: int = 0
+    samples: int = 1
+    options: Mapping[str, Any] = field(default_factory=dict)  # OPTION_KEYS
+    plan: Mapping[str, Any] | None = None       # a PrecisionPlan's JSON, run by `B:plan` targets
+    calib: InputSource | None = None            # INT8 calibration data; None: the inputs' source
+    calib_samples: int | None = None            # None: 16 random samples, or a folder's files up to 512
+    calib_method: str = "minmax"
+    cache_dir: str | None = None                # the variant cache; None: TRTLAB_CACHE_DIR or ~/.cache/trtlab
+
+    kind: ClassVar[str] = ""
+    job: ClassVar[str] = ""                     # the job function, "module:function", that runs this spec
+
+    def __post_init__(self) -> None:
+        if not str(self.model or "").strip():
+            raise SpecError(f"The {self.kind} job needs a model.", fix="Open or give an ONNX model.")
+        object.__setattr__(self, "model", str(self.model))
+        object.__setattr__(self, "shapes", _shapes(self.shapes))
+        object.__setattr__(self, "inputs", _source(self.inputs, "inputs"))
+        object.__setattr__(self, "calib", _source(self.calib, "calib"))
+        _count(self.samples, "samples")
+        if self.calib_samples is not None:
+            _count(self.calib_samples, "calib_samples")
+        if self.calib_method not in CALIB_METHODS:
+            raise SpecError(f"Unknown calibration method '{self.calib_method}'.",
+                            fix=f"Use one of {', '.join(CALIB_METHODS)}.")
+        unknown = sorted(set(self.options) - set(OPTION_KEYS))
+        if unknown:
+            raise SpecError(f"Unknown backend option(s) {', '.join(unknown)} for the {self.kind} job.",
+                            fix=f"Backend options are {', '.join(OPTION_KEYS)}.")
+        object.__setattr__(self, "options", dict(self.options))
+        if self.plan is not None:
+            from app.core.precision.plan import PrecisionPlan
+
+            object.__setattr__(self, "plan", PrecisionPlan.from_json(dict(self.plan)).to_json())
+        for target in self.targets():
+            if target.precision == "plan" and self.plan is None:
+                raise PrecisionNotAvailable(f"{target.name} needs a precision plan, and none was given.",
+                                            fix="Pass --plan PLAN.json, or use a precision such as "
+                                                f"{target.backend}:fp16.")
+
+    def targets(self) -> list[Target]:
+        """Every target the job runs (reference first)."""
+        return []
+
+    @property
+    def source(self) -> InputSource:
+        """Where the input samples come from."""
+        return self.inputs or InputSource(kind="random", seed=self.seed)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, InputSource):
+                value = value.to_json()
+            elif f.name == "shapes":
+                value = {k: list(v) for k, v in value.items()}
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_json(cls: type[S], d: Mapping[str, Any]) -> S:
+        """The spec from its JSON (or from a plain dict of settings); unknown keys are refused, by name."""
+        d = dict(d)
+        kind = d.pop("kind", cls.kind)
+        if kind != cls.kind:
+            raise SpecError(f"A {kind} job's settings were given to the {cls.kind} job.",
+                            fix="Start the job that matches its settings.")
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(set(d) - set(names))
+        if unknown:
+            raise SpecError(f"The {cls.kind} job has no setting {', '.join(repr(k) for k in unknown)}.",
+                            fix=f"Its settings are: {', '.join(names)}.")
+        for key in ("inputs", "calib"):
+            if isinstance(d.get(key), Mapping):
+                d[key] = InputSource.from_json(d[key])
+        return cls(**d)
+
+    def job_spec(self, title: str = "") -> JobSpec:
+        """What app.jobs runs: this spec's job function and its JSON."""
+        from app.jobs import JobSpec
+
+        return JobSpec(func=self.job, params=self.to_json(), title=title)
+
+    def with_(self: S, **changes: Any) -> S:
+        """A copy with some settings changed (checked again)."""
+        return replace(self, **changes)
+
+
+S = TypeVar("S", bound=JobInputs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSpec(JobInputs):
+    """`trtlab run`: one target on the input samples, its outputs saved."""
+
+    target: str
+    kind: ClassVar[str] = "run"
+    job: ClassVar[str] = "app.backends.tasks.run:run_task"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "target", _target(self.target))
+        super().__post_init__()
+
+    def targets(self) -> list[Target]:
+        return [Target.parse(self.target)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompareSpec(JobInputs):
+    """`trtlab compare`: the reference and each candidate on the same samples, every metric."""
+
+    reference: str = "ort-cpu:fp32"
+    candidates: tuple[str, ...]
+    tolerances: tuple[str, ...] = ()          # METRIC:VALUE each
+    kind: ClassVar[str] = "compare"
+    job: ClassVar[str] = "app.backends.tasks.compare:compare_task"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reference", _target(self.reference))
+        if isinstance(self.candidates, str) or not self.candidates:
+            raise SpecError("A comparison needs at least one candidate.", fix="Add a candidate such as ort-cpu:fp16.")
+        object.__setattr__(self, "candidates", tuple(_target(c) for c in self.candidates))
+        if isinstance(self.tolerances, str):
+            raise SpecError(f"Tolerances are a list, not '{self.tolerances}'.", fix="Give e.g. ['cos:0.999'].")
+        object.__setattr__(self, "tolerances", tuple(str(t) for t in self.tolerances))
+        for t in self.tolerances:
+            _tolerance(t)
+        super().__post_init__()
+
+    def targets(self) -> list[Target]:
+        return [Target.parse(t) for t in (self.reference, *self.candidates)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchSpec(JobInputs):
+    """`trtlab bench`: latency statistics of one target."""
+
+    target: str
+    warmup: str = "10"                        # iterations, or a time such as 2s
+    iterations: str = "100"
+    mode: str = "end_to_end"                  # TIMING_MODES
+    kind: ClassVar[str] = "bench"
+    job: ClassVar[str] = "app.backends.tasks.bench:bench_task"
+
+    def __post_init__(self) -> None:
+        from app.core.measure.latency import Budget
+
+        object.__setattr__(self, "target", _target(self.target))
+        object.__setattr__(self, "warmup", str(self.warmup))
+        object.__setattr__(self, "iterations", str(self.iterations))
+        Budget.parse(self.warmup)
+        Budget.parse(self.iterations)
+        if self.mode not in TIMING_MODES:
+            raise SpecError(f"Unknown timing mode '{self.mode}'.", fix=f"Use one of {', '.join(TIMING_MODES)}.")
+        super().__post_init__()
+
+    def targets(self) -> list[Target]:
+        return [Target.parse(self.target)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiagnoseSpec(JobInputs):
+    """`trtlab diagnose`: every float intermediate tensor of the FP32 reference and the candidate, compared."""
+
+    reference: str = "ort-cpu:fp32"
+    candidate: str
+    kind: ClassVar[str] = "diagnose"
+    job: ClassVar[str] = "app.backends.tasks.diagnose:diagnose_task"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reference", _target(self.reference))
+        object.__setattr__(self, "candidate", _target(self.candidate))
+        super().__post_init__()
+
+    def targets(self) -> list[Target]:
+        return [Target.parse(self.reference), Target.parse(self.candidate)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FallbackSpec(JobInputs):
+    """`trtlab fallback`: the nodes to keep in FP32 (or unquantized) so the candidate meets `target`."""
+
+    reference: str = "ort-cpu:fp32"
+    candidate: str
+    target: str                               # the tolerance to meet, METRIC:VALUE (e.g. cos:0.999)
+    budget_s: float | None = None             # stop searching after this long
+    kind: ClassVar[str] = "fallback"
+    job: ClassVar[str] = "app.backends.tasks.fallback:fallback_task"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reference", _target(self.reference))
+        object.__setattr__(self, "candidate", _target(self.candidate))
+        _tolerance(self.target)  # checked; kept as written, so results echo the target the user gave
+        object.__setattr__(self, "target", str(self.target))
+        if self.budget_s is not None:
+            budget = float(self.budget_s)
+            if not math.isfinite(budget) or budget <= 0:
+                raise SpecError(f"A search budget of {self.budget_s} seconds is not a time.",
+                                fix="Give a positive time, e.g. 120s.")
+            object.__setattr__(self, "budget_s", budget)
+        super().__post_init__()
+
+    def targets(self) -> list[Target]:
+        return [Target.parse(self.reference), Target.parse(self.candidate)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class VariantSpec(JobInputs):
+    """`trtlab variant`: the variant graph of a precision or plan (optionally at a raised opset), saved as `out`."""
+
+    target: str                               # B:P; only its precision (or plan) matters
+    out: str
+    opset: int | None = None
+    kind: ClassVar[str] = "variant"
+    job: ClassVar[str] = "app.backends.tasks.variant:variant_task"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "target", _target(self.target))
+        if not str(self.out or "").strip():
+            raise SpecError("The variant job needs a path to save the variant as.", fix="Give -o OUT.onnx.")
+        object.__setattr__(self, "out", str(self.out))
+        if self.opset is not None:
+            object.__setattr__(self, "opset", _count(self.opset, "opset"))
+        super().__post_init__()
+
+    def targets(self) -> list[Target]:
+        return [Target.parse(self.target)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildSpec(JobInputs):
+    """`trtlab build`: a TensorRT engine or TensorRT for RTX plan of the variant graph, saved as `out` if given."""
+
+    target: str                               # trt:P or trt-rtx:P
+    out: str | None = None
+    kind: ClassVar[str] = "build"
+    job: ClassVar[str] = "app.backends.tasks.build:build_task"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "target", _target(self.target))
+        super().__post_init__()
+
+    def targets(self) -> list[Target]:
+        return [Target.parse(self.target)]
+
+
+SPECS: dict[str, type[JobInputs]] = {cls.kind: cls for cls in (RunSpec, CompareSpec, BenchSpec, DiagnoseSpec,
+                                                               FallbackSpec, VariantSpec, BuildSpec)}
+
+
+def spec_from_json(d: Mapping[str, Any]) -> JobInputs:
+    """Any job's spec from its JSON (its "kind" names the type)."""
+    cls = SPECS.get(str(d.get("kind", "")))
+    if cls is None:
+        raise SpecError(f"Unknown job kind '{d.get('kind')}'.", fix=f"Use one of {', '.join(SPECS)}.")
+    return cls.from_json(d)
+
+
+def takes(spec_type: type[S]) -> Callable[[Callable[[S, Any], dict]], Callable[[Any, Any], dict]]:
+    """Marks `fn(spec, ctx) -> dict` as the job of `spec_type`: the JSON params its process receives are parsed
+    back into `spec_type` before it runs (a spec passed in, in this process, is used as it is)."""
+    def wrap(fn: Callable[[S, Any], dict]) -> Callable[[Any, Any], dict]:
+        @functools.wraps(fn)
+        def job(spec: S | Mapping[str, Any], ctx: Any) -> dict:
+            return fn(spec if isinstance(spec, spec_type) else spec_type.from_json(spec), ctx)
+        job.spec_type = spec_type  # type: ignore[attr-defined]
+        return job
+    return wrap
+
+
+def _target(text: object) -> str:
+    """A `B:P` target in its canonical spelling (`ort-cpu` is `ort-cpu:fp32`)."""
+    return Target.parse(str(text)).name
+
+
+def _tolerance(text: object) -> object:
+    from app.core.measure.compare import Tolerance
+
+    return Tolerance.parse(str(text))
+
+
+def _count(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SpecError(f"{what} {value!r}: give a positive whole number.", fix=f"Set {what} to e.g. 1.")
+    return value
+
+
+def _shapes(shapes: Mapping[str, Any] | None) -> dict[str, tuple[int, ...]]:
+    out = {}
+    for name, dims in (shapes or {}).items():
+        try:
+            out[str(name)] = tuple(int(d) for d in dims)
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"The shape of input '{name}' ({dims!r}) is not a list of whole numbers.",
+                            fix="Give dims such as 1x3x224x224.") from exc
+        if any(d < 0 for d in out[str(name)]):
+            raise SpecError(f"The shape of input '{name}' has a negative dim ({dims!r}).",
+                            fix="Give dims of 0 or more, such as 1x3x224x224.")
+    return out
+
+
+def _source(value: object, what: str) -> InputSource | None:
+    if value is None or isinstance(value, InputSource):
+        return value
+    if isinstance(value, Mapping):
+        return InputSource.from_json(dict(value))
+    raise SpecError(f"{what}: {value!r} is not an input source.", fix="Give an InputSource or its JSON.")

