@@ -13,7 +13,7 @@ from app.backends.base import (
     Target,
 )
 from app.backends.parse_gate import check_rtx_parse
-from app.core.precision.transforms.validate import register_parser_gate
+from app.core.precision import register_parser_gate
 
 register_parser_gate(check_rtx_parse)  # every variant built where app.backends runs is parsed by TensorRT for RTX
 

@@ -86,7 +86,7 @@ def _widened_bf16(model_path: str, exc: Exception, ort: object, so: object, prov
     Tried only after a refusal, so models that load as they are never pay for reading the graph again."""
     import onnx
 
-    from app.core.precision.transforms.emulate import has_bfloat16, widen_bfloat16
+    from app.core.precision import has_bfloat16, widen_bfloat16
 
     m = _NO_KERNEL.search(str(exc))
     if m is None:

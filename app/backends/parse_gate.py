@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from app.core.precision.transforms.validate import Gate, node_in
+from app.core.precision import Gate, node_in
 
 NAME = "TensorRT for RTX's ONNX parser"
 

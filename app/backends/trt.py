@@ -59,9 +59,7 @@ def build_config_from(options: dict[str, Any], inputs: list, shapes: dict[str, t
     """The BuildConfig for a job: options' workspace/level/TF32, and profiles from `--profile` specs
     (options["profiles"]: JSON) or else fixed at the run's input shapes. `graph` (the ONNX graph built) lets
     dims sharing a dim_param be checked, '?' included (TensorRT builds them at one size)."""
-    from app.core.engine.cache import BuildConfig
-    from app.core.engine.named_dims import named_dims
-    from app.core.engine.profiles import OptimizationProfile, profile_from_shapes, validate_profile
+    from app.core.engine import BuildConfig, OptimizationProfile, named_dims, profile_from_shapes, validate_profile
 
     names = named_dims(graph) if graph is not None else None
     if options.get("profiles"):
@@ -88,38 +86,52 @@ def ensure_engine(variant_path: str, config: Any, ctx: object | None, root: str 
     """The engine for (variant, config, TensorRT version, GPU) — for TensorRT for RTX (variant, config, RTX
     version, targets) — from the cache, else built now."""
     from app.backends.trt_build import BuildCancelled, build_engine, trt_version
-    from app.core.engine import cache as ec
-    from app.core.engine.progress import PhaseTracker
-    from app.core.engine.rtx import run_problem
-    from app.core.precision.variants import model_digest
+    from app.core.engine import (
+        BuildConfigError,
+        PhaseTracker,
+        default_root,
+        engine_key,
+        engine_path,
+        load_engine_meta,
+        load_timing_cache,
+        lookup_engine,
+        make_engine_meta,
+        make_rtx_engine_meta,
+        rtx_engine_key,
+        run_problem,
+        save_engine,
+        save_timing_cache,
+        timing_cache_path,
+    )
+    from app.core.precision import model_digest
 
     trt = flavour.import_module()
     version = trt_version(trt)
     problem = flavour.version_problem(version)
     if problem:
         raise BackendUnavailable(problem, fix=flavour.install_hint)
-    root = Path(root) if root is not None else ec.default_root()
+    root = Path(root) if root is not None else default_root()
     digest = model_digest(variant_path)
     if flavour.portable:
         gpu = rtx_gpu()
         # The inspector needs a deserialized engine, so a GPU of a target; without one, the builder's dump.
         inspect = gpu is not None and not run_problem(config.targets, gpu[1], gpu[0])
-        key = ec.rtx_engine_key(digest, config, version)
-        found = ec.lookup_engine(root, key, version, None, None)
+        key = rtx_engine_key(digest, config, version)
+        found = lookup_engine(root, key, version, None, None)
     else:
         from app.backends.cuda_rt import gpu_info
 
         if config.targets:
-            raise ec.BuildConfigError("Compute-capability targets are a TensorRT for RTX setting; TensorRT 10/11 "
-                                      "builds for the GPU it runs on.", fix="Build with trt-rtx, or drop the targets.")
+            raise BuildConfigError("Compute-capability targets are a TensorRT for RTX setting; TensorRT 10/11 "
+                                   "builds for the GPU it runs on.", fix="Build with trt-rtx, or drop the targets.")
         info = gpu_info()
         gpu, inspect = (info.name, info.compute_capability), True
-        key = ec.engine_key(digest, config, version, *gpu)
-        found = ec.lookup_engine(root, key, version, *gpu)
+        key = engine_key(digest, config, version, *gpu)
+        found = lookup_engine(root, key, version, *gpu)
     if found is not None:
         layers = found.with_name(found.name + ".layers.json")
         layer_info = json.loads(layers.read_text(encoding="utf-8")) if layers.exists() else None
-        meta = ec.load_engine_meta(found)
+        meta = load_engine_meta(found)
         return EngineOutcome(found, meta, True, list(meta.get("warnings", [])), layer_info,
                              str(meta.get("layer_source", "")))
 
@@ -129,8 +141,8 @@ def ensure_engine(variant_path: str, config: Any, ctx: object | None, root: str 
     timing: bytes | None = None  # TensorRT for RTX: timing caches are no-ops there
     tc_path = None
     if flavour.timing_cache and gpu is not None:
-        tc_path = ec.timing_cache_path(root, version, *gpu)
-        timing = ec.load_timing_cache(tc_path) if config.uses_timing_cache else b""
+        tc_path = timing_cache_path(root, version, *gpu)
+        timing = load_timing_cache(tc_path) if config.uses_timing_cache else b""
     try:
         result = build_engine(variant_path, trt=trt, logger=logger, workspace_bytes=config.workspace_bytes,
                               optimization_level=config.optimization_level, tf32=config.tf32,
@@ -141,19 +153,19 @@ def ensure_engine(variant_path: str, config: Any, ctx: object | None, root: str 
             ctx.check_cancelled()
         raise
     if tc_path is not None and config.uses_timing_cache and result.timing_cache:
-        ec.save_timing_cache(tc_path, result.timing_cache)
-    path = ec.engine_path(root, key)
+        save_timing_cache(tc_path, result.timing_cache)
+    path = engine_path(root, key)
     more = {"warnings": result.warnings, "layer_source": result.layer_source}
     if flavour.portable:
-        meta = ec.make_rtx_engine_meta(key, config, version, onnx_digest=digest, **more)
+        meta = make_rtx_engine_meta(key, config, version, onnx_digest=digest, **more)
     else:
-        meta = ec.make_engine_meta(key, config, version, *gpu, onnx_digest=digest, **more)
-    ec.save_engine(path, result.engine, meta)
+        meta = make_engine_meta(key, config, version, *gpu, onnx_digest=digest, **more)
+    save_engine(path, result.engine, meta)
     if result.layer_info is not None:
         from app.core.fileio import atomic_write_text
 
         atomic_write_text(path.with_name(path.name + ".layers.json"), json.dumps(result.layer_info))
-    return EngineOutcome(path, ec.load_engine_meta(path), False, result.warnings, result.layer_info,
+    return EngineOutcome(path, load_engine_meta(path), False, result.warnings, result.layer_info,
                          result.layer_source)
 
 
@@ -176,7 +188,7 @@ class TrtBackend:
         import onnx
 
         from app.backends.trt_runtime import TrtSession
-        from app.core.model.tensors import graph_inputs, value_info_to_tensor_info
+        from app.core.model import graph_inputs, value_info_to_tensor_info
 
         opts = dict(options or {})
         model = onnx.load(str(model_path), load_external_data=False)

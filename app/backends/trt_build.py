@@ -78,7 +78,7 @@ def make_logger(trt: Any, emit: Callable[[str, str], None], verbose: bool = Fals
     """A thread-safe ILogger that forwards to the job log (`emit(level, message)`); one per process,
     shared by Builder and Runtime (TENSORRT.md §8). Notable lines are collected as warnings, error lines in
     `errors` (to explain a failed build) and the builder's `Layers:` dump in `layer_dumps`."""
-    from app.core.engine.layer_dump import DUMP_HEADER
+    from app.core.engine import DUMP_HEADER
 
     gpu_free = str(getattr(trt, "__name__", "")).startswith("tensorrt_rtx")  # RTX builds without a GPU
 
@@ -168,7 +168,7 @@ def parse_only(onnx_path: str, *, trt: Any, logger: Any | None = None) -> list[d
 
 def set_targets(trt: Any, config: Any, targets: tuple[str, ...] | list[str]) -> None:
     """TensorRT for RTX's compute-capability targets ('8.6' -> ComputeCapability.SM86); () keeps its default."""
-    from app.core.engine.rtx import enum_names
+    from app.core.engine import enum_names
 
     if not targets:
         return
@@ -258,7 +258,7 @@ def _build_engine(onnx_path: str, *, trt: Any, logger: Any, workspace_bytes: int
     if plan is None:
         if tracker is not None and tracker.cancelled():
             raise BuildCancelled("The build was cancelled.", fix="")
-        from app.core.engine.build_errors import explain_build_failure
+        from app.core.engine import explain_build_failure
 
         message, fix = explain_build_failure(list(errors or []))
         raise BuildFailed(message, fix=fix)
@@ -273,7 +273,7 @@ def _build_engine(onnx_path: str, *, trt: Any, logger: Any, workspace_bytes: int
 
 def dump_layer_info(messages: list[str]) -> dict | None:
     """The builder's `Layers:` dump as inspector JSON (app.core.engine.layer_dump), or None without one."""
-    from app.core.engine.layer_dump import find_dump, parse_layer_dump
+    from app.core.engine import find_dump, parse_layer_dump
 
     text = find_dump(messages)
     if text is None:

@@ -79,7 +79,7 @@ class RtxEnvironment:
     gpu_error: str = ""
 
     def availability(self) -> Availability:
-        from app.core.engine.rtx import run_problem
+        from app.core.engine import run_problem
 
         details = {"tensorrt-rtx": self.bindings or "not installed", "tensorrt-rtx libs": self.libs or "not installed",
                    "cuda-python": self.cuda_python or "not installed"}

@@ -40,7 +40,7 @@ class RtxBackend:
 
         from app.backends.trt import build_config_from, ensure_engine, job_logger, rtx_gpu
         from app.backends.trt_runtime import TrtSession
-        from app.core.model.tensors import graph_inputs, value_info_to_tensor_info
+        from app.core.model import graph_inputs, value_info_to_tensor_info
 
         model = onnx.load(str(model_path), load_external_data=False)
         inputs = [value_info_to_tensor_info(v) for v in graph_inputs(model.graph)]

@@ -36,21 +36,21 @@ def import_trt() -> Any:
 def tensor_type(dt: Any) -> str:
     """The TensorRT DataType name of a tensor (app.core.engine.dtypes knows every one, BF16/FP8/INT4
     included, where `trt.nptype` raises for them: TENSORRT.md §6)."""
-    from app.core.engine.dtypes import trt_name
+    from app.core.engine import trt_name
 
     return trt_name(dt)
 
 
 def encode(arr: np.ndarray, type_name: str, name: str = "") -> np.ndarray:
     """Host bytes (uint8) for a tensor of this TensorRT type, from any numeric array."""
-    from app.core.engine.dtypes import encode as to_bytes
+    from app.core.engine import encode as to_bytes
 
     return np.frombuffer(to_bytes(arr, type_name, name=name), dtype=np.uint8)
 
 
 def decode(raw: np.ndarray, type_name: str, shape: tuple[int, ...], name: str = "") -> np.ndarray:
     """A tensor's host bytes as an array for comparison: float types as float32 exactly (BF16, FP8 too)."""
-    from app.core.engine.dtypes import decode_output
+    from app.core.engine import decode_output
 
     return decode_output(raw, type_name, shape, name=name)
 
@@ -140,7 +140,7 @@ class TrtSession:
     # ----------------------------------------------------------------- binding
     def profile_problems(self, shapes: dict[str, tuple[int, ...]]) -> list[str]:
         """Input shapes outside the engine's optimization profile 0, named per input and axis."""
-        from app.core.engine.profiles import InputProfile, OptimizationProfile, shape_in_profile
+        from app.core.engine import InputProfile, OptimizationProfile, shape_in_profile
 
         ranges = {}
         for name in self.input_names:
@@ -181,7 +181,7 @@ class TrtSession:
         if missing:
             raise TrtRuntimeError(f"TensorRT cannot infer the shapes of {', '.join(map(str, missing))}.",
                                   fix="Give every input (shape inputs included) a value.")
-        from app.core.engine.dtypes import buffer_nbytes
+        from app.core.engine import buffer_nbytes
 
         self.dynamic_outputs = []
         for name in self.output_names:
@@ -205,7 +205,7 @@ class TrtSession:
                                   fix="See the job log; out of GPU memory or a bad input shape are usual causes.")
 
     def _fetch(self) -> dict[str, np.ndarray]:
-        from app.core.engine.dtypes import buffer_nbytes
+        from app.core.engine import buffer_nbytes
 
         self.stream.synchronize()
         out = {}
@@ -245,7 +245,7 @@ class TrtSession:
 
     def profile_layers(self, feeds: dict[str, np.ndarray], runs: int = 20) -> list[tuple[str, float]]:
         """(engine layer, ms) for every layer of `runs` runs, through an IProfiler (TENSORRT.md §7)."""
-        from app.core.engine.layer_times import TimingRecorder
+        from app.core.engine import TimingRecorder
 
         trt = self.trt
         recorder = TimingRecorder()

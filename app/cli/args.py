@@ -84,15 +84,13 @@ def input_source(args: argparse.Namespace, flag: str = "inputs") -> dict:
 
 def shapes_arg(args: argparse.Namespace) -> dict[str, list[int]]:
     """Parse and check --shapes here, before any job starts: names, ranks and every dynamic dim."""
-    from app.core.measure.inputs import resolve_input_shapes
-    from app.core.model.loader import load_model
-    from app.core.model.shapes import parse_shape_spec
-    from app.core.model.summary import summarize
+    from app.core.measure import resolve_input_shapes
+    from app.core.model import load_model, parse_shape_spec, summarize
 
     inputs = summarize(load_model(args.model)).inputs
     given = parse_shape_spec(args.shapes, inputs) if args.shapes else {}
     if getattr(args, "inputs", None):
-        from app.core.measure.inputs import InputSource, source_shapes
+        from app.core.measure import InputSource, source_shapes
 
         # A sample file fixes the dims of its arrays: no --shapes needed for what it gives (--shapes still wins).
         for name, dims in source_shapes(InputSource.from_json(input_source(args)), inputs).items():
@@ -122,8 +120,8 @@ def _plan(args: argparse.Namespace, targets: list[Target]) -> dict | None:
         if any(t.precision == "plan" for t in targets):
             raise CliInputError("A 'B:plan' candidate needs --plan PLAN.json.", fix="Add --plan PLAN.json.")
         return None
-    from app.core.model.loader import load_model
-    from app.core.precision.plan import PrecisionPlan
+    from app.core.model import load_model
+    from app.core.precision import PrecisionPlan
 
     plan = PrecisionPlan.load(args.plan)
     unknown = plan.unknown_keys(load_model(args.model).model.graph)
@@ -161,7 +159,7 @@ def job_options(args: argparse.Namespace) -> dict:
 
 def early_checks(args: argparse.Namespace, out_flag: str = "") -> None:
     """What can be refused before any job starts: the model, the output paths (never onto an input file)."""
-    from app.core.model.loader import load_model
+    from app.core.model import load_model
 
     check_outputs(args, load_model(args.model), out_flag or "-o")
 
@@ -173,7 +171,7 @@ _METRIC_RANGE = {"cos": (-1.0, 1.0), "top1": (0.0, 1.0), "max_abs": (0.0, math.i
 
 def tolerance_arg(text: str, flag: str) -> object:
     """A METRIC:VALUE tolerance, refused when the value is outside what the metric can be."""
-    from app.core.measure.compare import Tolerance
+    from app.core.measure import Tolerance
 
     tol = Tolerance.parse(text)
     lo, hi = _METRIC_RANGE.get(tol.metric, (-math.inf, math.inf))

@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from app.core.measure.latency import Budget
+    from app.core.measure import Budget
 
     early_checks(args)
     target = target_arg(args)

@@ -46,11 +46,8 @@ def _check_can_build(backend: str) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from app.core.engine.cache import BuildConfig
-    from app.core.engine.profiles import parse_profile_args
-    from app.core.engine.rtx import parse_targets
-    from app.core.model.loader import load_model
-    from app.core.model.summary import summarize
+    from app.core.engine import BuildConfig, parse_profile_args, parse_targets
+    from app.core.model import load_model, summarize
 
     backend = args.backend
     if args.target_cc is not None and backend != "trt-rtx":
@@ -63,7 +60,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     inputs = summarize(load_model(args.model)).inputs
     shapes = {}
     if args.shapes:
-        from app.core.model.shapes import parse_shape_spec
+        from app.core.model import parse_shape_spec
 
         shapes = {k: list(v) for k, v in parse_shape_spec(args.shapes, inputs).items()}
     profile = parse_profile_args(args.profile, inputs, shapes)  # names, ranks and min ≤ opt ≤ max checked here

@@ -63,7 +63,7 @@ def format_report(report: Report, model_name: str) -> str:
     v = report.trt_version
     label = table.label(v)
     if v == "rtx":
-        from app.core.engine.rtx import describe_targets
+        from app.core.engine import describe_targets
 
         label += f" (compute capability {describe_targets(report.targets)})"
         source = f"Operator support: {table.matrix(v)}"
@@ -96,8 +96,8 @@ def format_report(report: Report, model_name: str) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from app.core.model.loader import load_model
-    from app.core.precision.plan import PrecisionPlan
+    from app.core.model import load_model
+    from app.core.precision import PrecisionPlan
 
     doc = load_model(args.model)
     check_outputs(args, doc)
@@ -106,7 +106,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.target_cc is not None and args.trt_version != "rtx":
         raise CliInputError("--target-cc is a TensorRT for RTX setting.", fix="Add --trt-version rtx, or drop "
                                                                                "--target-cc.")
-    from app.core.engine.rtx import parse_targets
+    from app.core.engine import parse_targets
 
     targets = parse_targets(args.target_cc)  # exit 2 on a compute capability RTX cannot build for
     report = check_model(doc.model, plan=plan, shapes=shapes, trt_version=args.trt_version, model_path=doc.path,

@@ -54,7 +54,7 @@ def read_files(args: argparse.Namespace, doc: object | None = None) -> list[tupl
     --inputs, --calib and --plan (a folder's files are protected one by one)."""
     out: list[tuple[str, Path]] = []
     if doc is not None:
-        from app.core.model.loader import resolve_external
+        from app.core.model import resolve_external
 
         for location in sorted({r.location for r in getattr(doc, "external", [])}):
             out.append((f"the model's external data file '{location}'", resolve_external(doc.path, location)))

@@ -61,7 +61,7 @@ def cmd_fallback(args: argparse.Namespace) -> int:
                         samples=args.samples, options=job_options(args), **variant_params(args, [ref, cand]))
     doc = run_job(spec, f"Fallback search for {cand.name}")
     if args.out:
-        from app.core.precision.plan import PrecisionPlan
+        from app.core.precision import PrecisionPlan
 
         plan = PrecisionPlan.from_json(doc["plan"])
         plan.model_name = Path(args.model).name

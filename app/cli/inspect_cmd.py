@@ -7,8 +7,7 @@ import sys
 
 from app.cli.checks import check_outputs
 from app.cli.output import EXIT_OK, write_json
-from app.core.model.loader import load_model
-from app.core.model.summary import ModelSummary, summarize
+from app.core.model import ModelSummary, load_model, summarize
 from app.core.units import human_bytes, human_count
 
 

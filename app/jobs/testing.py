@@ -108,7 +108,7 @@ def lingering_job(params: dict, ctx: JobContext) -> dict:
 
 def invalid_variant_job(params: dict, ctx: JobContext) -> dict:
     """Raises the error a variant failing its validation gives: a fault of trtlab's, with a message and a fix."""
-    from app.core.precision.transforms.validate import InvalidVariant
+    from app.core.precision import InvalidVariant
 
     ctx.log("validating the variant")
     raise InvalidVariant("ONNX Runtime's load", "Type Error: Type (tensor(bfloat16)) of input parameter of node "

@@ -10,7 +10,7 @@ from typing import Protocol
 from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtWidgets import QGraphicsScene, QWidget
 
-from app.core.model.display_graph import DisplayGraph
+from app.core.model import DisplayGraph
 from app.ui.graph_item import GraphItem
 
 

@@ -14,7 +14,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QImage, QPainter, QPainterPath, QPen, QPolygonF
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
-from app.core.model.display_graph import KIND_OP, DisplayGraph
+from app.core.model import KIND_OP, DisplayGraph
 from app.ui import style
 from app.ui.edge_labels import EdgeLabels, place_edge_labels
 

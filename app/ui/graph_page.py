@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from app.core.model.opened import GraphPicture
+from app.core.model import GraphPicture
 from app.ui.graph_view import GraphView
 from app.ui.search_bar import SearchBar
 

@@ -10,8 +10,7 @@ from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QContextMenuEvent, QImage, QKeyEvent, QMouseEvent, QPainter, QResizeEvent, QWheelEvent
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QWidget
 
-from app.core.model.display_graph import DisplayGraph
-from app.core.model.selection import SelectionModel
+from app.core.model import DisplayGraph, SelectionModel
 from app.ui import graph_export, style
 from app.ui.graph_export import EXPORT_MAX_PIXELS, EXPORT_MAX_SIDE
 from app.ui.graph_item import LOD_BOXES, GraphItem

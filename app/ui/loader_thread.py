@@ -12,7 +12,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QThread, Signal
 
 from app.core import errors
-from app.core.model.opened import OpenedModel, open_model
+from app.core.model import OpenedModel, open_model
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QLabel, QMainWindow, QProgressBar, QPushButton, QStackedWidget, QVBoxLayout, QWidget
 
 from app.core import errors
-from app.core.model.opened import OpenedModel, lay_out
+from app.core.model import OpenedModel, lay_out
 from app.core.units import human_bytes
 from app.ui.engine_panel import EnginePanel
 from app.ui.error_banner import ErrorBanner

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from PySide6.QtGui import QColor
 
-from app.core.model.display_graph import DisplayGraph
+from app.core.model import DisplayGraph
 from app.ui.plan_controller import PRECISION_COLORS, PRECISION_LABELS
 
 NOT_AN_OP = QColor("#eef0f3")       # graph inputs/outputs: no precision of their own

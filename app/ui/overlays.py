@@ -10,7 +10,7 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPen, QPixmap
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QStyleOptionGraphicsItem, QWidget
 
-from app.core.model.display_graph import DisplayGraph
+from app.core.model import DisplayGraph
 from app.ui import style
 from app.ui.graph_canvas import GraphCanvas
 from app.ui.graph_item import GraphItem

@@ -15,8 +15,8 @@ import onnx
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QColor, QUndoCommand, QUndoStack
 
-from app.core.model.shapes import ShapeResult
-from app.core.precision.plan import GraphFacts, PlannedNode, PrecisionPlan
+from app.core.model import ShapeResult
+from app.core.precision import GraphFacts, PlannedNode, PrecisionPlan
 
 PRECISION_COLORS = {
     "fp32": QColor("#8d99ae"),

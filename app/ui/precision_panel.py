@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.precision.plan import PRECISIONS
+from app.core.precision import PRECISIONS
 from app.ui.node_colors import ERROR_BANDS, NONFINITE, error_band
 from app.ui.plan_controller import PRECISION_COLORS, PRECISION_LABELS, PlanController, differs_note, row_label
 

@@ -20,9 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.model.display_graph import KIND_OP, DisplayGraph
-from app.core.model.shapes import ShapeResult
-from app.core.model.weights import WeightStats, find_tensor, weight_stats
+from app.core.model import KIND_OP, DisplayGraph, ShapeResult, WeightStats, find_tensor, weight_stats
 from app.ui.plain_text import breakable, escape, tooltip
 
 _WARN = QBrush(QColor("#b3261e"))

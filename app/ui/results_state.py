@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from app.core.measure.compute import Emulation, target_emulations
+from app.core.measure import Emulation, target_emulations
 
 RANDOM_CALIBRATION = "CALIBRATED ON RANDOM DATA"
 # app.core.measure.latency's jitter warning (always its last part): grouped over targets, its advice said once

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.backends import BACKEND_NAMES, Availability
-from app.core.measure.compute import emulation
+from app.core.measure import emulation
 
 # The precision plan first: it is what the Precision panel edits; then one precision for every node.
 CANDIDATE_PRECISIONS = (("plan", "Plan", "The precision plan made in the Precision panel"),

@@ -98,7 +98,7 @@ class RunController(QObject):
         if opened is None:
             self._refuse("Not started", "Open a model first.")
             return None
-        from app.core.measure.inputs import resolve_input_shapes
+        from app.core.measure import resolve_input_shapes
 
         try:
             shapes = resolve_input_shapes(opened.summary.inputs, {**(opened.input_shapes or {}), **(shapes or {})})
@@ -113,8 +113,7 @@ class RunController(QObject):
                    full.get("target", "")]
         if any(str(t).split(":")[0] in ("trt", "trt-rtx") for t in targets):
             # TensorRT builds dims sharing a dim_param at one size; ONNX Runtime does not care.
-            from app.core.engine.named_dims import named_dims
-            from app.core.engine.profiles import ProfileError, profile_from_shapes
+            from app.core.engine import ProfileError, named_dims, profile_from_shapes
 
             try:
                 profile_from_shapes(opened.summary.inputs, shapes, dim_names=named_dims(opened.doc.model.graph))
@@ -187,8 +186,7 @@ class RunController(QObject):
         The profile is checked first (it names the input and axis), then the readiness check (errors ask
         before building), then whether TensorRT is here."""
         from app.backends import get_backend
-        from app.core.engine.named_dims import named_dims
-        from app.core.engine.profiles import parse_profile_args
+        from app.core.engine import named_dims, parse_profile_args
 
         panel = self.w.run_panel
         opened = self.w.opened

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from PySide6.QtWidgets import QDockWidget, QLabel, QWidget
 
-from app.core.model.opened import OpenedModel
+from app.core.model import OpenedModel
 from app.ui.engine_panel import EnginePanel
 from app.ui.error_banner import ErrorBanner
 from app.ui.job_bridge import JobBridge

@@ -88,7 +88,7 @@ class RunPanel(QWidget):
 
     # ----------------------------------------------------------------- construction
     def _build_engine_box(self) -> QGroupBox:
-        from app.core.engine.rtx import DEFAULT_LABEL, RTX_TARGETS
+        from app.core.engine import DEFAULT_LABEL, RTX_TARGETS
 
         box = QGroupBox("TensorRT for RTX engines")
         form = QFormLayout(box)
@@ -102,7 +102,7 @@ class RunPanel(QWidget):
 
     def rtx_target_list(self) -> list[str]:
         """The typed targets, checked (raises TargetError naming the bad one); [] is RTX's default set."""
-        from app.core.engine.rtx import parse_targets
+        from app.core.engine import parse_targets
 
         return list(parse_targets(self.rtx_targets.text()))
 
@@ -234,9 +234,8 @@ class RunPanel(QWidget):
         The placeholder is a range built from the model's own dims and the input shapes set (``shapes``);
         ``metadata`` (the model's metadata) may give an image size.
         """
-        from app.core.engine.profile_suggest import suggest_profile
-        from app.core.engine.profiles import shape_text
-        from app.core.model.shapes import dynamic_dims
+        from app.core.engine import shape_text, suggest_profile
+        from app.core.model import dynamic_dims
 
         while self.profile_form.rowCount():
             self.profile_form.removeRow(0)

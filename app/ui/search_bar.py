@@ -6,8 +6,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
 
-from app.core.model.display_graph import DisplayGraph
-from app.core.model.search import SearchHit, search_graph
+from app.core.model import DisplayGraph, SearchHit, search_graph
 
 
 class SearchBar(QWidget):

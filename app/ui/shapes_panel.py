@@ -6,9 +6,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFormLayout, QGroupBox, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
 from app.core import errors
-from app.core.engine.profile_suggest import suggest_profile
-from app.core.model.shapes import dynamic_dims, validate_input_shape
-from app.core.model.tensors import TensorInfo
+from app.core.engine import suggest_profile
+from app.core.model import TensorInfo, dynamic_dims, validate_input_shape
 
 
 class ShapesPanel(QGroupBox):

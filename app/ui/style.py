@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QColor, QFont
 
-from app.core.model.ops import ALL_CATEGORIES
+from app.core.model import ALL_CATEGORIES
 
 # Dark enough that white header text on them reads at WCAG AA (4.5:1), except Quantization (black text).
 CATEGORY_COLORS: dict[str, QColor] = {

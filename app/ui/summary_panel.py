@@ -6,9 +6,7 @@ import html
 
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-from app.core.model.shapes import ShapeResult
-from app.core.model.summary import ModelSummary
-from app.core.model.tensors import TensorInfo
+from app.core.model import ModelSummary, ShapeResult, TensorInfo
 from app.core.units import human_bytes, human_count
 
 

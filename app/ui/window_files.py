@@ -9,7 +9,7 @@ from PySide6.QtCore import QStandardPaths, Qt
 from PySide6.QtWidgets import QApplication, QFileDialog
 
 from app.core import errors
-from app.core.model.demo import write_demo_model
+from app.core.model import write_demo_model
 
 MAX_RECENT = 10
 ONNX_FILTER = "ONNX models (*.onnx *.onnx.data *.pb);;All files (*)"

@@ -111,7 +111,7 @@ class PrecisionWindowMixin:
             log.warning("could not autosave the plan to %s: %s", path, exc)
 
     def _restore_autosaved_plan(self, model_path: Path) -> None:
-        from app.core.precision.plan import PlanError, PrecisionPlan
+        from app.core.precision import PlanError, PrecisionPlan
 
         path = self._autosave_path(model_path)
         if not path.exists():
@@ -233,7 +233,7 @@ class PrecisionWindowMixin:
         plan = None if self.plan.is_trivial() and not self.plan.plan.overrides else self.plan.plan
         profile = None
         if self.run_panel.profile_args():
-            from app.core.engine.profiles import parse_profile_args
+            from app.core.engine import parse_profile_args
 
             try:
                 profile = parse_profile_args(self.run_panel.profile_args(), self.opened.summary.inputs,
@@ -348,7 +348,7 @@ class PrecisionWindowMixin:
 
     def apply_fallback(self, doc: dict) -> None:
         """Make a fallback result the plan (one undo step)."""
-        from app.core.precision.plan import PrecisionPlan
+        from app.core.precision import PrecisionPlan
 
         if not doc.get("plan"):
             return
@@ -396,7 +396,7 @@ class PrecisionWindowMixin:
             self.load_plan(Path(path))
 
     def load_plan(self, path: Path) -> bool:
-        from app.core.precision.plan import PrecisionPlan
+        from app.core.precision import PrecisionPlan
 
         try:
             plan = PrecisionPlan.load(path)

@@ -10,8 +10,7 @@ from app.backends.tasks.specs import BenchSpec, takes
 @takes(BenchSpec)
 def bench_task(spec: BenchSpec, ctx: object) -> dict:
     """`trtlab bench`: latency statistics of one target."""
-    from app.core.measure.compute import device_of
-    from app.core.measure.latency import Budget, measure
+    from app.core.measure import Budget, device_of, measure
 
     target = Target.parse(spec.target)
     mode = spec.mode
@@ -40,7 +39,7 @@ def bench_task(spec: BenchSpec, ctx: object) -> dict:
 def _layer_times(session: object, prep: Prepared, ctx: object | None) -> dict:
     """Per engine layer timing of a TensorRT engine (IProfiler over 20 runs), after the benchmark; the build
     result maps engine layers to ONNX nodes."""
-    from app.core.engine.layer_times import per_layer_times
+    from app.core.engine import per_layer_times
 
     progress(ctx, 0.97, "Timing each engine layer…")
     times = per_layer_times(session.profile_layers(prep.samples[0], runs=20))  # type: ignore[attr-defined]

@@ -10,17 +10,15 @@ import onnx
 from app.backends import ENGINE_BACKENDS, BackendSpecError, Target
 from app.backends.tasks.common import progress, target_plan, variant_path
 from app.backends.tasks.specs import BuildSpec, takes
-from app.core.model.tensors import graph_inputs, value_info_to_tensor_info
-from app.core.precision.plan import PrecisionPlan
+from app.core.model import graph_inputs, value_info_to_tensor_info
+from app.core.precision import PrecisionPlan
 
 
 def engine_report(layer_info: dict | None, variant_graph: onnx.GraphProto, plan: PrecisionPlan,
                   model_graph: onnx.GraphProto, variant_report: dict | None = None) -> dict:
     """The engine's layers (the precision that ran, tactic, ONNX nodes fused in) and what differs from the plan."""
-    from app.core.engine.inspector_json import parse_engine_info
-    from app.core.engine.onnx_map import map_to_onnx
-    from app.core.engine.plan_check import plan_mismatches
-    from app.core.precision.plan import node_keys
+    from app.core.engine import map_to_onnx, parse_engine_info, plan_mismatches
+    from app.core.precision import node_keys
 
     if not layer_info:
         return {"layers": [], "ran": {}, "mismatches": [], "notes": ["the engine gave no layer information"]}
@@ -65,7 +63,7 @@ def build_task(spec: BuildSpec, ctx: object) -> dict:
     from app.backends.trt import build_config_from, ensure_engine
     from app.backends.trt_build import BuildFailed
     from app.backends.trt_flavour import flavour_of
-    from app.core.engine.parser_errors import explain, issue_from_fields, map_issues_to_graph
+    from app.core.engine import explain, issue_from_fields, map_issues_to_graph
 
     target = Target.parse(spec.target)
     if target.backend not in ENGINE_BACKENDS:

@@ -14,11 +14,11 @@ import onnx
 from app.backends import ENGINE_BACKENDS, BackendUnavailable, Target, get_backend
 from app.backends.tasks.specs import JobInputs, PrecisionNotAvailable
 from app.core.errors import TrtlabError, VariantLoadError
-from app.core.model.tensors import graph_inputs, value_info_to_tensor_info
-from app.core.precision.plan import PrecisionPlan
+from app.core.model import graph_inputs, value_info_to_tensor_info
+from app.core.precision import PrecisionPlan
 
 if TYPE_CHECKING:
-    from app.core.measure.inputs import InputSource
+    from app.core.measure import InputSource
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ CALIB_MAX = 512      # a folder of samples or images calibrates on up to this ma
 def variant_path(model_path: str, target: Target, ctx: object | None, spec: JobInputs) -> tuple[str, list[str]]:
     """The graph a target runs, and notes about it: the model itself for FP32, else the variant for its
     precision or plan (built once, then taken from the variant cache)."""
-    from app.core.precision.variants import build_variant
+    from app.core.precision import build_variant
 
     plan = target_plan(target, spec)
     if target.precision == "fp32":
@@ -104,7 +104,7 @@ def variant_path(model_path: str, target: Target, ctx: object | None, spec: JobI
 
 def prepare_samples(spec: JobInputs, ctx: object | None = None) -> Prepared:
     """Load the model's input declarations and make the input samples the spec asks for."""
-    from app.core.measure.inputs import make_samples, resolve_input_shapes
+    from app.core.measure import make_samples, resolve_input_shapes
 
     model_path = spec.model
     model = onnx.load(model_path, load_external_data=False)

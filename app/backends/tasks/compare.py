@@ -12,7 +12,7 @@ from app.backends.tasks.specs import CompareSpec, takes
 @takes(CompareSpec)
 def compare_task(spec: CompareSpec, ctx: object) -> dict:
     """`trtlab compare`: the reference and each candidate on the same samples, then every metric."""
-    from app.core.measure.compare import Tolerance, compare_report_json, compare_samples
+    from app.core.measure import Tolerance, compare_report_json, compare_samples
 
     reference = Target.parse(spec.reference)
     candidates = [Target.parse(c) for c in spec.candidates]

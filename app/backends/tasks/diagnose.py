@@ -24,7 +24,7 @@ def layer_errors(prep: Prepared, reference: Target, candidate: Target, spec: Job
     Returns the rows (node order), the first node turning NaN/Inf, and facts about the run."""
 
     from app.core.fileio import atomic_write_bytes
-    from app.core.precision.diagnose import diagnose_outputs, expose_all
+    from app.core.precision import diagnose_outputs, expose_all
 
     if reference.precision != "fp32":
         raise PrecisionNotAvailable(f"A per-layer diagnosis compares against an FP32 reference, not {reference.name}.",

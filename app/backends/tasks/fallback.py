@@ -31,9 +31,15 @@ def fallback_task(spec: FallbackSpec, ctx: object) -> dict:
     import shutil
     import time
 
-    from app.core.measure.compare import Tolerance, compare_samples
-    from app.core.precision.fallback import STOP_CANCELLED, SearchStopped, rank_candidates, search, with_high_precision
-    from app.core.precision.variants import build_variant
+    from app.core.measure import Tolerance, compare_samples
+    from app.core.precision import (
+        STOP_CANCELLED,
+        SearchStopped,
+        build_variant,
+        rank_candidates,
+        search,
+        with_high_precision,
+    )
     from app.jobs.protocol import JobCancelled
 
     t0 = time.monotonic()
@@ -99,7 +105,7 @@ def fallback_task(spec: FallbackSpec, ctx: object) -> dict:
 
 def _worst_sample(ref: list[dict[str, np.ndarray]], cand: list[dict[str, np.ndarray]]) -> int:
     """The sample whose lowest output cosine (NaN/Inf counting as the worst) is lowest."""
-    from app.core.precision.diagnose import tensor_error
+    from app.core.precision import tensor_error
 
     def score(k: int) -> float:
         worst = 1.0
@@ -125,7 +131,7 @@ def _changed_nodes(planned: dict[str, str], report: dict) -> set[str]:
 
 def _overflowing_first(ranked: list[str], graph: onnx.GraphProto, report: dict) -> list[str]:
     """Nodes reading weights that overflow the half type are the likeliest culprits: they go first."""
-    from app.core.precision.plan import node_keys
+    from app.core.precision import node_keys
 
     overflow = set((report.get("half") or {}).get("overflow") or {})
     if not overflow:

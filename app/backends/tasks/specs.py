@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from app.backends.base import Target
 from app.core.errors import InputError, TrtlabError
-from app.core.measure.inputs import InputSource
+from app.core.measure import InputSource
 
 if TYPE_CHECKING:
     from app.jobs import JobSpec
@@ -79,7 +79,7 @@ class JobInputs:
                             fix=f"Backend options are {', '.join(OPTION_KEYS)}.")
         object.__setattr__(self, "options", dict(self.options))
         if self.plan is not None:
-            from app.core.precision.plan import PrecisionPlan
+            from app.core.precision import PrecisionPlan
 
             object.__setattr__(self, "plan", PrecisionPlan.from_json(dict(self.plan)).to_json())
         for target in self.targets():
@@ -196,7 +196,7 @@ class BenchSpec(JobInputs):
     job: ClassVar[str] = "app.backends.tasks.bench:bench_task"
 
     def __post_init__(self) -> None:
-        from app.core.measure.latency import Budget
+        from app.core.measure import Budget
 
         object.__setattr__(self, "target", _target(self.target))
         object.__setattr__(self, "warmup", str(self.warmup))
@@ -327,7 +327,7 @@ def _target(text: object) -> str:
 
 
 def _tolerance(text: object) -> object:
-    from app.core.measure.compare import Tolerance
+    from app.core.measure import Tolerance
 
     return Tolerance.parse(str(text))
 

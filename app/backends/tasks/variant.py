@@ -9,7 +9,7 @@ import onnx
 from app.backends import Target
 from app.backends.tasks.common import calibration, cancel_check, prepare_samples, progress, target_plan
 from app.backends.tasks.specs import VariantSpec, takes
-from app.core.precision.plan import PrecisionPlan
+from app.core.precision import PrecisionPlan
 
 
 def plan_summary(plan: PrecisionPlan) -> str:
@@ -25,7 +25,7 @@ def plan_summary(plan: PrecisionPlan) -> str:
 @takes(VariantSpec)
 def variant_task(spec: VariantSpec, ctx: object) -> dict:
     """`trtlab variant`: build (or take from the cache) the variant graph and save it where asked."""
-    from app.core.precision.variants import build_variant, save_model
+    from app.core.precision import build_variant, save_model
 
     target = Target.parse(spec.target)
     plan = target_plan(target, spec)
@@ -51,8 +51,7 @@ def _raised_opset(spec: VariantSpec, opset: int, ctx: object) -> tuple[str, str]
     """`trtlab variant --opset N`: the model at opset N, saved in the job's folder, and a note saying so. Its
     FP32 outputs are compared with the model's on one random sample where the input shapes are known."""
     from app.core.errors import TrtlabError
-    from app.core.precision.transforms.opset import raise_opset
-    from app.core.precision.variants import save_model
+    from app.core.precision import raise_opset, save_model
 
     progress(ctx, 0.0, f"Raising the opset to {opset}…")
     try:

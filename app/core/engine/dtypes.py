@@ -172,7 +172,7 @@ def onnx_to_trt(onnx_type: str | int) -> str:
     """The TensorRT type name for an ONNX element type name or TensorProto code."""
     name = onnx_type
     if isinstance(onnx_type, int) and not isinstance(onnx_type, bool):
-        from app.core.model.onnx_walk import dtype_name
+        from app.core.model import dtype_name
 
         name = dtype_name(onnx_type)
     key = str(name).strip().lower()

@@ -19,7 +19,7 @@ import onnx
 from app.core.engine.engine_layers import EngineInfo, EngineLayer
 from app.core.engine.layer_precision import combine_precisions
 from app.core.engine.onnx_origins import OnnxOrigin, onnx_nodes_of
-from app.core.model.onnx_walk import node_keys
+from app.core.model import node_keys
 
 __all__ = ["NodeLookup", "OnnxMapping", "map_to_onnx"]
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from app.core.engine.layer_precision import INTEGERS, QUANTIZED
 from app.core.engine.onnx_map import OnnxMapping
-from app.core.model.ops import QUANTIZABLE_OPS
+from app.core.model import QUANTIZABLE_OPS
 
 __all__ = ["Mismatch", "plan_mismatches"]
 

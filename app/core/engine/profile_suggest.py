@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from app.core.engine.profiles import InputProfile
-from app.core.model.tensors import Dim, TensorInfo
+from app.core.model import Dim, TensorInfo
 
 BATCH_RANGE = (1, 8, 32)  # min, opt, max of a batch axis nobody set
 DEFAULT_SPATIAL = 224  # height and width of an image input nobody set (the ImageNet size)

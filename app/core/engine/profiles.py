@@ -7,7 +7,7 @@ Everything here is checked before a build starts, and every problem names the in
 The CLI writes one range per input as ``--profile NAME:MIN:OPT:MAX`` (``x:1x3x224x224:4x3x224x224:8x3x224x224``);
 the three shapes are the last three ``:``-separated fields, so input names such as ``input:0`` work.
 
-Dims that share a dim_param name are one dimension to TensorRT: :mod:`app.core.engine.named_dims` says which
+Dims that share a dim_param name are one dimension to TensorRT: :mod:`app.core.engine.dim_params` says which
 ranges it builds, and the checks here apply it (give them ``named_dims(graph)`` so dims named '?' count).
 """
 
@@ -17,9 +17,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from app.core.engine.named_dims import DimNames, dim_name_problems, names_in
+from app.core.engine.dim_params import DimNames, dim_name_problems, names_in
 from app.core.errors import TrtlabError
-from app.core.model.tensors import TensorInfo
+from app.core.model import TensorInfo
 
 Shape = tuple[int, ...]
 _DIMS_RE = re.compile(r"-?\d+(x-?\d+)*")
@@ -172,7 +172,7 @@ def parse_profile_args(args: Sequence[str], inputs: list[TensorInfo],
 
     Inputs no ``--profile`` names get a fixed range: their ``shapes`` entry (from ``--shapes``) when given,
     else the model's own static shape. A dynamic input left without a range is an error that names its axes.
-    ``dim_names`` (``named_dims(graph)``, :mod:`app.core.engine.named_dims`) checks dims sharing a dim_param; see
+    ``dim_names`` (``named_dims(graph)``, :mod:`app.core.engine.dim_params`) checks dims sharing a dim_param; see
     :func:`profile_problems`.
     """
     by_name = {i.name: i for i in inputs}

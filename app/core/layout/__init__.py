@@ -1,2 +1,8 @@
-"""Graph layout: `layered.layered_layout` places the display graph (ranks, ordering, coordinates, edge routes);
-`metrics` measures a layout (crossings, lengths)."""
+"""Graph layout: `layered_layout` places the display graph (ranks, ordering, coordinates, edge routes) and stops
+with `LayoutCancelled` when asked to; `metrics` measures a layout (crossings, lengths) for the tests and benchmarks."""
+
+from __future__ import annotations
+
+from app.core.layout.layered import LayoutCancelled, layered_layout
+
+__all__ = ["LayoutCancelled", "layered_layout"]

@@ -40,8 +40,9 @@ _MBITS = 7  # mantissa bits kept in the |diff| histogram: 128 bins per octave
 _SHIFT = 23 - _MBITS
 _NBINS = 1 << (8 + _MBITS)
 _ABS_HIST_FLOOR = 2.0 ** -40  # ≈ 9.1e-13: plot bins start here at the lowest
-_METRICS = {"cos": ("cosine", "min"), "max_abs": ("max_abs", "max"), "mean_abs": ("mean_abs", "max"),
-            "max_rel": ("max_rel", "max"), "snr_db": ("snr_db", "min"), "top1": ("top1", "min")}
+# metric: (the OutputMetrics attribute, "min" when the tolerance is a floor, "max" when a ceiling)
+METRICS = {"cos": ("cosine", "min"), "max_abs": ("max_abs", "max"), "mean_abs": ("mean_abs", "max"),
+           "max_rel": ("max_rel", "max"), "snr_db": ("snr_db", "min"), "top1": ("top1", "min")}
 
 
 class ToleranceError(TrtlabError):
@@ -63,9 +64,9 @@ class Tolerance:
             number = float(value)
         except ValueError:
             number = math.nan
-        if metric not in _METRICS or not math.isfinite(number):
+        if metric not in METRICS or not math.isfinite(number):
             raise ToleranceError(f"'{text}' is not a tolerance.",
-                                 fix=f"Write METRIC:VALUE with METRIC one of {', '.join(_METRICS)}, e.g. cos:0.999.")
+                                 fix=f"Write METRIC:VALUE with METRIC one of {', '.join(METRICS)}, e.g. cos:0.999.")
         return cls(metric, number)
 
     def __str__(self) -> str:
@@ -73,7 +74,7 @@ class Tolerance:
 
     def check(self, m: OutputMetrics) -> str | None:
         """None when met (or not applicable: top1 on an output that is no class score), else why not."""
-        key, sense = _METRICS[self.metric]
+        key, sense = METRICS[self.metric]
         got = getattr(m, key)
         if got is None:
             return None if key == "top1" else f"{self.metric} could not be computed"

@@ -22,8 +22,7 @@ import onnx
 
 from app.core.errors import InputError, ShapeSpecError
 from app.core.measure.images import ImagePreprocess
-from app.core.model.shapes import dynamic_dims, validate_input_shape
-from app.core.model.tensors import TensorInfo, graph_inputs, value_info_to_tensor_info
+from app.core.model import TensorInfo, dynamic_dims, graph_inputs, validate_input_shape, value_info_to_tensor_info
 
 SOURCE_KINDS = ("random", "npz", "folder", "images")
 DEFAULT_INT_RANGE = (0, 2)  # masks and segment ids are 0/1; a safe guess when nothing bounds an input
@@ -65,7 +64,7 @@ def resolve_input_shapes(inputs: list[TensorInfo], user: dict[str, tuple[int, ..
         else:
             shapes[info.name] = tuple(int(d) for d in info.shape)  # type: ignore[arg-type]
     if missing:
-        from app.core.engine.profile_suggest import suggest_profile
+        from app.core.engine import suggest_profile
 
         # The example comes from the model's own dims (batch 1, image sides from the model), never 1x3x1x1.
         todo = [i for i in inputs if i.shape is not None and i.name not in shapes]

@@ -1,3 +1,43 @@
-"""The model and its graph: loading (`loader`), summary, shapes and their value propagation, the display graph,
-search and selection, weights and stored tensors, the demo model. Import from the modules, e.g.
-`from app.core.model.loader import load_model`."""
+"""The model and its graph. Opening: `open_model`/`OpenedModel` (`load_model`, external data); its facts: `summarize`,
+`graph_inputs`/`TensorInfo`, `infer_shapes`/`ShapeResult`, weights (`weight_stats`), ops' categories; the display
+graph (`DisplayGraph`), `search_graph`, `SelectionModel`, ONNX walking (`iter_graphs`, `node_keys`), the demo model.
+
+Other packages import these names from here; the modules inside import each other by their full path."""
+
+from __future__ import annotations
+
+from app.core.model.demo import write_demo_model
+from app.core.model.display_graph import KIND_OP, DisplayGraph
+from app.core.model.loader import external_refs, load_model, resolve_external
+from app.core.model.onnx_walk import (
+    SUBGRAPH_OPS,
+    constant_tensor,
+    dtype_name,
+    iter_graphs,
+    node_key,
+    node_keys,
+    node_subgraphs,
+)
+from app.core.model.opened import GraphPicture, OpenedModel, lay_out, open_model
+from app.core.model.ops import ALL_CATEGORIES, POOL_OPS, QUANTIZABLE_OPS, WEIGHTED_OPS
+from app.core.model.search import SearchHit, search_graph
+from app.core.model.selection import SelectionModel
+from app.core.model.shapes import ShapeResult, dynamic_dims, infer_shapes, parse_shape_spec, validate_input_shape
+from app.core.model.summary import ModelSummary, summarize
+from app.core.model.tensors import Dim, TensorInfo, graph_inputs, value_info_to_tensor_info
+from app.core.model.weights import (
+    FP16_MIN_NORMAL,
+    FP16_MIN_SUBNORMAL,
+    WeightStats,
+    find_tensor,
+    tensor_to_array,
+    weight_stats,
+)
+
+__all__ = ["ALL_CATEGORIES", "FP16_MIN_NORMAL", "FP16_MIN_SUBNORMAL", "KIND_OP", "POOL_OPS", "QUANTIZABLE_OPS",
+           "SUBGRAPH_OPS", "WEIGHTED_OPS", "Dim", "DisplayGraph", "GraphPicture", "ModelSummary", "OpenedModel",
+           "SearchHit", "SelectionModel", "ShapeResult", "TensorInfo", "WeightStats", "constant_tensor", "dtype_name",
+           "dynamic_dims", "external_refs", "find_tensor", "graph_inputs", "infer_shapes", "iter_graphs", "lay_out",
+           "load_model", "node_key", "node_keys", "node_subgraphs", "open_model", "parse_shape_spec",
+           "resolve_external", "search_graph", "summarize", "tensor_to_array", "validate_input_shape",
+           "value_info_to_tensor_info", "weight_stats", "write_demo_model"]

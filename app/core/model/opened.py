@@ -45,7 +45,7 @@ class OpenedModel:
 def lay_out(graph: onnx.GraphProto, shapes: ShapeResult | None,
             cancel: CancelFn | None = None) -> GraphPicture:
     """Build the display graph of one (sub)graph and lay it out."""
-    from app.core.layout.layered import LayoutCancelled, layered_layout
+    from app.core.layout import LayoutCancelled, layered_layout
 
     started = time.perf_counter()
     dg = build_display_graph(graph, shapes)

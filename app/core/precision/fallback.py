@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 
-from app.core.measure.compare import _METRICS, CandidateReport, Tolerance, compare_samples
+from app.core.measure import METRICS, CandidateReport, Tolerance, compare_samples
 from app.core.precision.diagnose import LayerError, diagnose_outputs, expose_all
 from app.core.precision.plan import PrecisionPlan, node_keys
 
@@ -215,11 +215,11 @@ def target_text(target: Tolerance) -> str:
 def _meets(value: float | None, target: Tolerance) -> bool:
     if value is None or math.isnan(value):
         return False
-    return value >= target.value if _METRICS[target.metric][1] == "min" else value <= target.value
+    return value >= target.value if METRICS[target.metric][1] == "min" else value <= target.value
 
 
 def _worst(outputs: list, metric: str) -> float | None:
-    attr, sense = _METRICS[metric]
+    attr, sense = METRICS[metric]
     values = [v for o in outputs if (v := getattr(o, attr, None)) is not None]
     if not values:
         return None
@@ -259,7 +259,7 @@ def _closer(a: float | None, b: float | None, target: Tolerance) -> bool:
         return False
     if b is None or math.isnan(b):
         return True
-    return a > b if _METRICS[target.metric][1] == "min" else a < b
+    return a > b if METRICS[target.metric][1] == "min" else a < b
 
 
 def search(ranked: Sequence[str], evaluate: Evaluate, target: Tolerance | str, *, budget_s: float | None = None,

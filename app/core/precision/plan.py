@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 import onnx
 
 from app.core.fileio import atomic_write_text
-from app.core.model.onnx_walk import constant_tensor
-from app.core.model.shapes import ShapeResult
+from app.core.model import ShapeResult, constant_tensor
 from app.core.precision.plan_keys import (  # noqa: F401 - the plan's vocabulary, importable from here as before
     _NATIVE,
     FLOAT_TYPES,

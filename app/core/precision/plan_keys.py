@@ -7,8 +7,7 @@ from __future__ import annotations
 import onnx
 
 from app.core.errors import TrtlabError
-from app.core.model.onnx_walk import node_key, node_keys  # noqa: F401 - the plan names nodes by these keys
-from app.core.model.shapes import ShapeResult
+from app.core.model import ShapeResult, node_key, node_keys  # noqa: F401 - the plan names nodes by these keys
 
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 SCHEMA_VERSION = 1

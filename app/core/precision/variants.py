@@ -40,7 +40,7 @@ def file_hash(path: str | os.PathLike[str]) -> str:
 def model_digest(path: str | os.PathLike[str]) -> str:
     """The model file's bytes, plus name, size, times and inode of each external-data file it uses
     (hashing gigabytes of weights on every run would cost more than the transform)."""
-    from app.core.model.loader import external_refs
+    from app.core.model import external_refs
 
     h = hashlib.sha256(file_hash(path).encode())
     model = onnx.load(str(path), load_external_data=False)

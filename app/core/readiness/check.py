@@ -9,10 +9,9 @@ from pathlib import Path
 
 import onnx
 
-from app.core.engine.profiles import OptimizationProfile
-from app.core.engine.rtx import parse_targets
-from app.core.model.shapes import ShapeResult, infer_shapes
-from app.core.precision.plan import PrecisionPlan
+from app.core.engine import OptimizationProfile, parse_targets
+from app.core.model import ShapeResult, infer_shapes
+from app.core.precision import PrecisionPlan
 from app.core.readiness import graph_checks
 from app.core.readiness.context import build_index
 from app.core.readiness.findings import Report, sort_findings

@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 
 import onnx
 
-from app.core.model.onnx_walk import constant_tensor, node_subgraphs
-from app.core.model.tensors import TensorInfo, graph_inputs, value_info_to_tensor_info
-from app.core.precision.plan import node_keys
+from app.core.model import TensorInfo, constant_tensor, graph_inputs, node_subgraphs, value_info_to_tensor_info
+from app.core.precision import node_keys
 
 _MAX_FUNCTION_DEPTH = 16
 

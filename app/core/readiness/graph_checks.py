@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping
 
 import onnx
 
-from app.core.model.tensors import value_info_to_tensor_info
-from app.core.precision.transforms.qdq_rules import qdq_issues
+from app.core.model import value_info_to_tensor_info
+from app.core.precision import qdq_issues
 from app.core.readiness.context import GraphIndex
 from app.core.readiness.findings import Finding, Severity
 from app.core.readiness.resize_rule import resize_problem

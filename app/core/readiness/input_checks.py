@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from app.core.engine.named_dims import dim_name_problems, named_dims
-from app.core.engine.profiles import InputProfile, OptimizationProfile, profile_problems
+from app.core.engine import InputProfile, OptimizationProfile, dim_name_problems, named_dims, profile_problems
 from app.core.errors import ShapeSpecError
-from app.core.model.shapes import dynamic_dims, validate_input_shape
-from app.core.model.tensors import TensorInfo
+from app.core.model import TensorInfo, dynamic_dims, validate_input_shape
 from app.core.readiness.context import GraphIndex
 from app.core.readiness.findings import Finding
 
@@ -104,7 +102,7 @@ def check_dim_names(index: GraphIndex, shapes: Mapping[str, Sequence[int]] | Non
     """Dims that share a dim_param name are one dimension to TensorRT (its named dimensions): the shapes must
     give them one size, and a profile equal opt sizes and overlapping ranges. TensorRT refuses the build
     otherwise ("Input dimensions with this name have different constant values"), e.g. a classifier whose H and
-    W are both '?'. The rule is :func:`app.core.engine.named_dims.dim_name_problems`, which profiles use too."""
+    W are both '?'. The rule is :func:`app.core.engine.dim_params.dim_name_problems`, which profiles use too."""
     names = named_dims(index.graph)
     given = valid_shapes(index, shapes)
     out: list[Finding] = []

@@ -9,10 +9,8 @@ from pathlib import Path
 import numpy as np
 from onnx import TensorProto
 
-from app.core.model.shapes import ShapeResult
-from app.core.model.weights import FP16_MIN_NORMAL, FP16_MIN_SUBNORMAL, tensor_to_array
-from app.core.precision.plan import PlannedNode, PrecisionPlan, model_opsets
-from app.core.precision.transforms.half import half_inputs
+from app.core.model import FP16_MIN_NORMAL, FP16_MIN_SUBNORMAL, ShapeResult, tensor_to_array
+from app.core.precision import PlannedNode, PrecisionPlan, half_inputs, model_opsets
 from app.core.readiness.context import GraphIndex
 from app.core.readiness.findings import Finding, Severity
 from app.core.readiness.values import ScanCache, unscanned_finding

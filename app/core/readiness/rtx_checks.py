@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from app.core.engine.rtx import DEFAULT_LABEL, describe_targets, has_turing, lacks_fp8
-from app.core.model.shapes import ShapeResult, infer_shapes
-from app.core.model.tensors import dtype_name
-from app.core.precision.plan import PrecisionPlan
+from app.core.engine import DEFAULT_LABEL, describe_targets, has_turing, lacks_fp8
+from app.core.model import ShapeResult, dtype_name, infer_shapes
+from app.core.precision import PrecisionPlan
 from app.core.readiness.context import GraphIndex
 from app.core.readiness.findings import Finding
 

@@ -9,7 +9,7 @@ converted model (a variant whose Casts went wrong) can hold one; the types come 
 
 from __future__ import annotations
 
-from app.core.model.shapes import ShapeResult
+from app.core.model import ShapeResult
 from app.core.readiness.context import GraphIndex
 from app.core.readiness.findings import Finding
 

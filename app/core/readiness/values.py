@@ -15,7 +15,7 @@ from pathlib import Path
 
 from onnx import TensorProto
 
-from app.core.model.weights import WeightStats, weight_stats
+from app.core.model import WeightStats, weight_stats
 from app.core.readiness.context import GraphIndex, StoredTensor
 from app.core.readiness.findings import Finding
 from app.core.readiness.support import SupportTable

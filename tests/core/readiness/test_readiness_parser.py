@@ -12,7 +12,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from app.core.engine.named_dims import named_dims
+from app.core.engine.dim_params import named_dims
 from app.core.engine.profiles import (
     InputProfile,
     OptimizationProfile,

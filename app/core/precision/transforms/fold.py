@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import onnx
 
-from app.core.model.onnx_walk import constant_tensor
+from app.core.model import constant_tensor
 
 
 def fold_constants(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:

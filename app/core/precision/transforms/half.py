@@ -19,8 +19,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from app.core.model.onnx_walk import iter_graphs, node_subgraphs
-from app.core.model.shapes import infer_shapes
+from app.core.model import infer_shapes, iter_graphs, node_subgraphs
 from app.core.precision.plan_keys import fixed_reason, node_keys
 from app.core.precision.transforms.fold import fold_constants
 from app.core.precision.transforms.half_rules import (

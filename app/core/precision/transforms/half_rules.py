@@ -17,7 +17,7 @@ from collections.abc import Callable
 import onnx
 from onnx import TensorProto
 
-from app.core.model.onnx_walk import SUBGRAPH_OPS, node_subgraphs
+from app.core.model import SUBGRAPH_OPS, node_subgraphs
 
 HALF = {"fp16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16}
 BF16_OPSET = 22  # where Conv, Relu, MaxPool, BatchNormalization… gain bfloat16

@@ -44,7 +44,7 @@ import onnx
 from onnx import helper
 
 from app.core.errors import TrtlabError
-from app.core.model.shapes import ShapeResult, infer_shapes
+from app.core.model import ShapeResult, infer_shapes
 from app.core.precision.calibration import (
     CALIB_METHODS,
     CalibrationCancelled,

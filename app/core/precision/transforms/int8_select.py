@@ -23,9 +23,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from app.core.model.onnx_walk import constant_tensor
-from app.core.model.ops import POOL_OPS, QUANTIZABLE_OPS, WEIGHTED_OPS  # noqa: F401 - part of this module's vocabulary
-from app.core.model.shapes import ShapeResult
+from app.core.model import POOL_OPS, QUANTIZABLE_OPS, WEIGHTED_OPS, ShapeResult, constant_tensor  # noqa: F401 - part of this module's vocabulary
 from app.core.precision.transforms.qdq_rules import QOPERATOR_OPS, QUANT_OPS
 
 _FUSED_OPS = frozenset({"Relu", "Clip", "LeakyRelu", "PRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Elu",

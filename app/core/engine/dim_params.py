@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from app.core.model.tensors import TensorInfo
+from app.core.model import TensorInfo
 
 if TYPE_CHECKING:
     from app.core.engine.profiles import OptimizationProfile
