@@ -19,18 +19,31 @@ from app.core.errors import TrtlabError
 
 # Every subcommand of the public interface; those not built yet say so and exit 2.
 SUBCOMMANDS = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check",
-               "build", "report")
-_BUILT = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check", "build")
+               "build", "report", "batch")
+_BUILT = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check", "build", "batch",
+          "report")
 _PLANNED = frozenset(SUBCOMMANDS) - set(_BUILT)
 
 
 def _command_modules() -> dict[str, ModuleType]:
     """The module of every command but `inspect` (its `register(sub)` and `cmd_<name>(args)`), in the order
     `trtlab --help` lists them; imported here, not at the top, so that importing this module stays light."""
-    from app.cli import bench_cmd, build_cmd, check_cmd, compare_cmd, diagnose_cmd, fallback_cmd, run_cmd, variant_cmd
+    from app.cli import (
+        batch_cmd,
+        bench_cmd,
+        build_cmd,
+        check_cmd,
+        compare_cmd,
+        diagnose_cmd,
+        fallback_cmd,
+        report_cmd,
+        run_cmd,
+        variant_cmd,
+    )
 
     return {"run": run_cmd, "compare": compare_cmd, "diagnose": diagnose_cmd, "fallback": fallback_cmd,
-            "variant": variant_cmd, "bench": bench_cmd, "build": build_cmd, "check": check_cmd}
+            "variant": variant_cmd, "bench": bench_cmd, "build": build_cmd, "check": check_cmd, "batch": batch_cmd,
+            "report": report_cmd}
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,7 +1,8 @@
 """Running work away from the GUI: JSON-safe job specs and events, a spawned child per job, cancel,
 crashes reported as failed results. No Qt here; the GUI side is `app.ui.job_bridge`.
 
-A job is a plain function ``fn(params: dict, ctx: JobContext) -> dict`` named by a `JobSpec`;
+A job is a plain function ``fn(params, ctx: JobContext) -> dict`` named by a `JobSpec` (its JSON params; trtlab's
+own jobs parse them back into their typed spec, app.backends.tasks.specs);
 `JobRunner` runs it in a child process, `run_inline` in this one.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from app.jobs.protocol import JobCancelled, JobContext, JobEvent, JobResult, JobSpec
 from app.jobs.results import load_arrays, load_result, save_result
-from app.jobs.runner import JobHandle, JobRunner, run_inline
+from app.jobs.runner import JobHandle, JobRunner, catch_stop_signals, run_inline
 
 __all__ = ["JobCancelled", "JobContext", "JobEvent", "JobHandle", "JobResult", "JobRunner", "JobSpec",
-           "load_arrays", "load_result", "run_inline", "save_result"]
+           "catch_stop_signals", "load_arrays", "load_result", "run_inline", "save_result"]

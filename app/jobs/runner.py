@@ -305,7 +305,7 @@ class JobRunner:
         hears of each one."""
         self.interrupted = None
         caught: list[int] = []
-        with _catch_stop_signals(caught):
+        with catch_stop_signals(caught):
             handle = self.start(spec)
             handled = 0
             while True:
@@ -328,7 +328,7 @@ class JobRunner:
 
 
 @contextlib.contextmanager
-def _catch_stop_signals(caught: list[int]) -> Iterator[None]:
+def catch_stop_signals(caught: list[int]) -> Iterator[None]:
     """SIGINT and SIGTERM append their number to ``caught`` instead of raising or ending the process, so the
     caller can cancel its job cleanly (its temp folder removed, its partial result kept). Main thread only."""
     if threading.current_thread() is not threading.main_thread():

@@ -1,0 +1,111 @@
+"""The local executor: a batch on this machine through trtlab's own job runner (a child process per job), a few
+jobs at once, benchmarks one at a time with nothing else running (a benchmark beside another job would measure
+that job too). It never starts Ray."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from functools import lru_cache
+
+from app.batch.matrix import BatchJob, MatrixError
+from app.jobs import JobEvent, JobHandle, JobResult, JobRunner, catch_stop_signals
+
+OnFinished = Callable[[BatchJob, JobResult], None]
+OnEvent = Callable[[BatchJob, JobEvent], None]
+OnInterrupt = Callable[[int, bool], None]
+
+CANCEL_GRACE_S = 5.0   # as the CLI's single jobs: a job asked to stop gets this long before it is terminated
+
+
+@lru_cache(maxsize=1)
+def local_gpus() -> tuple[str, ...]:
+    """The names of this machine's NVIDIA GPUs (nvidia-smi; no CUDA library is loaded in this process)."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return ()
+    try:
+        out = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True,
+                             timeout=20, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return tuple(line.strip() for line in out.splitlines() if line.strip())
+
+
+def gpu_matches(kind: str, name: str) -> bool:
+    """A GPU kind as a matrix names it (H100, L4, "RTX 4090") matches a GPU whose name contains it."""
+    return kind.strip().lower() in name.lower()
+
+
+class LocalExecutor:
+    """Runs batch jobs in child processes on this machine: up to `jobs` at once; a benchmark alone."""
+
+    name = "local"
+
+    def __init__(self, jobs: int = 1, grace: float = CANCEL_GRACE_S) -> None:
+        if jobs < 1:
+            raise MatrixError(f"--jobs {jobs}: give a positive count.", fix="Write e.g. --jobs 2.")
+        self.jobs = jobs
+        self.runner = JobRunner(grace=grace)
+        self.interrupted: int | None = None
+
+    def check(self, batch: list[BatchJob]) -> None:
+        """Refuse, before anything starts, jobs that need a GPU kind this machine does not have."""
+        gpus = local_gpus()
+        missing = sorted({j.gpu for j in batch if j.gpu and not any(gpu_matches(j.gpu, g) for g in gpus)})
+        if missing:
+            have = ", ".join(gpus) if gpus else "no NVIDIA GPU"
+            raise MatrixError(f"The matrix asks for GPU kind(s) {', '.join(missing)}, and this machine has {have}.",
+                              fix="Remove those GPU kinds from the matrix's backends, or run the matrix on a "
+                                  "machine that has them.")
+
+    def run(self, batch: list[BatchJob], on_finished: OnFinished, on_event: OnEvent | None = None,
+            on_interrupt: OnInterrupt | None = None) -> bool:
+        """Run every job; `on_finished` hears each result as it ends (cancelled ones included). Ctrl+C / SIGTERM
+        cancel the running jobs and start no more (a second one stops them at once); returns False when
+        interrupted (`interrupted` holds the signal)."""
+        queue = [j for j in batch if j.kind != "bench"] + [j for j in batch if j.kind == "bench"]
+        running: dict[JobHandle, BatchJob] = {}
+        caught: list[int] = []
+        handled = 0
+        self.interrupted = None
+        with catch_stop_signals(caught):
+            while queue or running:
+                while handled < len(caught):
+                    forced = bool(handled)
+                    self.interrupted = self.interrupted or caught[handled]
+                    queue.clear()
+                    for handle in running:
+                        if forced:
+                            handle.stop_now()
+                        else:
+                            handle.cancel()
+                    if on_interrupt is not None:
+                        on_interrupt(caught[handled], forced)
+                    handled += 1
+                while queue and self._may_start(queue[0], running):
+                    job = queue.pop(0)
+                    running[self.runner.start(job.spec.job_spec(job.label))] = job
+                for handle, job in list(running.items()):
+                    for ev in handle.poll():
+                        if on_event is not None:
+                            on_event(job, ev)
+                    result = handle.result()
+                    if result is not None:
+                        del running[handle]
+                        if result.workdir:
+                            shutil.rmtree(result.workdir, ignore_errors=True)
+                        on_finished(job, result)
+                if running:
+                    time.sleep(0.05)
+        return self.interrupted is None
+
+    def _may_start(self, job: BatchJob, running: dict[JobHandle, BatchJob]) -> bool:
+        if any(j.kind == "bench" for j in running.values()):
+            return False
+        if job.kind == "bench":
+            return not running
+        return len(running) < self.jobs
+

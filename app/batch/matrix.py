@@ -1,0 +1,303 @@
+"""A batch matrix file (YAML) and its expansion into typed job specs, each with a stable id.
+
+The expansion is a pure function of the file and the models' bytes: the same matrix gives the same jobs with the same
+ids, so a rerun finds the results it already has (resume) and a changed model or setting gets a new id.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.backends import BACKEND_NAMES, ENGINE_BACKENDS, Target
+from app.backends.tasks.specs import BenchSpec, BuildSpec, CompareSpec, DiagnoseSpec, JobInputs
+from app.core.errors import InputError
+
+STEPS = ("build", "compare", "diagnose", "bench")   # the order a model's jobs run in: engines first, timing last
+PRECISIONS = ("fp32", "fp16", "bf16", "int8")
+MATRIX_VERSION = 1
+_TOP_KEYS = {"version", "models", "precisions", "backends", "steps", "reference", "tolerances", "samples", "seed",
+             "bench", "calib_method", "calib_samples", "shapes", "inputs", "calib"}
+_MODEL_KEYS = {"path", "shapes", "inputs", "calib", "precisions", "profile"}
+
+
+class MatrixError(InputError):
+    """A batch matrix file that cannot be run as written."""
+
+    title = "Invalid batch matrix"
+
+
+@dataclass(frozen=True)
+class BatchJob:
+    """One job of the matrix: its spec, where it sits in the matrix, and its stable id."""
+
+    id: str
+    kind: str                 # compare | bench | build | diagnose
+    spec: JobInputs
+    model: str                # the model's path
+    backend: str
+    precision: str            # fp32 | fp16 | bf16 | int8 | plan:<name>
+    gpu: str | None = None    # the GPU kind it must run on; None: anywhere (this machine)
+
+    @property
+    def label(self) -> str:
+        where = f" on {self.gpu}" if self.gpu else ""
+        return f"{Path(self.model).stem}: {self.kind} {self.backend}:{self.precision}{where}"
+
+    def cell(self) -> tuple[str, str, str, str]:
+        """The matrix cell (model, backend, precision, GPU kind) its result belongs to."""
+        return (self.model, self.backend, self.precision, self.gpu or "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "model": self.model, "backend": self.backend,
+                "precision": self.precision, "gpu": self.gpu, "label": self.label, "spec": self.spec.to_json()}
+
+
+@dataclass
+class Matrix:
+    """A parsed matrix file; `expand()` turns it into jobs."""
+
+    path: Path
+    doc: dict[str, Any]
+    models: list[dict[str, Any]] = field(default_factory=list)   # each with an absolute "path"
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+
+def load_matrix(path: str | Path) -> Matrix:
+    """Read and check a matrix file; model paths and globs are relative to the file."""
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise MatrixError(f"The batch matrix '{path}' does not exist.", fix="Give the path of a .yaml file.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MatrixError(f"Cannot read the batch matrix '{path}': {exc}.", fix="Give a readable YAML file.") from exc
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise MatrixError(f"The batch matrix '{path.name}' is not valid YAML{where}: "
+                          f"{getattr(exc, 'problem', None) or exc}.", fix="Fix the YAML syntax there.") from None
+    return parse_matrix(doc, path)
+
+
+def parse_matrix(doc: object, path: Path) -> Matrix:
+    """A matrix from its YAML document (a dict); `path` is where it was read from (relative paths start there)."""
+    if not isinstance(doc, dict):
+        raise MatrixError(f"The batch matrix '{path.name}' is not a mapping of settings.",
+                          fix="Start it with 'models:' (see examples/batch/shared-models.yaml).")
+    unknown = sorted(set(doc) - _TOP_KEYS)
+    if unknown:
+        import difflib
+
+        hints = [f"'{k}' → '{m[0]}'" for k in unknown if (m := difflib.get_close_matches(str(k), _TOP_KEYS, 1))]
+        raise MatrixError(f"The batch matrix has unknown setting(s): {', '.join(map(str, unknown))}"
+                          f"{' (did you mean ' + ', '.join(hints) + '?)' if hints else ''}.",
+                          fix=f"Its settings are: {', '.join(sorted(_TOP_KEYS))}.")
+    if int(doc.get("version", MATRIX_VERSION)) > MATRIX_VERSION:
+        raise MatrixError(f"The batch matrix is version {doc['version']}; this trtlab reads version "
+                          f"{MATRIX_VERSION}.", fix="Update trtlab (pip install -U trtlab).")
+    base = path.resolve().parent
+    models: list[dict[str, Any]] = []
+    for entry in _list(doc.get("models"), "models"):
+        entry = {"path": entry} if isinstance(entry, str) else entry
+        if not isinstance(entry, dict) or "path" not in entry:
+            raise MatrixError(f"A models entry ({entry!r}) has no path.", fix="Write '- path: model.onnx'.")
+        extra = sorted(set(entry) - _MODEL_KEYS)
+        if extra:
+            raise MatrixError(f"The models entry for '{entry['path']}' has unknown setting(s): {', '.join(extra)}.",
+                              fix=f"A model's settings are: {', '.join(sorted(_MODEL_KEYS))}.")
+        pattern = str(entry["path"])
+        full = pattern if Path(pattern).is_absolute() else str(base / pattern)
+        found = sorted(glob.glob(full)) if glob.has_magic(full) else [full]
+        if not found or not Path(found[0]).is_file():
+            raise MatrixError(f"No model matches '{pattern}' (looked in {base}).",
+                              fix="Model paths and globs are relative to the matrix file.")
+        for p in found:
+            models.append({**entry, "path": str(Path(p).resolve())})
+    if not models:
+        raise MatrixError("The batch matrix names no models.", fix="Add a 'models:' list of paths or globs.")
+    matrix = Matrix(path=path.resolve(), doc=doc, models=models)
+    expand(matrix)  # every setting checked now, before anything runs
+    return matrix
+
+
+def expand(matrix: Matrix) -> list[BatchJob]:
+    """Every job of the matrix, in run order per model (builds, compares, diagnoses, then benchmarks)."""
+    doc = matrix.doc
+    steps = [str(s).lower() for s in _list(doc.get("steps", ["compare", "bench"]), "steps")]
+    bad = [s for s in steps if s not in STEPS]
+    if bad:
+        raise MatrixError(f"Unknown step(s) {', '.join(bad)}.", fix=f"Steps are {', '.join(STEPS)}.")
+    reference = Target.parse(str(doc.get("reference", "ort-cpu:fp32"))).name
+    backends = [_backend(b) for b in _list(doc.get("backends", ["ort-cpu"]), "backends")]
+    bench = doc.get("bench") or {}
+    if not isinstance(bench, dict) or set(bench) - {"warmup", "iterations"}:
+        raise MatrixError("'bench' takes warmup and iterations only.", fix="Write e.g. bench: {iterations: 50}.")
+    settings = {"warmup": str(bench.get("warmup", "10")), "iterations": str(bench.get("iterations", "100")),
+                "tolerances": tuple(str(t) for t in _list(doc.get("tolerances"), "tolerances"))}
+    digests: dict[str, str] = {}
+    jobs: list[BatchJob] = []
+    for model in matrix.models:
+        path = model["path"]
+        digest = digests.setdefault(path, _digest(path))
+        common = _common(doc, model, matrix.path.parent)
+        for precision, plan in _precisions(model.get("precisions", doc.get("precisions", ["fp32", "fp16"])),
+                                           matrix.path.parent):
+            for backend, gpus in backends:
+                target = f"{backend}:{'plan' if plan else precision}"
+                extra = {"plan": plan} if plan else {}
+                for gpu in gpus:
+                    made: list[tuple[str, JobInputs]] = []
+                    for step in (s for s in STEPS if s in steps):
+                        spec = _spec(step, target, reference, backend, precision, common, extra, settings, model)
+                        if spec is not None:
+                            made.append((step, spec))
+                    for step, spec in made:
+                        jobs.append(BatchJob(job_id(step, spec, digest, gpu), step, spec, path, backend,
+                                             precision, gpu))
+    seen: set[str] = set()
+    return [j for j in jobs if not (j.id in seen or seen.add(j.id))]  # the same job named twice runs once
+
+
+def job_id(kind: str, spec: JobInputs, model_digest: str, gpu: str | None) -> str:
+    """A job's stable id: its spec (the model by content, not by path), its kind and its GPU kind."""
+    doc = spec.to_json()
+    doc["model"] = model_digest
+    raw = json.dumps({"kind": kind, "spec": doc, "gpu": gpu}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+
+
+def _spec(step: str, target: str, reference: str, backend: str, precision: str, common: dict, extra: dict,
+          settings: dict, model: dict) -> JobInputs | None:
+    """The spec of one step for one cell; None where the step does not apply (comparing the reference with itself,
+    diagnosing FP32, building on a backend that builds no engine)."""
+    if step == "compare":
+        if target == reference:
+            return None  # the reference cell: nothing to compare it with
+        return CompareSpec(reference=reference, candidates=(target,), tolerances=settings["tolerances"], **common,
+                           **extra)
+    if step == "diagnose":
+        if precision == "fp32":
+            return None
+        ref = reference if reference.endswith(":fp32") else "ort-cpu:fp32"
+        return DiagnoseSpec(reference=ref, candidate=target, **{**common, "samples": 1}, **extra)
+    if step == "bench":
+        mode = "end_to_end" if backend == "ort-cpu" else "device_only"
+        return BenchSpec(target=target, mode=mode, warmup=settings["warmup"], iterations=settings["iterations"],
+                         **{**common, "samples": 1}, **extra)
+    if backend not in ENGINE_BACKENDS:
+        return None  # build: only engine backends build
+    options = {"profiles": [_profile(model)]} if model.get("profile") else {}
+    return BuildSpec(target=target, **{**common, "samples": 1, "options": options}, **extra)
+
+
+def _common(doc: dict, model: dict, base: Path) -> dict[str, Any]:
+    """The settings every job of a model shares."""
+    shapes = model.get("shapes", doc.get("shapes")) or {}
+    out: dict[str, Any] = {"model": model["path"], "shapes": _shapes(shapes, model["path"]),
+                           "seed": int(doc.get("seed", 0)), "samples": int(doc.get("samples", 1)),
+                           "calib_method": str(doc.get("calib_method", "minmax"))}
+    if doc.get("calib_samples") is not None:
+        out["calib_samples"] = int(doc["calib_samples"])
+    for key in ("inputs", "calib"):
+        given = model.get(key, doc.get(key))
+        if given:
+            out[key] = _source(str(given), base, int(doc.get("seed", 0)), key)
+    return out
+
+
+def _precisions(given: object, base: Path) -> list[tuple[str, dict | None]]:
+    """(name, plan JSON or None) per precision: fp16…, or {plan: PLAN.json} (relative to the matrix file)."""
+    out: list[tuple[str, dict | None]] = []
+    for p in _list(given, "precisions"):
+        if isinstance(p, dict) and set(p) == {"plan"}:
+            from app.core.precision import PrecisionPlan
+
+            plan_path = Path(str(p["plan"]))
+            plan_path = plan_path if plan_path.is_absolute() else base / plan_path
+            out.append((f"plan:{plan_path.stem}", PrecisionPlan.load(plan_path).to_json()))
+        elif str(p).lower() in PRECISIONS:
+            out.append((str(p).lower(), None))
+        else:
+            raise MatrixError(f"Unknown precision {p!r}.",
+                              fix=f"Use {', '.join(PRECISIONS)}, or {{plan: PLAN.json}} for a saved plan.")
+    return out
+
+
+def _backend(entry: object) -> tuple[str, list[str | None]]:
+    """A backend and the GPU kinds it runs on ([None]: wherever the executor runs it)."""
+    if isinstance(entry, str):
+        name, gpus = entry, None
+    elif isinstance(entry, dict) and "name" in entry and set(entry) <= {"name", "gpus"}:
+        name, gpus = str(entry["name"]), entry.get("gpus")
+    else:
+        raise MatrixError(f"A backends entry ({entry!r}) is not a backend.",
+                          fix="Write a name (ort-cpu) or {name: trt, gpus: [H100, L4]}.")
+    if name not in BACKEND_NAMES:
+        raise MatrixError(f"Unknown backend '{name}'.", fix=f"Use one of {', '.join(BACKEND_NAMES)}.")
+    kinds = [str(g) for g in _list(gpus, "gpus")] if gpus is not None else [None]
+    return name, kinds or [None]
+
+
+def _shapes(given: object, model: str) -> dict[str, tuple[int, ...]]:
+    if isinstance(given, str):
+        from app.core.model import load_model, parse_shape_spec, summarize
+
+        return parse_shape_spec(given, summarize(load_model(model)).inputs)
+    if not isinstance(given, dict):
+        raise MatrixError(f"The shapes of {Path(model).name} ({given!r}) are not a mapping.",
+                          fix="Write shapes: {x: [1, 3, 224, 224]} or shapes: 'x:1x3x224x224'.")
+    try:
+        return {str(k): tuple(int(d) for d in v) for k, v in given.items()}
+    except (TypeError, ValueError):
+        raise MatrixError(f"The shapes of {Path(model).name} ({given!r}) are not lists of whole numbers.",
+                          fix="Write shapes: {x: [1, 3, 224, 224]}.") from None
+
+
+def _profile(model: dict) -> dict:
+    """A build's optimization profile from `profile: ["x:1x3x224x224:1x3x224x224:4x3x224x224"]` style specs."""
+    from app.core.engine import parse_profile_args
+    from app.core.model import load_model, summarize
+
+    inputs = summarize(load_model(model["path"])).inputs
+    return parse_profile_args([str(p) for p in _list(model["profile"], "profile")], inputs, None).to_json()
+
+
+def _source(given: str, base: Path, seed: int, key: str) -> dict:
+    p = Path(given) if Path(given).is_absolute() else base / given
+    if not p.exists():
+        raise MatrixError(f"{key}: '{given}' does not exist (looked in {base}).",
+                          fix="Paths are relative to the matrix file.")
+    if p.is_file():
+        return {"kind": "npz", "path": str(p), "seed": seed}
+    images = any(f.suffix.lower() in (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm") for f in p.iterdir())
+    return {"kind": "images" if images else "folder", "path": str(p), "seed": seed}
+
+
+def _list(value: object, what: str) -> list:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(value, (str, dict)):
+        return [value]
+    raise MatrixError(f"'{what}' should be a list, not {value!r}.", fix=f"Write {what}: [a, b].")
+
+
+def _digest(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

