@@ -154,12 +154,12 @@ def expand(matrix: Matrix) -> list[BatchJob]:
         common = _common(doc, model, matrix.path.parent)
         for precision, plan in _precisions(model.get("precisions", doc.get("precisions", ["fp32", "fp16"])),
                                            matrix.path.parent):
-            for backend, gpus in backends:
+            for backend, gpus, own_steps in backends:
                 target = f"{backend}:{'plan' if plan else precision}"
                 extra = {"plan": plan} if plan else {}
                 for gpu in gpus:
                     made: list[tuple[str, JobInputs]] = []
-                    for step in (s for s in STEPS if s in steps):
+                    for step in (s for s in STEPS if s in (own_steps or steps)):
                         spec = _spec(step, target, reference, backend, precision, common, extra, settings, model)
                         if spec is not None:
                             made.append((step, spec))
@@ -235,19 +235,24 @@ def _precisions(given: object, base: Path) -> list[tuple[str, dict | None]]:
     return out
 
 
-def _backend(entry: object) -> tuple[str, list[str | None]]:
-    """A backend and the GPU kinds it runs on ([None]: wherever the executor runs it)."""
+def _backend(entry: object) -> tuple[str, list[str | None], list[str] | None]:
+    """A backend, the GPU kinds it runs on ([None]: wherever the executor runs it), and its own steps (None: the
+    matrix's), e.g. {name: trt-rtx, steps: [build]} to build RTX engines where no GPU runs them."""
     if isinstance(entry, str):
-        name, gpus = entry, None
-    elif isinstance(entry, dict) and "name" in entry and set(entry) <= {"name", "gpus"}:
-        name, gpus = str(entry["name"]), entry.get("gpus")
+        name, gpus, steps = entry, None, None
+    elif isinstance(entry, dict) and "name" in entry and set(entry) <= {"name", "gpus", "steps"}:
+        name, gpus, steps = str(entry["name"]), entry.get("gpus"), entry.get("steps")
     else:
         raise MatrixError(f"A backends entry ({entry!r}) is not a backend.",
-                          fix="Write a name (ort-cpu) or {name: trt, gpus: [H100, L4]}.")
+                          fix="Write a name (ort-cpu) or {name: trt, gpus: [H100, L4], steps: [build, bench]}.")
     if name not in BACKEND_NAMES:
         raise MatrixError(f"Unknown backend '{name}'.", fix=f"Use one of {', '.join(BACKEND_NAMES)}.")
     kinds = [str(g) for g in _list(gpus, "gpus")] if gpus is not None else [None]
-    return name, kinds or [None]
+    own = None if steps is None else [str(s).lower() for s in _list(steps, "steps")]
+    bad = [s for s in own or [] if s not in STEPS]
+    if bad:
+        raise MatrixError(f"Unknown step(s) {', '.join(bad)} for {name}.", fix=f"Steps are {', '.join(STEPS)}.")
+    return name, kinds or [None], own
 
 
 def _shapes(given: object, model: str) -> dict[str, tuple[int, ...]]:

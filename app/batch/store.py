@@ -129,6 +129,10 @@ def summary_table(summary: dict[str, Any]) -> str:
             status = "tolerance not met"
         elif any(j["status"] == "not run" for j in r["jobs"].values()):
             status = "not run"
+        elif r.get("built"):
+            layers = r.get("engine_layers") or {}
+            mix = ", ".join(f"{n} {p}" for p, n in sorted(layers.items(), key=lambda kv: -kv[1]))
+            status = f"engine built ({mix})" if mix else "engine built"
         else:
             status = "ok"
         lines.append(f"{Path(r['model']).stem[:26]:<26} {r['backend']:<9} {r['precision'][:10]:<10} "

