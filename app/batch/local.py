@@ -1,6 +1,6 @@
 """The local executor: a batch on this machine through trtlab's own job runner (a child process per job), a few
 jobs at once, benchmarks one at a time with nothing else running (a benchmark beside another job would measure
-that job too). It never starts Ray."""
+that job too), each variant built once (app.batch.order). It never starts Ray."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from app.batch.matrix import BatchJob, MatrixError
+from app.batch.order import Scheduler
 from app.jobs import JobEvent, JobHandle, JobResult, JobRunner, catch_stop_signals
 
 OnFinished = Callable[[BatchJob, JobResult], None]
@@ -66,17 +67,17 @@ class LocalExecutor:
         """Run every job; `on_finished` hears each result as it ends (cancelled ones included). Ctrl+C / SIGTERM
         cancel the running jobs and start no more (a second one stops them at once); returns False when
         interrupted (`interrupted` holds the signal)."""
-        queue = [j for j in batch if j.kind != "bench"] + [j for j in batch if j.kind == "bench"]
+        order = Scheduler(batch, limit=self.jobs)
         running: dict[JobHandle, BatchJob] = {}
         caught: list[int] = []
         handled = 0
         self.interrupted = None
         with catch_stop_signals(caught):
-            while queue or running:
+            while order.queue or running:
                 while handled < len(caught):
                     forced = bool(handled)
                     self.interrupted = self.interrupted or caught[handled]
-                    queue.clear()
+                    order.clear()
                     for handle in running:
                         if forced:
                             handle.stop_now()
@@ -85,8 +86,7 @@ class LocalExecutor:
                     if on_interrupt is not None:
                         on_interrupt(caught[handled], forced)
                     handled += 1
-                while queue and self._may_start(queue[0], running):
-                    job = queue.pop(0)
+                while (job := order.next(list(running.values()))) is not None:
                     running[self.runner.start(job.spec.job_spec(job.label))] = job
                 for handle, job in list(running.items()):
                     for ev in handle.poll():
@@ -97,15 +97,8 @@ class LocalExecutor:
                         del running[handle]
                         if result.workdir:
                             shutil.rmtree(result.workdir, ignore_errors=True)
+                        order.finished(job, result.status == "done")
                         on_finished(job, result)
                 if running:
                     time.sleep(0.05)
         return self.interrupted is None
-
-    def _may_start(self, job: BatchJob, running: dict[JobHandle, BatchJob]) -> bool:
-        if any(j.kind == "bench" for j in running.values()):
-            return False
-        if job.kind == "bench":
-            return not running
-        return len(running) < self.jobs
-

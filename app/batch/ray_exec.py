@@ -24,6 +24,7 @@ from typing import Any
 
 from app.batch.local import OnEvent, OnFinished, OnInterrupt
 from app.batch.matrix import BatchJob, MatrixError
+from app.batch.order import Scheduler
 from app.jobs import JobEvent, JobResult, catch_stop_signals
 
 CANCEL_GRACE_S = 10.0      # after asking the jobs to stop, tasks still running are cancelled by force
@@ -144,8 +145,13 @@ class RayExecutor:
         self._started_here = False
         if not self.ray.is_initialized():
             if cluster == "local-ray":
-                self.ray.init(num_cpus=num_cpus or os.cpu_count() or 2, include_dashboard=False,
-                              log_to_driver=False, configure_logging=False)
+                try:  # "local": always a new Ray here, never one that RAY_ADDRESS or a running cluster names
+                    self.ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 2, include_dashboard=False,
+                                  log_to_driver=False, configure_logging=False)
+                except Exception as exc:  # noqa: BLE001 - Ray raises many kinds when it cannot start
+                    raise RayUnavailable(f"Ray could not start here: {exc}",
+                                         fix="Check free memory and /dev/shm (Ray needs ~700 MB), or run the matrix "
+                                             "without --cluster.") from exc
             else:
                 try:
                     self.ray.init(address=cluster, log_to_driver=False)
@@ -207,10 +213,15 @@ class RayExecutor:
         shipped: dict[str, dict] = {}
         refs: dict[Any, BatchJob] = {}
         by_id = {j.id: j for j in batch}
-        for job in [j for j in batch if j.kind != "bench"] + [j for j in batch if j.kind == "bench"]:
-            model = self._ship(job.model, shipped) if self.ship else None
-            refs[task.options(**self._options(job)).remote(job.spec.job_spec(job.label).to_json(), job.id, events,
-                                                           model)] = job
+        order = Scheduler(batch, benches_alone=False)
+
+        def submit() -> None:
+            while (job := order.next(list(refs.values()))) is not None:
+                model = self._ship(job.model, shipped) if self.ship else None
+                refs[task.options(**self._options(job)).remote(job.spec.job_spec(job.label).to_json(), job.id,
+                                                               events, model)] = job
+
+        submit()
         caught: list[int] = []
         handled = 0
         forced_at: float | None = None
@@ -220,6 +231,7 @@ class RayExecutor:
                 while handled < len(caught):
                     self.interrupted = self.interrupted or caught[handled]
                     ray.get(events.cancel.remote())
+                    order.clear()
                     forced_at = time.monotonic() if handled else time.monotonic() + self.grace
                     if on_interrupt is not None:
                         on_interrupt(caught[handled], bool(handled))
@@ -232,7 +244,10 @@ class RayExecutor:
                 self._deliver(ray.get(events.take.remote()), by_id, on_event)
                 for ref in ready:
                     job = refs.pop(ref)
-                    on_finished(job, self._result(ref, job))
+                    result = self._result(ref, job)
+                    order.finished(job, result.status == "done")
+                    on_finished(job, result)
+                submit()
         self._deliver(ray.get(events.take.remote()), by_id, on_event)
         ray.kill(events)
         return self.interrupted is None

@@ -1,0 +1,57 @@
+"""The order jobs start in: each variant built once before the jobs sharing it run, benchmarks last and alone."""
+
+from __future__ import annotations
+
+from app.backends.tasks.specs import BenchSpec, CompareSpec, DiagnoseSpec
+from app.batch import BatchJob
+from app.batch.order import Scheduler
+
+
+def _job(kind: str, model: str, precision: str) -> BatchJob:
+    target = f"ort-cpu:{precision}"
+    spec = {"compare": lambda: CompareSpec(model=model, candidates=(target,)),
+            "diagnose": lambda: DiagnoseSpec(model=model, candidate=target),
+            "bench": lambda: BenchSpec(model=model, target=target)}[kind]()
+    return BatchJob(f"{kind}-{model}-{precision}", kind, spec, model, "ort-cpu", precision)
+
+
+def test_jobs_sharing_a_variant_wait_for_the_first_to_build_it():
+    a16c, a16d, b16c = _job("compare", "a", "fp16"), _job("diagnose", "a", "fp16"), _job("compare", "b", "fp16")
+    order = Scheduler([a16c, a16d, b16c], limit=4)
+    assert order.next([]) is a16c
+    # a's FP16 variant is being built by a16c: its diagnosis waits, b's comparison goes ahead.
+    assert order.next([a16c]) is b16c
+    assert order.next([a16c, b16c]) is None
+    order.finished(a16c, ok=True)
+    assert order.next([b16c]) is a16d
+
+
+def test_a_failed_builder_lets_the_next_job_of_its_group_build_the_variant():
+    first, second = _job("compare", "a", "int8"), _job("diagnose", "a", "int8")
+    order = Scheduler([first, second])
+    assert order.next([]) is first and order.next([first]) is None
+    order.finished(first, ok=False)
+    assert order.next([]) is second
+
+
+def test_benchmarks_go_last_and_alone_on_one_machine():
+    c, b32, b16 = _job("compare", "a", "fp16"), _job("bench", "a", "fp32"), _job("bench", "a", "fp16")
+    order = Scheduler([b32, c, b16], limit=4)
+    assert order.next([]) is c
+    assert order.next([c]) is None          # a benchmark never starts beside another job
+    order.finished(c, ok=True)
+    assert order.next([]) is b32
+    assert order.next([b32]) is None        # nor beside another benchmark
+    assert order.next([]) is b16 and order.next([]) is None
+
+
+def test_on_a_cluster_benchmarks_need_not_wait_for_each_other():
+    b32, b16 = _job("bench", "a", "fp32"), _job("bench", "b", "fp16")
+    order = Scheduler([b32, b16], benches_alone=False)
+    assert order.next([]) is b32 and order.next([b32]) is b16
+
+
+def test_the_limit_caps_jobs_at_once():
+    jobs = [_job("compare", m, "fp16") for m in "abc"]
+    order = Scheduler(jobs, limit=2)
+    assert order.next([]) is jobs[0] and order.next(jobs[:1]) is jobs[1] and order.next(jobs[:2]) is None
