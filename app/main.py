@@ -53,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"usage: trtlab [MODEL] | trtlab COMMAND ...\ntrtlab: error: {problem[0]}\n"
                          f"  Fix: {problem[1]}\n")
         return EXIT_BAD_INPUT
+    if args == ["--selftest"]:  # open the window, check its icons, exit: for a built application
+        from app.ui.app import selftest
+
+        return selftest()
     from app.ui.app import run_gui
 
     return run_gui(args)

@@ -189,7 +189,9 @@ def check_positive(value: int, flag: str) -> None:
 
 
 def emit(args: argparse.Namespace, doc: dict, text: str) -> None:
-    """The text on stdout, and the JSON document where --json says (stdout with -: the text then goes to stderr)."""
+    """The text on stdout, and the JSON document where --json says (stdout with -: the text then goes to stderr).
+    The document says which command wrote it ("kind"): `trtlab report` reads it back."""
+    doc.setdefault("kind", args.command)
     if args.json:
         write_json(doc, args.json)
     (sys.stderr if args.json == "-" else sys.stdout).write(text + "\n")

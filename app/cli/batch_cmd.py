@@ -68,10 +68,14 @@ def cmd_batch(args: argparse.Namespace) -> int:
             close()
     summary = summarize(jobs, results)
     path = write_summary(results, matrix.path, summary)
+    from app.batch.report import write_reports
+
+    page = write_reports(results, jobs, summary, matrix.path)
     doc = {"matrix": str(matrix.path), "results": str(results.resolve()), "summary_file": str(path.resolve()),
-           **summary}
+           "report": str(page.resolve()), **summary}
     out = sys.stderr if args.json == "-" else sys.stdout
     out.write(summary_table(summary) + "\n")
+    sys.stderr.write(f"Report: {page}\n")
     if args.json:
         write_json({"kind": "batch", **doc}, args.json)
     if not ok:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import tempfile
+import time
 from pathlib import Path
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QSettings, QTimer
 from PySide6.QtWidgets import QApplication
 
 from app import __version__
+from app.ui.resources import app_icon
 
 
 def create_main_window(args: list[str]):  # -> MainWindow (imported lazily: Qt must exist first)
@@ -31,6 +34,8 @@ def run_gui(args: list[str]) -> int:
     app.setApplicationName("trtlab")
     app.setOrganizationName("trtlab")
     app.setApplicationVersion(__version__)
+    app.setWindowIcon(app_icon())
+    app.setDesktopFileName("trtlab")  # Wayland and task bars match the window to resources/trtlab.desktop
     _window = create_main_window(args)  # held until exit
     code = app.exec()
     # Everything is saved when the window closes. Leave without the interpreter's teardown: PySide6 6.12 with
@@ -39,3 +44,49 @@ def run_gui(args: list[str]) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def selftest(timeout: float = 120.0) -> int:
+    """`trtlab --selftest`: open the window on the demo model, check that it and its actions and docks show their
+    icons, print what was seen and exit 0, or 1 naming what is missing. Meant for a built application
+    (packaging/check_app.py runs it with QT_QPA_PLATFORM=offscreen); the user's settings are not touched."""
+    from app.ui.main_window import MainWindow
+    from app.ui.resources import resources_dir
+
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    app.setApplicationName("trtlab")
+    app.setWindowIcon(app_icon())
+    with tempfile.TemporaryDirectory(prefix="trtlab-selftest-") as tmp:
+        window = MainWindow(QSettings(str(Path(tmp) / "settings.ini"), QSettings.Format.IniFormat))
+        window.resize(1280, 800)
+        window.show()
+        window.open_demo()
+        deadline = time.monotonic() + timeout
+        while (window.loader.is_busy() or window.opened is None) and time.monotonic() < deadline:
+            app.processEvents()
+            time.sleep(0.01)
+        app.processEvents()
+        actions = {a.text().replace("&", ""): a for a in (window.act_open, window.act_compare, window.act_build)}
+        problems = [p for p, bad in (
+            ("no resources folder (looked in the package, the bundle and the source tree)", resources_dir() is None),
+            ("the window has no icon", window.windowIcon().isNull()),
+            ("the application has no icon", app.windowIcon().isNull()),
+            ("the window is not shown", not window.isVisible()),
+            (f"the demo model did not open within {timeout:.0f} s", window.opened is None),
+            *((f"the action '{t}' has no icon", a.icon().isNull()) for t, a in actions.items()),
+            *((f"the {d.windowTitle()} panel has no icon", d.windowIcon().isNull()) for d in window._model_docks()),
+        ) if bad]
+        sizes = [s.width() for s in window.windowIcon().availableSizes()]
+        model = window.opened.path.name if window.opened is not None else "none"
+        window.close()
+    if problems:
+        sys.stderr.write("trtlab selftest: FAILED: " + "; ".join(problems) + "\n")
+        code = 1
+    else:
+        sys.stdout.write(f"trtlab selftest: ok: window {window.width()}x{window.height()}, icon at {sizes} px, "
+                         f"{len(window._model_docks())} panel icons, model {model} open, "
+                         f"resources in {resources_dir()}\n")
+        code = 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # as run_gui: no interpreter teardown with Qt and pyqtgraph loaded

@@ -18,14 +18,17 @@ from app.core.units import human_bytes
 from app.ui.engine_panel import EnginePanel
 from app.ui.error_banner import ErrorBanner
 from app.ui.graph_page import GraphPage
+from app.ui.guided_flow import GuidedFlow
 from app.ui.job_bridge import JobBridge
 from app.ui.jobs_panel import JobsPanel
 from app.ui.loader_thread import ModelLoader
 from app.ui.menus import MenusMixin
 from app.ui.plan_controller import PlanController
 from app.ui.precision_panel import PrecisionPanel
+from app.ui.presentation import Presentation
 from app.ui.properties_panel import PropertiesPanel
 from app.ui.readiness_panel import ReadinessPanel
+from app.ui.resources import app_icon
 from app.ui.results_view import ResultsView
 from app.ui.run_controller import RunController
 from app.ui.run_panel import RunPanel
@@ -35,15 +38,17 @@ from app.ui.summary_panel import SummaryPanel
 from app.ui.window_files import FilesMixin
 from app.ui.window_layout import WorkspaceMixin
 from app.ui.window_precision import PrecisionWindowMixin
+from app.ui.window_project import ProjectMixin
 
 log = logging.getLogger(__name__)
 
 
-class MainWindow(PrecisionWindowMixin, WorkspaceMixin, MenusMixin, FilesMixin, QMainWindow):
+class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin, FilesMixin, QMainWindow):
     def __init__(self, settings: QSettings | None = None) -> None:
         super().__init__()
         self.settings = settings or QSettings("trtlab", "trtlab")
         self.setWindowTitle("trtlab")
+        self.setWindowIcon(app_icon())
         self.resize(1400, 900)
         self.setAcceptDrops(True)
         self.opened: OpenedModel | None = None
@@ -127,8 +132,13 @@ class MainWindow(PrecisionWindowMixin, WorkspaceMixin, MenusMixin, FilesMixin, Q
         sbar.addPermanentWidget(self.zoom_label)
         self._set_busy(False)
 
+        self.presentation = Presentation(self)
         self._build_menus()
         self._connect()
+        self._init_projects()
+        # After the window's own slots: the flow's run after them (the window shows a loaded model, the flow
+        # then takes its place back).
+        self.guided = GuidedFlow(self)
         self._refresh_recent()
         geom = self.settings.value("window/geometry")
         if isinstance(geom, QByteArray):
@@ -230,6 +240,7 @@ class MainWindow(PrecisionWindowMixin, WorkspaceMixin, MenusMixin, FilesMixin, Q
             # A model TensorRT cannot take: say so at once, not when a build fails minutes later.
             self.readiness_dock.show()
             self.readiness_dock.raise_()
+        self._after_model_loaded(same)  # a project being opened is applied now; another model: a new project
 
     def _on_failed(self, error: errors.TrtlabError) -> None:
         self.show_error(error)
@@ -346,6 +357,9 @@ class MainWindow(PrecisionWindowMixin, WorkspaceMixin, MenusMixin, FilesMixin, Q
         super().keyPressEvent(event)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+        if not self._confirm_close():  # unsaved results: Save / Discard / Cancel
+            event.ignore()
+            return
         self.loader.cancel(silent=True)
         self.run_controller.cancel_all()
         self.jobs.cancel_all(wait=2)

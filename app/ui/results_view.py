@@ -195,6 +195,22 @@ class ResultsView(QWidget):
             self.tabs.setCurrentWidget(self.latency_plot)
         self._refresh()
 
+    def restore(self, entries: list[tuple[str, dict]], bench_reference: str | None = None,
+                plan_precisions: dict[str, frozenset[str]] | None = None) -> None:
+        """A saved session's results, in the order they came: ("compare", doc) or ("bench", doc) each."""
+        self.state.clear()
+        for kind, doc in entries:
+            if kind == "compare":
+                self.state.add_compare(doc)
+            elif kind == "bench":
+                self.state.add_bench(doc)
+        if bench_reference:
+            self.state.bench_reference = bench_reference
+        self.state.plan_precisions.update(plan_precisions or {})
+        self._fill_outputs()
+        self.tabs.setCurrentWidget(self.diff_plot if self.state.candidates else self.latency_plot)
+        self._refresh()
+
     def reset(self) -> None:
         self.state.clear()
         self.export_label.setText("")

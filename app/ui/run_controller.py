@@ -36,6 +36,7 @@ class RunController(QObject):
         self.plans: dict[str, frozenset[str]] = {}  # job id -> precisions its `B:plan` targets ran (verdicts)
         self.bench_refs: dict[str, str] = {}     # bench job id -> the reference its speed-up is relative to
         self.bench_queue: list[tuple[BenchSpec, str]] = []  # each target's spec, and the reference of its speed-up
+        self.specs: dict[str, tuple[dict, str]] = {}  # job id -> its spec JSON and title (the project records them)
         self.running: set[str] = set()
         window.run_panel.compareRequested.connect(self.start_compare)
         window.run_panel.benchRequested.connect(self.start_bench)
@@ -141,6 +142,7 @@ class RunController(QObject):
         self.kinds[job] = spec.kind
         self.models[job] = spec.model
         self.plans[job] = self._plan_precisions() if spec.plan else frozenset()
+        self.specs[job] = (spec.to_json(), title)
         self.running.add(job)
         self._started()
         self.w.show_jobs()
@@ -300,6 +302,7 @@ class RunController(QObject):
         model = self.models.pop(job, "")
         plan = self.plans.pop(job, frozenset())
         bench_ref = self.bench_refs.pop(job, None)
+        spec_json, title = self.specs.pop(job, ({}, ""))
         self.running.discard(job)
         if kind is None:
             return
@@ -312,6 +315,7 @@ class RunController(QObject):
             return
         if status == "done":
             data = result.data or {}
+            self.w.record_result(kind, spec_json, data, title)
             if kind == "diagnose":
                 self.w.set_diagnosis(data)
                 self.w.status_label.setText(f"Diagnosis of {data.get('candidate', '')} finished.")

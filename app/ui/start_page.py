@@ -1,4 +1,5 @@
-"""The page shown before a model is open: open, demo, recent files, drop hint."""
+"""The page shown before a model is open: compare precisions (the guided flow), open, demo, recent files, drop
+hint."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
 class StartPage(QWidget):
     openRequested = Signal()
     demoRequested = Signal()
+    compareRequested = Signal()
     recentRequested = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -21,11 +23,27 @@ class StartPage(QWidget):
         title = QLabel("<span style='font-size:28px; font-weight:600'>trtlab</span>")
         title.setAlignment(Qt.AlignmentFlag.AlignCenter)
         col.addWidget(title)
-        sub = QLabel("Open an ONNX model to see its graph, shapes and weights.\n"
-                     "Drop a .onnx file anywhere in this window.")
+        sub = QLabel("See how much faster FP16 and INT8 run than FP32, and whether the answers change.\n"
+                     "Or open an ONNX model to see its graph, shapes and weights; drop a .onnx file anywhere here.")
+        sub.setWordWrap(True)
         sub.setAlignment(Qt.AlignmentFlag.AlignCenter)
         sub.setStyleSheet("color: #5d6670;")
         col.addWidget(sub)
+        # The guided comparison first, and largest: it is what someone new to the tool came to see.
+        self.compare_button = QPushButton("Compare precisions…")
+        self.compare_button.setToolTip("Step by step: a model (the demo model is one click), its input shapes, the "
+                                       "precisions; then one Run and a scorecard")
+        self.compare_button.setStyleSheet(
+            "QPushButton { background:#1a73e8; color:white; border:none; border-radius:6px; padding:12px 28px; "
+            "font-size:15px; font-weight:600; } QPushButton:hover { background:#1967d2; }")
+        self.compare_button.clicked.connect(self.compareRequested)
+        first = QHBoxLayout()
+        first.addStretch(1)
+        first.addWidget(self.compare_button)
+        first.addStretch(1)
+        col.addSpacing(12)
+        col.addLayout(first)
+        col.addSpacing(6)
         buttons = QHBoxLayout()
         buttons.addStretch(1)
         self.open_button = QPushButton("Open model…")

@@ -12,7 +12,8 @@ from app.core import errors
 from app.core.model import write_demo_model
 
 MAX_RECENT = 10
-ONNX_FILTER = "ONNX models (*.onnx *.onnx.data *.pb);;All files (*)"
+ONNX_FILTER = ("Models and projects (*.onnx *.onnx.data *.pb *.trtlab);;ONNX models (*.onnx *.onnx.data *.pb);;"
+               "trtlab projects (*.trtlab);;All files (*)")
 
 
 class FilesMixin:
@@ -39,6 +40,9 @@ class FilesMixin:
 
     def open_path(self, path: str | Path, shapes: dict[str, tuple[int, ...]] | None = None) -> None:
         p = Path(path)
+        if p.suffix.lower() == ".trtlab":  # a project (from Open…, the recent files, a drop, the command line)
+            self.open_project(p)
+            return
         self._pending_path = p
         self.banner.hide()
         self.status_label.setText(f"Opening {p.name}…")

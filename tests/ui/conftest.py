@@ -6,6 +6,7 @@ import gc
 import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("TRTLAB_NO_CLOSE_PROMPT", "1")  # closing a window with unsaved results asks nothing
 
 import pytest  # noqa: E402
 from PySide6.QtCore import QSettings  # noqa: E402

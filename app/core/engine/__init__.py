@@ -23,11 +23,11 @@ from app.core.engine.cache import (
     save_timing_cache,
     timing_cache_path,
 )
+from app.core.engine.dim_params import dim_name_problems, named_dims
 from app.core.engine.dtypes import buffer_nbytes, decode_output, encode, trt_name
 from app.core.engine.inspector_json import parse_engine_info
 from app.core.engine.layer_dump import DUMP_HEADER, find_dump, parse_layer_dump
 from app.core.engine.layer_times import TimingRecorder, per_layer_times
-from app.core.engine.dim_params import dim_name_problems, named_dims
 from app.core.engine.onnx_map import map_to_onnx
 from app.core.engine.parser_errors import explain, issue_from_fields, map_issues_to_graph
 from app.core.engine.plan_check import plan_mismatches

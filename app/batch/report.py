@@ -1,0 +1,47 @@
+"""A batch's HTML: one report per model (app.reports, from the jobs' recorded results) and the matrix page linking
+them, written into the results folder."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from app.batch.matrix import BatchJob
+from app.batch.store import read_job_results
+from app.core.fileio import atomic_write_text
+
+
+def write_reports(results: Path, jobs: list[BatchJob], summary: dict[str, Any], matrix: Path) -> Path:
+    """RESULTS_DIR/reports/<model>.html for each model with finished jobs, and RESULTS_DIR/report.html (the matrix);
+    returns the matrix page."""
+    from app.core.project import cli_command
+    from app.reports import build_matrix_report, build_report, current_environment
+
+    recorded = read_job_results(results)
+    env = current_environment()
+    links: dict[str, str] = {}
+    failures: list[dict] = []
+    for model in dict.fromkeys(j.model for j in jobs):
+        items = []
+        for job in (j for j in jobs if j.model == model):
+            doc = recorded.get(job.id)
+            if doc is None:
+                continue
+            result = doc.get("result") or {}
+            if doc["status"] != "done":
+                failures.append({"label": job.label, "error": result.get("error", ""),
+                                 "exit_reason": result.get("exit_reason", "")})
+                continue
+            spec = job.spec.to_json()
+            items.append({"kind": job.kind, "spec": spec, "data": result.get("data") or {}, "title": job.label,
+                          "finished_at": doc.get("finished_at", ""), "command": cli_command(spec)})
+        if not items:
+            continue
+        name = f"{Path(model).stem}-{hashlib.sha256(model.encode()).hexdigest()[:8]}.html"
+        atomic_write_text(results / "reports" / name, build_report(items, environment=env,
+                                                                   title=f"trtlab batch: {Path(model).name}"))
+        links[model] = f"reports/{name}"
+    page = results / "report.html"
+    atomic_write_text(page, build_matrix_report(summary, links, matrix=str(matrix), failures=failures))
+    return page

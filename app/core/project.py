@@ -1,0 +1,374 @@
+"""Project files (`.trtlab`): a whole workspace — the model, its shapes, the plan, the run settings and every
+result — in one file that opens back into the same state.
+
+A project is a ZIP archive holding `project.json` and, for arrays only, `arrays/<name>.npz` (read back with
+`allow_pickle=False`: a project file never runs code). It is written to a temp file beside the target and
+renamed (atomic: a crash never leaves half a project). `version` grows when the format changes; a file of a
+newer version is refused rather than half-read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import platform
+import shlex
+import sys
+import zipfile
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from app.core.errors import TrtlabError
+from app.core.fileio import atomic_write_bytes
+
+PROJECT_VERSION = 1
+PROJECT_SUFFIX = ".trtlab"
+RESULT_KINDS = ("compare", "bench", "diagnose", "fallback", "build", "variant")
+_ARRAY_KEY = "__array__"        # {"__array__": NAME} in project.json stands for arrays/NAME.npz
+_PLAN_PLACEHOLDER = "PLAN.json"
+
+
+class ProjectError(TrtlabError):
+    """A project file that cannot be read (or written): the message says which, the fix what to do."""
+
+    title = "Cannot open the project"
+
+
+@dataclass
+class ProjectResult:
+    """One finished job: its spec (the job spec's JSON), its result JSON exactly as the job returned it."""
+
+    kind: str
+    spec: dict
+    data: dict
+    title: str = ""
+    finished_at: str = ""
+    command: str = ""
+
+    @classmethod
+    def make(cls, kind: str, spec: Mapping[str, Any], data: Mapping[str, Any], title: str = "") -> ProjectResult:
+        """A result finished now, with the command line that reproduces it."""
+        spec = dict(spec)
+        return cls(kind=kind, spec=spec, data=dict(data), title=title, finished_at=now_iso(),
+                   command=cli_command(spec) if spec.get("kind") else "")
+
+
+@dataclass
+class Project:
+    version: int = PROJECT_VERSION
+    model: str = ""                                   # absolute path
+    model_sha256: str = ""
+    shapes: dict[str, list[int]] = field(default_factory=dict)
+    profiles: list[str] = field(default_factory=list)  # the Run panel's NAME:MIN:OPT:MAX lines
+    plan: dict | None = None                          # PrecisionPlan JSON
+    inputs: dict | None = None                        # InputSource JSON
+    calib: dict | None = None                         # InputSource JSON
+    settings: dict = field(default_factory=dict)      # run-panel settings
+    results: list[ProjectResult] = field(default_factory=list)
+    layout: str = ""                                  # base64 of QMainWindow.saveState
+    saved_at: str = ""
+    trtlab_version: str = ""
+    environment: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Project:
+        """The project from its JSON; keys it does not know are ignored (a later 1.x may add some)."""
+        known = {f for f in cls.__dataclass_fields__}
+        d = {k: v for k, v in doc.items() if k in known}
+        results = []
+        for r in d.pop("results", None) or []:
+            if not isinstance(r, Mapping) or not isinstance(r.get("data"), Mapping):
+                raise ProjectError("A result in the project is damaged (it has no data).",
+                                   fix="Open the model instead and run the job again.")
+            rk = {f for f in ProjectResult.__dataclass_fields__}
+            results.append(ProjectResult(**{k: v for k, v in r.items() if k in rk}))
+        project = cls(**d, results=results)
+        project.shapes = {str(k): [int(x) for x in v] for k, v in (project.shapes or {}).items()}
+        return project
+
+
+# ----------------------------------------------------------------------------------------------- save / load
+
+def save_project(project: Project, path: str | os.PathLike[str]) -> Path:
+    """Write `project` to `path` (`.trtlab` added when missing), atomically; returns the path written."""
+    from app import __version__
+
+    target = Path(path)
+    if target.suffix.lower() != PROJECT_SUFFIX:
+        target = target.with_name(target.name + PROJECT_SUFFIX)
+    project.version = PROJECT_VERSION
+    project.saved_at = now_iso()
+    project.trtlab_version = __version__
+    arrays: dict[str, np.ndarray] = {}
+    doc = _pull_arrays(project.to_json(), arrays)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("project.json", json.dumps(doc, indent=1, default=_json_default))
+        for name, arr in arrays.items():
+            one = io.BytesIO()
+            np.savez_compressed(one, array=arr)
+            zf.writestr(f"arrays/{name}.npz", one.getvalue())
+    try:
+        atomic_write_bytes(target, buf.getvalue())
+    except OSError as exc:
+        raise ProjectError(f"Cannot write the project to '{target}': {exc.strerror or exc}.",
+                           fix="Choose a folder you can write to, with free space.") from exc
+    return target
+
+
+def load_project(path: str | os.PathLike[str]) -> Project:
+    """Read a project file; ProjectError (naming the problem and the fix) when it is not one trtlab can read."""
+    p = Path(path)
+    if not p.is_file():
+        raise ProjectError(f"The project file '{p}' does not exist.", fix="Check the path; it may have been moved.")
+    if not zipfile.is_zipfile(p):
+        raise ProjectError(f"'{p.name}' is not a trtlab project (it is not a ZIP archive).",
+                           fix="Open a .trtlab file saved by File ▸ Save Project, or open an ONNX model with "
+                               "File ▸ Open Model.")
+    try:
+        with zipfile.ZipFile(p) as zf:
+            names = set(zf.namelist())
+            if "project.json" not in names:
+                raise ProjectError(f"'{p.name}' is a ZIP archive but not a trtlab project (it has no project.json).",
+                                   fix="Open a .trtlab file saved by File ▸ Save Project.")
+            try:
+                doc = json.loads(zf.read("project.json").decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise ProjectError(f"The project file '{p.name}' is damaged: its project.json is not valid JSON "
+                                   f"({exc}).", fix="Open an earlier copy of the project, or the model itself and "
+                                                    "run the jobs again.") from exc
+            if not isinstance(doc, dict):
+                raise ProjectError(f"The project file '{p.name}' is damaged: project.json is not an object.",
+                                   fix="Open an earlier copy of the project, or the model itself.")
+            version = doc.get("version")
+            if not isinstance(version, int) or version < 1:
+                raise ProjectError(f"The project file '{p.name}' has no valid format version ({version!r}).",
+                                   fix="Open an earlier copy of the project, or the model itself.")
+            if version > PROJECT_VERSION:
+                raise ProjectError(f"'{p.name}' is a version {version} project; this trtlab reads version "
+                                   f"{PROJECT_VERSION} and earlier.",
+                                   fix="Update trtlab to open it (pip install -U trtlab).")
+            doc = _push_arrays(doc, zf, names)
+    except zipfile.BadZipFile as exc:
+        raise ProjectError(f"The project file '{p.name}' is damaged ({exc}).",
+                           fix="Open an earlier copy of the project, or the model itself.") from exc
+    try:
+        return Project.from_json(doc)
+    except (TypeError, ValueError) as exc:
+        raise ProjectError(f"The project file '{p.name}' is damaged: {exc}.",
+                           fix="Open an earlier copy of the project, or the model itself.") from exc
+
+
+def _pull_arrays(value: Any, arrays: dict[str, np.ndarray]) -> Any:
+    """The JSON with every numpy array replaced by a reference to arrays/<name>.npz."""
+    if isinstance(value, np.ndarray):
+        name = f"a{len(arrays)}"
+        arrays[name] = value
+        return {_ARRAY_KEY: name}
+    if isinstance(value, Mapping):
+        return {str(k): _pull_arrays(v, arrays) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_pull_arrays(v, arrays) for v in value]
+    return value
+
+
+def _push_arrays(value: Any, zf: zipfile.ZipFile, names: set[str]) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {_ARRAY_KEY}:
+            member = f"arrays/{value[_ARRAY_KEY]}.npz"
+            if member not in names:
+                raise ProjectError(f"The project names an array '{member}' it does not hold.",
+                                   fix="Open an earlier copy of the project, or the model itself.")
+            try:
+                with np.load(io.BytesIO(zf.read(member)), allow_pickle=False) as npz:
+                    return npz["array"]
+            except (ValueError, KeyError, OSError) as exc:
+                raise ProjectError(f"The array '{member}' in the project is damaged ({exc}).",
+                                   fix="Open an earlier copy of the project, or the model itself.") from exc
+        return {k: _push_arrays(v, zf, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_push_arrays(v, zf, names) for v in value]
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, set | frozenset):
+        return sorted(value)
+    raise TypeError(f"{type(value).__name__} cannot be saved in a project")
+
+
+# ----------------------------------------------------------------------------------------------- model
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def model_changed(project: Project) -> bool:
+    """True when the project's model is missing or is no longer the file it was saved with."""
+    p = Path(project.model)
+    if not project.model or not p.is_file():
+        return True
+    if not project.model_sha256:
+        return False  # nothing to compare with
+    try:
+        return file_sha256(p) != project.model_sha256
+    except OSError:
+        return True
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def environment(gpu: str | None = None) -> dict[str, Any]:
+    """Where the results were made: versions, CPU, GPU (when already known), platform. Reads package metadata
+    only: importing TensorRT here would load CUDA."""
+    from importlib import metadata
+
+    from app import __version__
+
+    versions: dict[str, str | None] = {"trtlab": __version__}
+    for dist in ("onnx", "onnxruntime", "onnxruntime-gpu", "tensorrt", "tensorrt-rtx", "numpy"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = None
+    return {"versions": {k: v for k, v in versions.items() if v is not None or k in ("onnxruntime", "tensorrt")},
+            "cpu": _cpu_name(), "gpu": gpu, "platform": platform.platform(),
+            "python": sys.version.split()[0]}
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+# ----------------------------------------------------------------------------------------------- command line
+
+def cli_command(spec_json: Mapping[str, Any]) -> str:
+    """The `trtlab KIND MODEL …` command that runs the job of this spec JSON again. A plan is written as the
+    placeholder `--plan PLAN.json` (save the plan there first); an output path the GUI chose is kept."""
+    s = dict(spec_json)
+    kind = str(s.get("kind", ""))
+    if kind not in (*RESULT_KINDS, "run"):
+        raise ProjectError(f"No trtlab command runs a '{kind}' job.", fix=f"Use one of {', '.join(RESULT_KINDS)}.")
+    args: list[str] = ["trtlab", kind, str(s.get("model", "MODEL"))]
+    has_inputs = kind not in ("build", "variant")
+    if kind == "compare":
+        if s.get("reference", "ort-cpu:fp32") != "ort-cpu:fp32":
+            args += ["--reference", s["reference"]]
+        for c in s.get("candidates", []):
+            args += ["--candidate", c]
+        args += ["--samples", str(s.get("samples", 1))]
+        for t in s.get("tolerances", []):
+            args += ["--tol", t]
+    elif kind == "bench":
+        args += ["--backend", s["target"], "--warmup", str(s.get("warmup", "10")),
+                 "--iterations", str(s.get("iterations", "100")), "--mode", s.get("mode", "end_to_end")]
+    elif kind == "diagnose":
+        args += ["--candidate", s["candidate"]]
+    elif kind == "fallback":
+        args += ["--candidate", s["candidate"], "--reference", s.get("reference", "ort-cpu:fp32"),
+                 "--target", s["target"], "--samples", str(s.get("samples", 1))]
+        if s.get("budget_s"):
+            args += ["--budget", f"{float(s['budget_s']):g}s"]
+    elif kind == "run":
+        args += ["--backend", s["target"]]
+    else:  # build, variant: a precision or the plan
+        backend, _, precision = str(s.get("target", "")).partition(":")
+        if kind == "build":
+            args += ["--backend", backend]
+        if precision != "plan":
+            args += ["--precision", precision or "fp32"]
+    if s.get("plan") is not None:
+        args += ["--plan", _PLAN_PLACEHOLDER]
+    shapes = s.get("shapes") or {}
+    if shapes:
+        args += ["--shapes", ",".join(f"{k}:{'x'.join(str(d) for d in v)}" for k, v in shapes.items())]
+    source = s.get("inputs") or {}
+    seed = int(source.get("seed", s.get("seed", 0)) or 0)
+    if has_inputs and source.get("kind", "random") != "random" and source.get("path"):
+        args += ["--inputs", str(source["path"]), *_preprocess_args(source.get("preprocess"))]
+    calib = s.get("calib") or {}
+    if calib.get("kind", "random") != "random" and calib.get("path"):
+        args += ["--calib", str(calib["path"])]
+    if s.get("calib_method", "minmax") != "minmax":
+        args += ["--calib-method", s["calib_method"]]
+    if s.get("calib_samples") and _uses_int8(s):
+        args += ["--calib-samples", str(s["calib_samples"])]
+    if seed:
+        args += ["--seed", str(seed)]
+    options = s.get("options") or {}
+    if options.get("tf32"):
+        args.append("--tf32")
+    if kind == "build":
+        args += _build_args(s, options)
+    elif kind == "variant":
+        args += ["-o", str(s.get("out") or "VARIANT.onnx")]
+        if s.get("opset"):
+            args += ["--opset", str(s["opset"])]
+    return shlex.join(args)
+
+
+def _uses_int8(s: Mapping[str, Any]) -> bool:
+    text = json.dumps([s.get("candidates"), s.get("candidate"), s.get("target"), s.get("plan")])
+    return "int8" in text
+
+
+def _preprocess_args(pre: Mapping[str, Any] | None) -> list[str]:
+    if not pre:
+        return []
+    out: list[str] = []
+    if pre.get("size"):
+        out += ["--resize", "x".join(str(v) for v in pre["size"])]
+    if pre.get("layout", "NCHW") != "NCHW":
+        out += ["--layout", pre["layout"]]
+    if pre.get("color", "RGB") != "RGB":
+        out += ["--color", pre["color"]]
+    if pre.get("scale") is not None and abs(float(pre["scale"]) - 1 / 255) > 1e-9:
+        out += ["--scale", f"{float(pre['scale']):g}"]
+    for key in ("mean", "std"):
+        values = pre.get(key)
+        if values and list(values) != ([0.0, 0.0, 0.0] if key == "mean" else [1.0, 1.0, 1.0]):
+            out += [f"--{key}", ",".join(f"{float(v):g}" for v in values)]
+    return out
+
+
+def _build_args(s: Mapping[str, Any], options: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    for profile in options.get("profiles") or []:
+        for inp in profile.get("inputs", []):
+            if inp["min"] != inp["max"]:  # a fixed input's shape is in --shapes
+                dims = ":".join("x".join(str(d) for d in inp[w]) for w in ("min", "opt", "max"))
+                out += ["--profile", f"{inp['name']}:{dims}"]
+    if options.get("targets"):
+        out += ["--target-cc", ",".join(str(t) for t in options["targets"])]
+    if options.get("workspace_mb"):
+        out += ["--workspace", str(options["workspace_mb"])]
+    if options.get("opt_level") not in (None, 3):
+        out += ["--opt-level", str(options["opt_level"])]
+    out += ["-o", str(s.get("out") or f"{Path(str(s.get('model', 'model'))).stem}.engine")]
+    return out

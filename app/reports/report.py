@@ -1,0 +1,246 @@
+"""`build_report`: one self-contained HTML file (no network: inline CSS and SVG plots) from a session's results."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from app.reports import svg
+from app.reports.charts import bench_charts, compare_plots, engine_chart
+from app.reports.results import ReportItem, as_items
+from app.reports.tables import bench_table, compare_table, diagnosis_table, engine_table, fallback_table
+from app.reports.words import fmt_cos, precision_of, speed_words, target_words
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+_VERSION_LABELS = {"trtlab": "trtlab", "onnxruntime": "ONNX Runtime", "onnxruntime-gpu": "ONNX Runtime (GPU)",
+                   "tensorrt": "TensorRT", "tensorrt-rtx": "TensorRT for RTX", "onnx": "ONNX", "numpy": "NumPy"}
+_ENV_LABELS = {"cpu": "CPU", "gpu": "GPU", "platform": "Platform", "python": "Python"}
+
+
+def _jinja() -> Environment:
+    # Autoescape everything: model, node and tensor names come from files anyone can write.
+    return Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
+                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+
+
+def build_report(results: Iterable[object], project: object | None = None,
+                 environment: Mapping[str, Any] | None = None, *, title: str = "") -> str:
+    """The HTML report of ``results`` (ProjectResults, their JSON, ReportItems or bare result JSON dicts);
+    ``project`` (a Project) adds the model and its settings; ``environment`` says where the results were made
+    (a project's own environment wins, being the one its results came from)."""
+    items = as_items(results)
+    context = report_context(items, project, environment or {}, title=title)
+    return _jinja().get_template("report.html.j2").render(**context)
+
+
+def _model_of(items: list[ReportItem], project: object | None) -> str:
+    if project is not None and getattr(project, "model", ""):
+        return str(project.model)
+    for item in items:
+        for source in (item.spec or {}, item.data):
+            if source.get("model"):
+                return str(source["model"])
+    return ""
+
+
+def _speed_reference(benches: dict[str, dict], compare_ref: str) -> str:
+    """The comparisons' reference when it was benchmarked, else the first FP32 benchmark, else the first one."""
+    if compare_ref in benches:
+        return compare_ref
+    return next((t for t in benches if precision_of(t) == "fp32"), next(iter(benches), ""))
+
+
+def _emulation(target: str) -> Any:
+    from app.core.measure import target_emulations
+
+    found = target_emulations(target)
+    return found[0] if found else None
+
+
+def _speedups(benches: dict[str, dict], reference: str) -> dict[str, float | None]:
+    """Median-latency ratio to the reference per target (> 1: faster); None where speed means nothing (a backend
+    that emulates the precision) or is unknown."""
+    base = ((benches.get(reference) or {}).get("latency_ms") or {}).get("median")
+    out: dict[str, float | None] = {}
+    for t, d in benches.items():
+        median = (d.get("latency_ms") or {}).get("median")
+        out[t] = base / median if base and median and _emulation(t) is None else None
+    return out
+
+
+def _scorecard(compares: list[ReportItem], benches: dict[str, dict], speed_ref: str,
+               speedups: dict[str, float | None], diagnoses: list[ReportItem], fallbacks: list[ReportItem],
+               builds: list[dict]) -> list[dict[str, str]]:
+    lines: list[dict[str, str]] = []
+    said: set[str] = set()
+    latest: dict[str, dict] = {}
+    for item in compares:
+        for c in item.data.get("candidates") or []:
+            latest[str(c.get("name"))] = c
+    for name, c in latest.items():
+        outputs = [o for o in c.get("outputs") or [] if isinstance(o, dict)]
+        cosines = [o["cosine"] for o in outputs if isinstance(o.get("cosine"), int | float)]
+        cos = f"cosine {fmt_cos(min(cosines))}" if cosines else "no cosine"
+        if c.get("passed"):
+            text = f"{target_words(name)}: answers unchanged ({cos})"
+        else:
+            failures = [f for o in outputs for f in o.get("failures") or []]
+            text = f"{target_words(name)}: answers differ ({failures[0] if failures else cos})"
+        text += _speed_clause(name, benches, speed_ref, speedups)
+        lines.append({"text": text, "status": "pass" if c.get("passed") else "fail"})
+        said.add(name)
+    for t, d in benches.items():
+        if t in said:
+            continue
+        median = (d.get("latency_ms") or {}).get("median")
+        text = f"{target_words(t)}: median latency {median:.3f} ms" if isinstance(median, float) else target_words(t)
+        lines.append({"text": text + _speed_clause(t, benches, speed_ref, speedups) + " (not compared)",
+                      "status": "info"})
+    for item in diagnoses:
+        d = item.data
+        if d.get("first_nonfinite"):
+            text = f"Diagnosis of {target_words(d.get('candidate', ''))}: the first NaN/Inf appears at " \
+                   f"{d['first_nonfinite']}"
+            status = "fail"
+        else:
+            worst = next((r for r in d.get("layers") or [] if r.get("node") == d.get("worst")), None)
+            text = f"Diagnosis of {target_words(d.get('candidate', ''))}: no NaN/Inf; the worst layer is " \
+                   f"{d.get('worst') or '—'}" + (f" (cosine {fmt_cos(worst.get('cosine'))})" if worst else "")
+            status = "info"
+        lines.append({"text": text, "status": status})
+    for item in fallbacks:
+        d = item.data
+        kept = list(d.get("keep_high_precision") or [])
+        names = ", ".join(kept[:3]) + (f" and {len(kept) - 3} more" if len(kept) > 3 else "")
+        reached = fmt_cos((d.get("after") or {}).get("cos")) if "cos" in (d.get("after") or {}) else ""
+        text = (f"Fallback for {target_words(d.get('candidate', ''))}: keeping {len(kept)} node(s) in FP32"
+                + (f" ({names})" if kept else "") + (f" reaches cosine {reached}" if reached else "")
+                + f": target {d.get('target', '')} {'met' if d.get('met') else 'not met'}")
+        lines.append({"text": text, "status": "pass" if d.get("met") else "fail"})
+    for e in builds:
+        if not e["ok"]:
+            lines.append({"text": f"Engine for {target_words(e['target'])}: the parser refused "
+                                  f"{len(e['parse_errors'])} node(s)", "status": "fail"})
+            continue
+        counts = ", ".join(f"{n} {p}" for p, n in e["counts"])
+        warn = [m for m in e["mismatches"] if m["severity"] != "info"]
+        text = (f"Engine for {target_words(e['target'])} built with {e['flavour']} {e['version']}: {e['layers']} "
+                f"layers ({counts})" + (_differ(len(e["mismatches"])) if e["mismatches"] else
+                                        ", every node ran as planned"))
+        lines.append({"text": text, "status": "fail" if warn else "pass" if not e["mismatches"] else "info"})
+    return lines
+
+
+def _differ(n: int) -> str:
+    return f", {n} node{'s' if n != 1 else ''} {'differ' if n != 1 else 'differs'} from the plan"
+
+
+def _speed_clause(target: str, benches: dict[str, dict], speed_ref: str, speedups: dict[str, float | None]) -> str:
+    if target not in benches or not speed_ref or target == speed_ref:
+        return ", the speed reference" if target == speed_ref and len(benches) > 1 else ""
+    emulated = _emulation(target)
+    if emulated is not None:
+        return f"; speed not measured ({emulated.short})"
+    ratio = speedups.get(target)
+    return f", {speed_words(ratio, speed_ref)}" if ratio else ""
+
+
+def _caveats(items: list[ReportItem], benches: dict[str, dict]) -> list[str]:
+    out: list[str] = []
+    if any(i.data.get("random_data") for i in items if i.kind in ("compare", "diagnose", "fallback")):
+        out.append("Inputs were random data: accuracy on real inputs may differ.")
+    notes = [n for i in items for group in ([i.data.get("notes")] if isinstance(i.data.get("notes"), list)
+                                            else (i.data.get("notes") or {}).values()) for n in group or []]
+    if any("CALIBRATED ON RANDOM DATA" in str(n) for n in notes):
+        out.append("INT8 was calibrated on random data: its scales do not reflect real inputs.")
+    targets = {str(c.get("name")) for i in items if i.kind == "compare" for c in i.data.get("candidates") or []}
+    for t in sorted(targets | set(benches)):
+        e = _emulation(t)
+        if e is not None:
+            out.append(f"{target_words(t)}: {e.sentence}.")
+    unstable = {t: d for t, d in benches.items() if d.get("unstable")}
+    if unstable:  # one line for all: the advice is the same for each
+        which = ", ".join(f"{target_words(t)} (CoV {d['cov']:.1%})" if isinstance(d.get("cov"), float)
+                          else target_words(t) for t, d in unstable.items())
+        advice = next((str(d["warning"]).partition("): ")[2] for d in unstable.values() if d.get("warning")), "")
+        out.append(f"Latency varied a lot between runs of {which}" + (f": {advice}." if advice else "."))
+    return list(dict.fromkeys(out))
+
+
+def _item_title(item: ReportItem) -> str:
+    if item.title:
+        return item.title
+    d = item.data
+    what = d.get("candidate") or d.get("backend") or d.get("target") or ", ".join(
+        str(c.get("name")) for c in d.get("candidates") or [] if isinstance(c, dict))
+    return f"{item.kind.capitalize()} {what}".strip()
+
+
+def _environment_rows(env: Mapping[str, Any]) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    for key, value in env.items():
+        if isinstance(value, Mapping):
+            rows += [(_VERSION_LABELS.get(k, k), str(v) if v else "not installed") for k, v in value.items()]
+        elif key in _VERSION_LABELS:
+            rows.append((_VERSION_LABELS[key], str(value) if value else "not installed"))
+        else:
+            rows.append((_ENV_LABELS.get(key, key.replace("_", " ").capitalize()),
+                         str(value) if value not in (None, "") else "none found"))
+    return rows
+
+
+def report_context(items: list[ReportItem], project: object | None, environment: Mapping[str, Any], *,
+                   title: str = "") -> dict[str, Any]:
+    """Everything the template shows, as plain data; sections without results are None or empty."""
+    compares = [i for i in items if i.kind == "compare"]
+    diagnoses = [i for i in items if i.kind == "diagnose"]
+    fallbacks = [i for i in items if i.kind == "fallback"]
+    benches: dict[str, dict] = {}
+    for i in items:
+        if i.kind == "bench" and i.data.get("backend"):
+            benches[str(i.data["backend"])] = i.data  # a re-run replaces the earlier one, in its place
+    colors: dict[str, str] = {}
+    for i in compares:
+        for c in i.data.get("candidates") or []:
+            colors.setdefault(str(c.get("name")), svg.color(len(colors)))
+    for t in benches:
+        colors.setdefault(t, svg.color(len(colors)))
+    compare_ref = str(compares[-1].data.get("reference", "")) if compares else ""
+    speed_ref = _speed_reference(benches, compare_ref)
+    speedups = _speedups(benches, speed_ref)
+    engines = [engine_table(i) for i in items if i.kind == "build"]
+    for e in engines:
+        e["chart"] = engine_chart(e["counts"])
+    model = _model_of(items, project)
+    env = dict(getattr(project, "environment", None) or environment or {})
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    env_rows = _environment_rows(env)
+    # The TensorRT that built an engine, even where the report is made without it
+    env_rows += list(dict.fromkeys((f"{e['flavour']} (built the engine)", str(e["version"])) for e in engines
+                                   if e["version"]))
+    env_rows.append(("Report made", when))
+    if project is not None and getattr(project, "saved_at", ""):
+        env_rows.append(("Project saved", str(project.saved_at)))
+    commands = [{"kind": i.kind, "title": _item_title(i), "command": i.command, "source": i.source}
+                for i in items if i.command or i.source]
+    return {
+        "title": title or (f"trtlab report: {Path(model).name}" if model else "trtlab report"),
+        "model": model, "model_sha256": getattr(project, "model_sha256", "") if project is not None else "",
+        "when": when,
+        "scorecard": _scorecard(compares, benches, speed_ref, speedups, diagnoses, fallbacks, engines),
+        "caveats": _caveats(items, benches),
+        "compares": [t for t in (compare_table(i) for i in compares) if t],
+        "plots": [p for i in compares for p in compare_plots(i, colors)],
+        "bench": bench_table(benches, speedups, speed_ref),
+        "bench_charts": bench_charts(benches, speedups, speed_ref, colors) if benches else [],
+        "diagnoses": [t for t in (diagnosis_table(i) for i in diagnoses) if t],
+        "fallbacks": [fallback_table(i) for i in fallbacks],
+        "engines": engines,
+        "environment": env_rows,
+        "commands": commands,
+        "empty": not items,
+    }

@@ -1,0 +1,175 @@
+"""The report's tables, as plain data for the template: the precision comparison, the benchmarks, the per-layer
+diagnosis, the fallback search and the engine's layers. Each builder returns None when it has nothing to show,
+so the section is left out rather than shown empty."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+from app.reports.results import ReportItem
+from app.reports.words import TOL_METRICS, fmt, fmt_cos, fmt_metric, fmt_snr, passes, target_words
+
+# Every metric of a compare output, in the order the table lists them: (key, label, what it means)
+COMPARE_METRICS = (
+    ("cosine", "Cosine similarity", "1 = same direction; the lowest over samples"),
+    ("snr_db", "SNR", "signal-to-noise of the difference (higher is better)"),
+    ("max_abs", "Max |Δ|", "largest absolute difference"),
+    ("mean_abs", "Mean |Δ|", ""),
+    ("median_abs", "Median |Δ|", ""),
+    ("p99_abs", "99th percentile |Δ|", ""),
+    ("max_rel", "Max relative Δ", "relative to the reference's magnitude"),
+    ("mean_rel", "Mean relative Δ", ""),
+    ("top1", "Top-1 agreement", "same arg-max as the reference"),
+    ("nan", "NaN values", ""),
+    ("inf", "Inf values", ""),
+)
+DIAGNOSIS_ROWS = 30  # the worst layers listed; the rest are summed up in one line
+LATENCY_KEYS = ("median", "p90", "p99", "mean", "min", "max")
+
+
+def parse_tolerance(text: str) -> tuple[str, float] | None:
+    """"cos:0.99" -> ("cosine", 0.99); None for what is not a tolerance."""
+    metric, _, value = str(text).partition(":")
+    key = TOL_METRICS.get(metric.strip())
+    try:
+        return (key, float(value)) if key else None
+    except ValueError:
+        return None
+
+
+def _cell(text: str, status: str = "") -> dict[str, str]:
+    return {"text": text, "status": status}
+
+
+def compare_table(item: ReportItem) -> dict[str, Any] | None:
+    """Metrics as rows, candidates side by side as columns, one table per output; a metric with a tolerance
+    shows it and marks each candidate's value pass or fail."""
+    data = item.data
+    cands = [c for c in data.get("candidates") or [] if isinstance(c, dict)]
+    if not cands:
+        return None
+    names = [str(c.get("name", "?")) for c in cands]
+    outputs: list[str] = []
+    for c in cands:
+        for o in c.get("outputs") or []:
+            if o.get("name") not in outputs:
+                outputs.append(o.get("name"))
+    tables = []
+    for out in outputs:
+        per = [next((o for o in c.get("outputs") or [] if o.get("name") == out), None) for c in cands]
+        rows = []
+        for key, label, tip in COMPARE_METRICS:
+            tols = {}
+            for c in cands:
+                for t in c.get("tolerances") or data.get("tolerances") or []:
+                    parsed = parse_tolerance(t)
+                    if parsed and parsed[0] == key:
+                        tols[c.get("name")] = (t, parsed[1])
+            cells = []
+            for c, o in zip(cands, per, strict=True):
+                if o is None:
+                    cells.append(_cell("—"))
+                    continue
+                value = o.get(key)
+                status = ""
+                if c.get("name") in tols:
+                    ok = passes(key, value, tols[c.get("name")][1])
+                    status = "" if ok is None else ("pass" if ok else "fail")
+                elif key in ("nan", "inf") and value and value > o.get(f"ref_{key}", 0):
+                    status = "fail"
+                cells.append(_cell(fmt_metric(key, value), status))
+            if all(cell["text"] == "—" for cell in cells) and key == "top1":
+                continue  # not a classifier output: no top-1 row
+            tol_text = ", ".join(sorted({t for t, _ in tols.values()}))
+            rows.append({"label": label, "tip": tip, "tolerance": tol_text, "cells": cells})
+        shapes = {str(o.get("shape")) for o in per if o}
+        verdict = [_cell("pass" if o and o.get("passed", c.get("passed")) else "fail",
+                         "pass" if o and o.get("passed", c.get("passed")) else "fail") for c, o in zip(cands, per,
+                                                                                              strict=True)]
+        failures = [f"{c.get('name')}: {f}" for c, o in zip(cands, per, strict=True) if o
+                    for f in o.get("failures") or []]
+        tables.append({"output": out, "shape": ", ".join(sorted(shapes)), "rows": rows, "verdict": verdict,
+                       "failures": failures})
+    return {"reference": data.get("reference", ""), "samples": data.get("samples"), "candidates": names,
+            "inputs": data.get("inputs", ""), "random_data": bool(data.get("random_data")),
+            "tolerances": data.get("tolerances") or sorted({t for c in cands for t in c.get("tolerances") or []}),
+            "tables": tables, "title": item.title or f"Comparison against {data.get('reference', '')}"}
+
+
+def bench_table(benches: dict[str, dict], speedups: dict[str, float | None], reference: str) -> dict | None:
+    if not benches:
+        return None
+    rows = []
+    for target, d in benches.items():
+        lat = d.get("latency_ms") or {}
+        sp = speedups.get(target)
+        rows.append({"target": target, "words": target_words(target), "mode": str(d.get("mode", "")).replace("_", "-"),
+                     "runs": d.get("iterations"), "cells": [fmt(lat.get(k)) for k in LATENCY_KEYS],
+                     "cov": fmt(d.get("cov") * 100, 3) + " %" if isinstance(d.get("cov"), float) else "—",
+                     "throughput": fmt(d.get("throughput_per_s"), 4),
+                     "speedup": "reference" if target == reference else ("—" if sp is None else f"{sp:.2f}×"),
+                     "unstable": bool(d.get("unstable")), "warning": d.get("warning") or ""})
+    modes = sorted({str(d.get("mode", "")).replace("_", "-") for d in benches.values() if d.get("mode")})
+    return {"columns": list(LATENCY_KEYS), "rows": rows, "reference": reference, "modes": modes}
+
+
+def _badness(row: dict) -> tuple:
+    new_bad = (row.get("nan") or 0) + (row.get("inf") or 0) > (row.get("ref_nan") or 0) + (row.get("ref_inf") or 0)
+    cos = row.get("cosine")
+    cos = -2.0 if cos is None or (isinstance(cos, float) and math.isnan(cos)) else cos
+    return (0 if new_bad else 1, cos)
+
+
+def diagnosis_table(item: ReportItem) -> dict[str, Any] | None:
+    d = item.data
+    layers = [r for r in d.get("layers") or [] if isinstance(r, dict)]
+    if not layers:
+        return None
+    order = {id(r): k for k, r in enumerate(layers)}
+    worst = sorted(layers, key=_badness)
+    shown = worst[:DIAGNOSIS_ROWS]
+    rest = worst[DIAGNOSIS_ROWS:]
+    rows = [{"rank": k + 1, "position": order[id(r)] + 1, "node": r.get("node", ""), "op": r.get("op", ""),
+             "tensor": r.get("tensor", ""), "cosine": fmt_cos(r.get("cosine")), "snr": fmt_snr(r.get("snr_db")),
+             "max_abs": fmt(r.get("max_abs")), "nan": fmt(r.get("nan")), "inf": fmt(r.get("inf")),
+             "bad": _badness(r)[0] == 0, "first": r.get("node") == d.get("first_nonfinite")}
+            for k, r in enumerate(shown)]
+    rest_cos = [r.get("cosine") for r in rest if isinstance(r.get("cosine"), int | float)]
+    return {"candidate": d.get("candidate", ""), "reference": d.get("reference", ""),
+            "first_nonfinite": d.get("first_nonfinite"), "worst": d.get("worst"), "rows": rows,
+            "compared": d.get("tensors_compared", len(layers)), "missing": d.get("tensors_missing_in_candidate", 0),
+            "rest": len(rest), "rest_min_cos": fmt_cos(min(rest_cos)) if rest_cos else "",
+            "inputs": d.get("inputs", ""), "random_data": bool(d.get("random_data"))}
+
+
+def fallback_table(item: ReportItem) -> dict[str, Any]:
+    d = item.data
+    before, after = d.get("before") or {}, d.get("after") or {}
+    metrics = [m for m in ("cos", "max_abs", "nonfinite") if m in before or m in after]
+    metrics += sorted((set(before) | set(after)) - set(metrics))
+    label = {"cos": "Cosine similarity", "max_abs": "Max |Δ|", "nonfinite": "New NaN/Inf values"}
+    rows = [{"metric": label.get(m, m), "before": fmt_cos(before.get(m)) if m == "cos" else fmt(before.get(m)),
+             "after": fmt_cos(after.get(m)) if m == "cos" else fmt(after.get(m))} for m in metrics]
+    return {"candidate": d.get("candidate", ""), "reference": d.get("reference", ""), "target": d.get("target", ""),
+            "met": bool(d.get("met")), "kept": list(d.get("keep_high_precision") or []), "rows": rows,
+            "evaluations": d.get("evaluations"), "seconds": fmt(d.get("seconds"), 3), "stopped": d.get("stopped"),
+            "first_nonfinite": d.get("first_nonfinite")}
+
+
+def engine_table(item: ReportItem) -> dict[str, Any]:
+    d = item.data
+    layers = [r for r in d.get("layers") or [] if isinstance(r, dict)]
+    counts = Counter(str(r.get("precision") or "unknown").upper() for r in layers)
+    ran = Counter(str(p).upper() for p in (d.get("ran") or {}).values())
+    mismatches = [{"node": m.get("node", ""), "planned": str(m.get("planned", "")).upper(),
+                   "ran": str(m.get("ran", "")).upper(), "severity": m.get("severity", ""),
+                   "message": m.get("message", "")} for m in d.get("mismatches") or [] if isinstance(m, dict)]
+    flavour = "TensorRT for RTX" if d.get("flavour") == "rtx" else "TensorRT"
+    return {"target": d.get("target", ""), "flavour": flavour, "version": d.get("trt_version", ""),
+            "gpu": d.get("gpu", ""), "cc": d.get("compute_capability", ""), "source": d.get("layer_source", ""),
+            "layers": len(layers), "counts": counts.most_common(), "ran": ran.most_common(),
+            "mismatches": mismatches, "ok": d.get("ok", True) is not False, "out": d.get("out") or d.get("engine"),
+            "parse_errors": [p for p in d.get("parse_errors") or [] if isinstance(p, dict)],
+            "warnings": list(d.get("warnings") or [])}

@@ -1,0 +1,100 @@
+"""Numbers and targets in plain words, as the report writes them."""
+
+from __future__ import annotations
+
+import math
+
+PRECISION_WORDS = {"fp32": "FP32", "fp16": "FP16", "bf16": "BF16", "int8": "INT8", "plan": "the plan",
+                   "mixed": "mixed"}
+# A tolerance's metric name -> the key of a compare output's metric
+TOL_METRICS = {"cos": "cosine", "max_abs": "max_abs", "mean_abs": "mean_abs", "max_rel": "max_rel",
+               "snr_db": "snr_db", "top1": "top1"}
+# Metrics that must stay at or above their tolerance (the others at or below)
+HIGHER_IS_BETTER = {"cosine", "snr_db", "top1"}
+
+
+def target_words(target: str) -> str:
+    """"ort-cpu:fp16" -> "FP16 on ort-cpu"; "trt:plan" -> "the plan on trt"."""
+    backend, _, precision = str(target).partition(":")
+    p = (precision or "fp32").lower()
+    return f"{PRECISION_WORDS.get(p, p.upper())} on {backend}"
+
+
+def precision_of(target: str) -> str:
+    return (str(target).partition(":")[2] or "fp32").lower()
+
+
+def backend_of(target: str) -> str:
+    return str(target).partition(":")[0]
+
+
+def fmt(v: object, digits: int = 4) -> str:
+    """A metric value for a table: 4 significant digits, ∞ and — for infinite and missing values."""
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        if math.isinf(v):
+            return "∞" if v > 0 else "−∞"
+        if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e6):
+            return f"{v:.{digits - 1}e}"
+        return f"{v:.{digits}g}"
+    return str(v)
+
+
+def fmt_cos(c: object) -> str:
+    """A cosine with the digits that tell it from 1: 0.99998, 0.9999998, 0.9884 (never rounded up to 1)."""
+    if not isinstance(c, int | float) or isinstance(c, bool) or math.isnan(c):
+        return "—"
+    if c >= 1.0:
+        return "1"
+    gap = 1.0 - c
+    digits = max(4, -math.floor(math.log10(gap)) + 1) if gap > 0 else 4
+    return f"{c:.{min(digits, 12)}f}"
+
+
+def fmt_snr(v: object) -> str:
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return "—"
+    if v >= 999.0 or math.isinf(v):
+        return "∞ (identical)" if v > 0 else "−∞"
+    return f"{v:.1f} dB"
+
+
+def fmt_metric(key: str, v: object) -> str:
+    if key == "cosine":
+        return fmt_cos(v)
+    if key == "snr_db":
+        return fmt_snr(v)
+    if key == "top1" and isinstance(v, float):
+        return f"{v:.1%}"
+    return fmt(v)
+
+
+def speed_words(ratio: float, reference: str) -> str:
+    """1.8 -> "1.8× faster than FP32 on ort-cpu"; 0.5 -> "2× slower than …"."""
+    ref = target_words(reference)
+    if ratio >= 1.0:
+        return f"{times(ratio)} faster than {ref}"
+    return f"{times(1 / ratio)} slower than {ref}"
+
+
+def times(ratio: float) -> str:
+    """1.8 -> "1.8×", 1.05 -> "1.05×", 12.4 -> "12×"."""
+    if ratio >= 10:
+        return f"{ratio:.0f}×"
+    return f"{ratio:.2f}".rstrip("0").rstrip(".") + "×"
+
+
+def passes(metric_key: str, value: object, threshold: float) -> bool | None:
+    """Whether a metric value meets a tolerance (None when the value is missing)."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
+        return None
+    if metric_key in HIGHER_IS_BETTER:
+        return value >= threshold
+    return value <= threshold
