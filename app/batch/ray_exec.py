@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from app.backends import BackendUnavailable
 from app.batch.local import OnEvent, OnFinished, OnInterrupt
 from app.batch.matrix import BatchJob, MatrixError
 from app.batch.order import Scheduler
@@ -33,7 +34,9 @@ NODE_RETRIES = 1           # a task whose node is lost is run again once; a job 
 PROGRESS_EVERY_S = 0.5     # progress events per job are forwarded at most this often (logs and the end always)
 
 
-class RayUnavailable(MatrixError):
+class RayUnavailable(BackendUnavailable):
+    """Ray is not installed, cannot start here, or the cluster cannot be reached (exit 3, as a backend)."""
+
     title = "Ray is not available"
 
 

@@ -178,3 +178,12 @@ def test_a_matrix_builds_tensorrt_for_rtx_engines_beside_the_onnx_runtime_jobs(t
     build = next(c for c in doc["cells"] if c["backend"] == "trt-rtx")
     assert build["built"] is True and build["engine_layers"].get("fp16", 0) > 0
     assert "engine built (" in r.stderr
+
+
+def test_cluster_without_ray_installed_exits_3_saying_how_to_install_it(matrix, tmp_path):
+    code = ("import sys; sys.modules['ray'] = None; from app.cli.main import run_cli; "
+            f"sys.exit(run_cli(['batch', {str(matrix)!r}, '--cluster', 'local-ray']))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 3, r.stderr
+    assert "needs Ray, which is not installed" in r.stderr and 'pip install "trtlab[cluster]"' in r.stderr
