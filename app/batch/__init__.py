@@ -6,8 +6,16 @@ from __future__ import annotations
 
 from app.batch.local import LocalExecutor, gpu_matches, local_gpus
 from app.batch.matrix import STEPS, BatchJob, Matrix, MatrixError, expand, job_id, load_matrix, parse_matrix
-from app.batch.store import pending, read_job_results, summarize, summary_table, write_job_result, write_summary
+from app.batch.store import (
+    model_project,
+    pending,
+    read_job_results,
+    summarize,
+    summary_table,
+    write_job_result,
+    write_summary,
+)
 
 __all__ = ["STEPS", "BatchJob", "LocalExecutor", "Matrix", "MatrixError", "expand", "gpu_matches", "job_id",
-           "load_matrix", "local_gpus", "parse_matrix", "pending", "read_job_results", "summarize", "summary_table",
-           "write_job_result", "write_summary"]
+           "load_matrix", "local_gpus", "model_project", "parse_matrix", "pending", "read_job_results", "summarize",
+           "summary_table", "write_job_result", "write_summary"]

