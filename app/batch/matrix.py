@@ -16,6 +16,7 @@ from typing import Any
 from app.backends import BACKEND_NAMES, ENGINE_BACKENDS, Target
 from app.backends.tasks.specs import BenchSpec, BuildSpec, CompareSpec, DiagnoseSpec, JobInputs
 from app.core.errors import InputError
+from app.core.fileio import file_sha256
 
 STEPS = ("build", "compare", "diagnose", "bench")   # the order a model's jobs run in: engines first, timing last
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
@@ -150,7 +151,7 @@ def expand(matrix: Matrix) -> list[BatchJob]:
     jobs: list[BatchJob] = []
     for model in matrix.models:
         path = model["path"]
-        digest = digests.setdefault(path, _digest(path))
+        digest = digests.setdefault(path, file_sha256(path))
         common = _common(doc, model, matrix.path.parent)
         for precision, plan in _precisions(model.get("precisions", doc.get("precisions", ["fp32", "fp16"])),
                                            matrix.path.parent):
@@ -299,10 +300,3 @@ def _list(value: object, what: str) -> list:
         return [value]
     raise MatrixError(f"'{what}' should be a list, not {value!r}.", fix=f"Write {what}: [a, b].")
 
-
-def _digest(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()

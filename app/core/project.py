@@ -9,7 +9,6 @@ newer version is refused rather than half-read.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -26,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from app.core.errors import TrtlabError
-from app.core.fileio import atomic_write_bytes
+from app.core.fileio import atomic_write_bytes, file_sha256
 
 PROJECT_VERSION = 1
 PROJECT_SUFFIX = ".trtlab"
@@ -212,14 +211,6 @@ def _json_default(value: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------------------------- model
-
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
 
 def model_changed(project: Project) -> bool:
     """True when the project's model is missing or is no longer the file it was saved with."""

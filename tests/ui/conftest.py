@@ -58,3 +58,16 @@ def pytest_unconfigure(config):
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(_exit_status["code"])
+
+
+def run_jobs_and_wait(qtbot, window, start, timeout=180_000):
+    """Start jobs (a click, a call) and wait for every job they started to end; they must all succeed."""
+    results = []
+    window.jobs.finished.connect(lambda _job, r: results.append(r))
+    start()
+    qtbot.waitUntil(lambda: bool(results) and not window.run_controller.running
+                    and not window.run_controller.bench_queue, timeout=timeout)
+    for r in results:
+        assert r.status == "done", (r.error, r.log_tail)
+    return results
+

@@ -19,7 +19,7 @@ import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
 
-from tests.ui.conftest import open_and_wait
+from tests.ui.conftest import open_and_wait, run_jobs_and_wait
 
 SHAPES = {"x": (1, 3, 224, 224)}
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,15 +64,7 @@ def _set_shapes(qtbot, window, shapes=SHAPES):
     qtbot.waitUntil(lambda: not window.loader.is_busy(), timeout=30_000)
 
 
-def _run(qtbot, window, start, timeout=180_000):
-    """Start a job (a click, a call) and wait for every job it started to end; they must all succeed."""
-    results = []
-    window.jobs.finished.connect(lambda _job, r: results.append(r))
-    start()
-    qtbot.waitUntil(lambda: bool(results) and not window.run_controller.running
-                    and not window.run_controller.bench_queue, timeout=timeout)
-    for r in results:
-        assert r.status == "done", (r.error, r.log_tail)
+_run = run_jobs_and_wait
 
 
 def _rows(view) -> list[list[str]]:

@@ -10,17 +10,9 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from app.reports.words import fmt_cos
-from tests.ui.conftest import open_and_wait
+from tests.ui.conftest import open_and_wait, run_jobs_and_wait
 
-
-def _run(qtbot, window, start, timeout=180_000):
-    results = []
-    window.jobs.finished.connect(lambda _job, r: results.append(r))
-    start()
-    qtbot.waitUntil(lambda: bool(results) and not window.run_controller.running
-                    and not window.run_controller.bench_queue, timeout=timeout)
-    for r in results:
-        assert r.status == "done", (r.error, r.log_tail)
+_run = run_jobs_and_wait
 
 
 def _file_menu_texts(window) -> list[str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from app.core.fileio import atomic_write_bytes, atomic_write_text, cache_root
+from app.core.fileio import atomic_write_bytes, atomic_write_text, cache_root, file_sha256
 from app.core.precision.plan import PlanError, PrecisionPlan
 
 # Bump when a transform changes what it writes: older cached variants are then rebuilt.
@@ -29,20 +29,12 @@ _MAX_PROTO = 1_800_000_000  # protobuf refuses to serialize ≥ 2 GiB; larger va
 Progress = Callable[[float | None, str], None]
 
 
-def file_hash(path: str | os.PathLike[str]) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def model_digest(path: str | os.PathLike[str]) -> str:
     """The model file's bytes, plus name, size, times and inode of each external-data file it uses
     (hashing gigabytes of weights on every run would cost more than the transform)."""
     from app.core.model import external_refs
 
-    h = hashlib.sha256(file_hash(path).encode())
+    h = hashlib.sha256(file_sha256(path).encode())
     model = onnx.load(str(path), load_external_data=False)
     folder = Path(path).resolve().parent
     for location in sorted({r.location for r in external_refs(model)}):
