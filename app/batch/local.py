@@ -5,10 +5,8 @@ that job too), each variant built once (app.batch.order). It never starts Ray.""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 from collections.abc import Callable
-from functools import lru_cache
 
 from app.batch.matrix import BatchJob, MatrixError
 from app.batch.order import Scheduler
@@ -21,18 +19,11 @@ OnInterrupt = Callable[[int, bool], None]
 CANCEL_GRACE_S = 5.0   # as the CLI's single jobs: a job asked to stop gets this long before it is terminated
 
 
-@lru_cache(maxsize=1)
 def local_gpus() -> tuple[str, ...]:
     """The names of this machine's NVIDIA GPUs (nvidia-smi; no CUDA library is loaded in this process)."""
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return ()
-    try:
-        out = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True,
-                             timeout=20, check=False).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ()
-    return tuple(line.strip() for line in out.splitlines() if line.strip())
+    from app.core.machine import gpu_names
+
+    return tuple(gpu_names())
 
 
 def gpu_matches(kind: str, name: str) -> bool:

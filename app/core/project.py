@@ -232,29 +232,11 @@ def now_iso() -> str:
 def environment(gpu: str | None = None) -> dict[str, Any]:
     """Where the results were made: versions, CPU, GPU (when already known), platform. Reads package metadata
     only: importing TensorRT here would load CUDA."""
-    from importlib import metadata
+    from app.core.machine import cpu_name, versions
 
-    from app import __version__
-
-    versions: dict[str, str | None] = {"trtlab": __version__}
-    for dist in ("onnx", "onnxruntime", "onnxruntime-gpu", "tensorrt", "tensorrt-rtx", "numpy"):
-        try:
-            versions[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            versions[dist] = None
-    return {"versions": {k: v for k, v in versions.items() if v is not None or k in ("onnxruntime", "tensorrt")},
-            "cpu": _cpu_name(), "gpu": gpu, "platform": platform.platform(),
-            "python": sys.version.split()[0]}
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    found = versions()
+    return {"versions": {k: v for k, v in found.items() if v is not None or k in ("onnxruntime", "tensorrt")},
+            "cpu": cpu_name(), "gpu": gpu, "platform": platform.platform(), "python": sys.version.split()[0]}
 
 
 # ----------------------------------------------------------------------------------------------- command line

@@ -341,11 +341,11 @@ def spec_from_json(d: Mapping[str, Any]) -> JobInputs:
 def takes(spec_type: type[S]) -> Callable[[Callable[[S, Any], dict]], Callable[[Any, Any], dict]]:
     """Marks `fn(spec, ctx) -> dict` as the job of `spec_type`: the JSON params its process receives are parsed
     back into `spec_type` before it runs (a spec passed in, in this process, is used as it is). Its result gets
-    `artifacts` (the files it made, e.g. an engine) and `provenance` (where it ran: app.backends.provenance)."""
+    `artifacts` (the files it made, e.g. an engine) and `provenance` (where it ran: app.core.machine)."""
     def wrap(fn: Callable[[S, Any], dict]) -> Callable[[Any, Any], dict]:
         @functools.wraps(fn)
         def job(spec: S | Mapping[str, Any], ctx: Any) -> dict:
-            from app.backends.provenance import provenance
+            from app.core.machine import provenance
 
             typed = spec if isinstance(spec, spec_type) else spec_type.from_json(spec)
             result = fn(typed, ctx)
