@@ -31,6 +31,8 @@ from app.jobs import JobEvent, JobResult, catch_stop_signals
 CANCEL_GRACE_S = 10.0      # after asking the jobs to stop, tasks still running are cancelled by force
 POLL_S = 0.2
 NODE_RETRIES = 1           # a task whose node is lost is run again once; a job that failed is a result
+CONNECT_TRIES = 3          # a ray:// connection is tried this often (its client server fails to start now and then)
+CONNECT_PAUSE_S = 2.0
 PROGRESS_EVERY_S = 0.5     # progress events per job are forwarded at most this often (logs and the end always)
 
 
@@ -156,14 +158,26 @@ class RayExecutor:
                                          fix="Check free memory and /dev/shm (Ray needs ~700 MB), or run the matrix "
                                              "without --cluster.") from exc
             else:
-                try:
-                    self.ray.init(address=cluster, log_to_driver=False)
-                except Exception as exc:  # noqa: BLE001 - Ray raises many kinds for an unreachable cluster
-                    raise RayUnavailable(f"Cannot reach the Ray cluster at {cluster}: {exc}",
-                                         fix="Check the address (ray://HEAD:10001), that the cluster is up, and "
-                                             "its token (RAY_AUTH_TOKEN) if it uses token auth.") from exc
+                self._connect(cluster)
             self._started_here = True
         self.ship = models == "ship" or (models == "auto" and cluster.startswith("ray://"))
+
+    def _connect(self, cluster: str) -> None:
+        """Connect to a ray:// cluster. The client server starts a server per connection and that start fails now
+        and then (a process it starts dies before it looks at it): tried CONNECT_TRIES times before giving up."""
+        for attempt in range(1, CONNECT_TRIES + 1):
+            try:
+                self.ray.init(address=cluster, log_to_driver=False)
+                return
+            except Exception as exc:  # noqa: BLE001 - Ray raises many kinds for an unreachable cluster
+                if self.ray.is_initialized():
+                    self.ray.shutdown()
+                if attempt == CONNECT_TRIES:
+                    raise RayUnavailable(f"Cannot reach the Ray cluster at {cluster} ({CONNECT_TRIES} tries): "
+                                         f"{str(exc).strip().splitlines()[-1] if str(exc).strip() else exc!r}",
+                                         fix="Check the address (ray://HEAD:10001), that the cluster is up, and "
+                                             "its token (RAY_AUTH_TOKEN) if it uses token auth.") from exc
+                time.sleep(CONNECT_PAUSE_S * attempt)
 
     def close(self) -> None:
         if self._started_here and self.ray.is_initialized():
