@@ -43,6 +43,7 @@ class BatchJob:
     backend: str
     precision: str            # fp32 | fp16 | bf16 | int8 | plan:<name>
     gpu: str | None = None    # the GPU kind it must run on; None: anywhere (this machine)
+    model_sha256: str = ""    # the model's bytes when the matrix was expanded (part of the id)
 
     @property
     def label(self) -> str:
@@ -55,7 +56,8 @@ class BatchJob:
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "kind": self.kind, "model": self.model, "backend": self.backend,
-                "precision": self.precision, "gpu": self.gpu, "label": self.label, "spec": self.spec.to_json()}
+                "precision": self.precision, "gpu": self.gpu, "label": self.label, "model_sha256": self.model_sha256,
+                "spec": self.spec.to_json()}
 
 
 @dataclass
@@ -166,7 +168,7 @@ def expand(matrix: Matrix) -> list[BatchJob]:
                             made.append((step, spec))
                     for step, spec in made:
                         jobs.append(BatchJob(job_id(step, spec, digest, gpu), step, spec, path, backend,
-                                             precision, gpu))
+                                             precision, gpu, digest))
     seen: set[str] = set()
     return [j for j in jobs if not (j.id in seen or seen.add(j.id))]  # the same job named twice runs once
 

@@ -146,20 +146,21 @@ def summary_table(summary: dict[str, Any]) -> str:
 def model_project(results: Path, model: str) -> Any:
     """A model's finished jobs of a batch as a Project (app.core.project), so the window can open the model with
     them as if they had run there: comparisons and benchmarks in the Results dock, a diagnosis, an engine."""
-    from app.core.project import Project, ProjectResult, cli_command, file_sha256, now_iso
+    from app.core.project import Project, ProjectResult, cli_command, now_iso
 
     recorded = [d for d in read_job_results(results).values()
                 if d["status"] == "done" and (d.get("job") or {}).get("model") == model]
     recorded.sort(key=lambda d: d.get("finished_at", ""))
-    items, shapes, reference = [], {}, None
+    items, shapes, reference, digest = [], {}, None, ""
     for doc in recorded:
         job, spec = doc["job"], doc["job"]["spec"]
+        digest = digest or job.get("model_sha256", "")  # recorded at expansion: no hashing on the GUI's thread
         shapes = shapes or dict(spec.get("shapes") or {})
         if job["kind"] == "bench" and job["precision"] == "fp32" and reference is None:
             reference = spec.get("target")
         items.append(ProjectResult(kind=job["kind"], spec=spec, data=(doc.get("result") or {}).get("data") or {},
                                    title=job.get("label", ""), finished_at=doc.get("finished_at", ""),
                                    command=cli_command(spec)))
-    return Project(model=model, model_sha256=file_sha256(model) if Path(model).is_file() else "",
+    return Project(model=model, model_sha256=digest,
                    shapes={k: [int(d) for d in v] for k, v in shapes.items()}, results=items,
                    settings={"bench_reference": reference} if reference else {}, saved_at=now_iso())

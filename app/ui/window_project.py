@@ -94,6 +94,10 @@ class ProjectMixin(AutosaveMixin):
         except OSError:
             return ""
         key = (str(path), st.st_size, st.st_mtime_ns)
+        opened = self.opened
+        if (self._model_digest is None or self._model_digest[:3] != key) and opened is not None \
+                and opened.sha256 and opened.path == path and opened.sha256_of == (st.st_size, st.st_mtime_ns):
+            self._model_digest = (*key, opened.sha256)  # hashed by the loader's thread as the model opened
         if self._model_digest is None or self._model_digest[:3] != key:
             self._model_digest = (*key, file_sha256(path))
         return self._model_digest[3]

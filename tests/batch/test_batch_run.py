@@ -106,6 +106,10 @@ def test_trtlab_batch_writes_results_and_summary_and_resumes(matrix, tmp_path):
     doc = json.loads((tmp_path / "s.json").read_text())
     assert doc["kind"] == "batch" and doc["summary_file"] == str((out / "summary.json").resolve())
     assert len(list((out / "jobs").glob("*.json"))) == 6
+    from app.core.fileio import file_sha256
+
+    records = [json.loads(p.read_text()) for p in (out / "jobs").glob("*.json")]
+    assert all(rec["job"]["model_sha256"] == file_sha256(rec["job"]["model"]) for rec in records)
     # The matrix page links each model's own report; all of it self-contained.
     page = (out / "report.html").read_text()
     assert doc["report"] == str((out / "report.html").resolve()) and "Report: " in r.stderr

@@ -353,3 +353,21 @@ def test_a_real_tensorrt_rtx_build_comes_back_with_the_project(qtbot, window, ne
 
     build = next(r for r in load_project(saved).results if r.kind == "build")
     assert build.command.startswith("trtlab build ") and "--backend trt-rtx" in build.command
+
+
+def test_saving_uses_the_hash_the_loader_made_not_the_gui_thread(qtbot, window, model_paths, monkeypatch, tmp_path):
+    """A big model takes seconds to hash: the loader's thread hashes it as it opens, saving reuses that."""
+    import app.ui.window_project as window_project
+    from app.core.fileio import file_sha256
+    from app.core.project import load_project
+
+    open_and_wait(qtbot, window, model_paths["ppocr_cls_mobile_v2"])
+    assert window.opened.sha256 == file_sha256(model_paths["ppocr_cls_mobile_v2"])
+
+    def no_hashing_here(path):
+        raise AssertionError(f"hashed {path} on the GUI thread")
+
+    monkeypatch.setattr(window_project, "file_sha256", no_hashing_here)
+    saved = tmp_path / "p.trtlab"
+    assert window.save_project_to(saved)
+    assert load_project(saved).model_sha256 == window.opened.sha256

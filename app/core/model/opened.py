@@ -13,6 +13,7 @@ from pathlib import Path
 import onnx
 
 from app.core import errors
+from app.core.fileio import file_sha256
 from app.core.model.display_graph import DisplayGraph, build_display_graph
 from app.core.model.loader import CancelFn, ModelDoc, ProgressFn, load_model
 from app.core.model.shapes import ShapeResult, infer_shapes
@@ -36,6 +37,8 @@ class OpenedModel:
     picture: GraphPicture
     input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    sha256: str = ""  # of the model file, hashed here in the loader's thread (projects record it; never the GUI's)
+    sha256_of: tuple[int, int] = (0, 0)  # the file's (size, mtime_ns) when it was hashed
 
     @property
     def path(self) -> Path:
@@ -79,6 +82,13 @@ def open_model(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
     picture = lay_out(doc.model.graph, shapes, cancel)
     t3 = time.perf_counter()
     report(1.0, "Done")
+    try:
+        st = doc.path.stat()
+        digest, hashed = file_sha256(doc.path), (st.st_size, st.st_mtime_ns)
+    except OSError:
+        digest, hashed = "", (0, 0)  # gone since it was read: a project saved now records no hash
+    t4 = time.perf_counter()
     return OpenedModel(doc=doc, summary=summary, shapes=shapes, picture=picture,
-                       input_shapes=dict(input_shapes or {}),
-                       timings={"load": t1 - t0, "shapes": t2 - t1, "layout": t3 - t2, "total": t3 - t0})
+                       input_shapes=dict(input_shapes or {}), sha256=digest, sha256_of=hashed,
+                       timings={"load": t1 - t0, "shapes": t2 - t1, "layout": t3 - t2, "hash": t4 - t3,
+                                "total": t4 - t0})
