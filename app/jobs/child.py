@@ -46,7 +46,9 @@ def error_event(exc: BaseException) -> JobEvent:
     else:
         text = str(exc)
         message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    # A cancel is what the user asked for, not a fault: its log says "cancelled", without a traceback.
+    tb = "" if isinstance(exc, JobCancelled) else "".join(traceback.format_exception(type(exc), exc,
+                                                                                     exc.__traceback__))
     return JobEvent("error", message=message, data={
         "error_type": type(exc).__name__, "user_error": user, "fix": getattr(exc, "fix", "") or "",
         "traceback": tb})
@@ -69,7 +71,7 @@ def execute(spec: JobSpec, ctx: JobContext, emit: Emit, *, print_traceback: bool
     except BaseException as exc:  # everything, SystemExit included, becomes an error event
         if isinstance(exc, reraise):
             raise
-        if print_traceback:
+        if print_traceback and not isinstance(exc, JobCancelled):
             traceback.print_exc()
         return error_event(exc)
 

@@ -297,3 +297,16 @@ def test_cancel_during_int8_calibration_stops_within_seconds(model_paths, tmp_pa
     r = h.wait(timeout=30)
     assert time.monotonic() - t0 < 3.0, f"{time.monotonic() - t0:.1f} s from Cancel to the end of the job"
     assert r.status == "cancelled" and not (tmp_path / "v.onnx").exists()
+
+
+def test_a_cancelled_job_logs_no_traceback():
+    """Cancel is what the user asked for: the log ends saying so, without a Python traceback."""
+    handle = JobRunner(grace=5.0).start(JobSpec(T + "sleep_job", {"steps": 200, "step_s": 0.05}))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(e.kind == "progress" for e in handle.events):
+        handle.poll()
+        time.sleep(0.02)
+    handle.cancel()
+    r = handle.wait(timeout=60)
+    assert r.status == "cancelled"
+    assert not any("Traceback" in line for line in r.log_tail), r.log_tail
