@@ -24,7 +24,9 @@ def add_common(p: argparse.ArgumentParser, *, precision: bool = True, inputs: bo
         p.add_argument("--plan", metavar="PLAN.json", help="the precision plan that B:plan candidates run")
     p.add_argument("--shapes", metavar="SPEC", help="input shapes, e.g. x:1x3x224x224[,y:...]")
     if inputs:
-        p.add_argument("--inputs", metavar="SRC", help=".npz/.npy file, folder of them, or folder of images")
+        p.add_argument("--inputs", metavar="SRC",
+                       help=".npz/.npy file, folder of them, folder of images, 'photos' (trtlab's sample photos: the "
+                            "default for a model with one image input) or 'random'")
     p.add_argument("--calib", metavar="SRC", help="INT8 calibration data (default: --inputs)")
     p.add_argument("--calib-method", choices=("minmax", "entropy", "percentile"), default="minmax",
                    help="INT8 calibration method (default minmax)")
@@ -52,11 +54,16 @@ def _floats(text: str | None, what: str) -> tuple[float, ...] | None:
             from exc
 
 
-def input_source(args: argparse.Namespace, flag: str = "inputs") -> dict:
-    """The `--inputs SRC` (or `--calib SRC`) argument as an InputSource JSON dict."""
+def input_source(args: argparse.Namespace, flag: str = "inputs") -> dict | None:
+    """The `--inputs SRC` (or `--calib SRC`) argument as an InputSource JSON dict; None when not given (the job then
+    takes trtlab's sample photos for a model with one image input, else random data)."""
     given = getattr(args, flag, None)
     if not given:
+        return None
+    if given == "random":
         return {"kind": "random", "seed": args.seed}
+    if given == "photos":
+        return _photos(args, flag)
     p = Path(given)
     if not p.exists():
         raise CliInputError(f"--{flag} '{p}' does not exist.", fix="Give a .npz/.npy file or a folder.")
@@ -82,6 +89,49 @@ def input_source(args: argparse.Namespace, flag: str = "inputs") -> dict:
     return {"kind": "images", "path": str(p), "seed": args.seed, "preprocess": pre}
 
 
+def _photos(args: argparse.Namespace, flag: str) -> dict:
+    """`--inputs photos`: the sample photos fitted to the model's image input (refused for other models)."""
+    from app.core.measure import photo_source_for, resolve_input_shapes
+    from app.core.model import load_model, parse_shape_spec, summarize
+
+    inputs = summarize(load_model(args.model)).inputs
+    given = parse_shape_spec(args.shapes, inputs) if args.shapes else {}
+    source = photo_source_for(inputs, resolve_input_shapes(inputs, given))
+    if source is None:
+        raise CliInputError(f"--{flag} photos: this model has no single image input (N×3×H×W or N×H×W×3) to feed "
+                            "photos to.", fix=f"Give --{flag} a .npz file, a folder of samples, or 'random'.")
+    return source.to_json()
+
+
+def add_output_kinds(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--output-kind", action="append", default=[], metavar="NAME=KIND",
+                   help="what an output means: image, classes, detections, yolo, sequence, embedding or tensor, with "
+                        "options such as yolo:v5, detections:cxcywh, sequence:tnv (default: inferred)")
+
+
+def output_kinds_arg(args: argparse.Namespace) -> dict[str, str]:
+    """--output-kind NAME=KIND items, checked against the model's outputs before any job starts."""
+    from app.core.measure import infer_output_kinds, parse_output_kinds
+    from app.core.model import load_model
+
+    kinds = parse_output_kinds(getattr(args, "output_kind", []) or [])
+    if kinds:
+        infer_output_kinds(load_model(args.model).model, user=kinds)  # refuses names the model has no output for
+    return {name: k.text() for name, k in kinds.items()}
+
+
+def default_samples(spec: object, given: int | None) -> object:
+    """The spec with its sample count: as given, else every sample photo when the job will take them, else 1."""
+    if given is not None:
+        return spec
+    from app.backends.tasks.common import default_source
+    from app.core.measure import sample_photos
+
+    if getattr(spec, "inputs", None) is None and not default_source(spec).is_random:  # type: ignore[arg-type]
+        return spec.with_(samples=max(1, len(sample_photos())))  # type: ignore[attr-defined]
+    return spec
+
+
 def shapes_arg(args: argparse.Namespace) -> dict[str, list[int]]:
     """Parse and check --shapes here, before any job starts: names, ranks and every dynamic dim."""
     from app.core.measure import resolve_input_shapes
@@ -89,7 +139,7 @@ def shapes_arg(args: argparse.Namespace) -> dict[str, list[int]]:
 
     inputs = summarize(load_model(args.model)).inputs
     given = parse_shape_spec(args.shapes, inputs) if args.shapes else {}
-    if getattr(args, "inputs", None):
+    if getattr(args, "inputs", None) not in (None, "", "random", "photos"):
         from app.core.measure import InputSource, source_shapes
 
         # A sample file fixes the dims of its arrays: no --shapes needed for what it gives (--shapes still wins).
@@ -165,8 +215,10 @@ def early_checks(args: argparse.Namespace, out_flag: str = "") -> None:
 
 
 # The values a metric can take: a tolerance outside them can never be met (or always is), so it is a typo.
-_METRIC_RANGE = {"cos": (-1.0, 1.0), "top1": (0.0, 1.0), "max_abs": (0.0, math.inf), "mean_abs": (0.0, math.inf),
-                 "max_rel": (0.0, math.inf)}
+_METRIC_RANGE = {"cos": (-1.0, 1.0), "top1": (0.0, 1.0), "top5": (0.0, 1.0), "max_abs": (0.0, math.inf),
+                 "mean_abs": (0.0, math.inf), "max_rel": (0.0, math.inf), "det_missed": (0.0, math.inf),
+                 "det_extra": (0.0, math.inf), "det_iou": (0.0, 1.0), "mask_iou": (0.0, 1.0),
+                 "token_agreement": (0.0, 1.0), "edit_distance": (0.0, math.inf)}
 
 
 def tolerance_arg(text: str, flag: str) -> object:

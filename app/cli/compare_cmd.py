@@ -9,12 +9,15 @@ from app.backends.tasks.specs import CompareSpec
 from app.cli import formats
 from app.cli.args import (
     add_common,
+    add_output_kinds,
     check_available,
     check_positive,
+    default_samples,
     early_checks,
     emit,
     input_source,
     job_options,
+    output_kinds_arg,
     shapes_arg,
     tolerance_arg,
     variant_params,
@@ -29,9 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_common(p, precision=False)
     p.add_argument("--reference", default="ort-cpu:fp32", metavar="B[:P]")
     p.add_argument("--candidate", action="append", required=True, metavar="B[:P]")
-    p.add_argument("--samples", type=int, default=1, metavar="N")
+    p.add_argument("--samples", type=int, default=None, metavar="N",
+                   help="samples to compare (default: every sample photo when they are the inputs, else 1)")
     p.add_argument("--tol", action="append", default=[], metavar="METRIC:VALUE",
-                   help="cos, max_abs, mean_abs, max_rel, snr_db, top1")
+                   help="element-wise: cos, max_abs, mean_abs, max_rel, snr_db; answers: top1, top5, det_missed, "
+                        "det_extra, det_iou, mask_iou, psnr_db, token_agreement, edit_distance")
+    add_output_kinds(p)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -40,14 +46,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     check_available(ref, *cands)
     for t in args.tol:
         tolerance_arg(t, "--tol")  # bad tolerances are usage errors, found before any work
-    check_positive(args.samples, "--samples")
+    if args.samples is not None:
+        check_positive(args.samples, "--samples")
     if args.plan and not any(c.precision == "plan" for c in cands):
         raise CliInputError("--plan is given but no candidate runs it.",
                             fix="Add a candidate such as --candidate ort-cpu:plan.")
     early_checks(args)
     spec = CompareSpec(model=args.model, reference=ref.name, candidates=[c.name for c in cands],
-                       shapes=shapes_arg(args), inputs=input_source(args), samples=args.samples,
-                       tolerances=args.tol, options=job_options(args), **variant_params(args, [ref, *cands]))
+                       shapes=shapes_arg(args), inputs=input_source(args), samples=args.samples or 1,
+                       tolerances=args.tol, options=job_options(args), output_kinds=output_kinds_arg(args),
+                       **variant_params(args, [ref, *cands]))
+    spec = default_samples(spec, args.samples)
     doc = run_job(spec, f"Compare against {ref.name}")
     doc.pop("plots", None)
     emit(args, doc, formats.format_compare(doc))

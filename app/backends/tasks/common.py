@@ -32,6 +32,7 @@ class Prepared:
     source_text: str
     random_data: bool
     shapes: dict[str, tuple[int, ...]]
+    source: InputSource | None = None
 
 
 def target_plan(target: Target, spec: JobInputs) -> PrecisionPlan:
@@ -58,7 +59,7 @@ def calibration(spec: JobInputs, ctx: object | None):
     def make() -> tuple[list[dict[str, np.ndarray]], bool]:
         if made:
             return made[0]
-        source: InputSource = spec.calib or spec.source
+        source: InputSource = spec.calib or spec.inputs or default_source(spec)
         if source.is_random and spec.calib is None:
             source = dataclasses.replace(source, seed=source.seed + CALIB_SEED_OFFSET)
         count = spec.calib_samples or (CALIB_SAMPLES if source.is_random else CALIB_MAX)
@@ -102,6 +103,22 @@ def variant_path(model_path: str, target: Target, ctx: object | None, spec: JobI
     return variant.path, notes
 
 
+def default_source(spec: JobInputs, model: onnx.ModelProto | None = None) -> InputSource:
+    """The samples a job uses when it is given none: trtlab's sample photos for a model whose one input is an image
+    (resized and normalised to it), else seeded random data."""
+    from app.core.measure import InputSource, photo_source_for, resolve_input_shapes
+
+    if spec.inputs is not None:
+        return spec.inputs
+    model = model if model is not None else onnx.load(spec.model, load_external_data=False)
+    infos = [value_info_to_tensor_info(v) for v in graph_inputs(model.graph)]
+    try:
+        shapes = resolve_input_shapes(infos, dict(spec.shapes))
+    except TrtlabError:
+        return InputSource(kind="random", seed=spec.seed)
+    return photo_source_for(infos, shapes) or InputSource(kind="random", seed=spec.seed)
+
+
 def prepare_samples(spec: JobInputs, ctx: object | None = None) -> Prepared:
     """Load the model's input declarations and make the input samples the spec asks for."""
     from app.core.measure import make_samples, resolve_input_shapes
@@ -110,9 +127,21 @@ def prepare_samples(spec: JobInputs, ctx: object | None = None) -> Prepared:
     model = onnx.load(model_path, load_external_data=False)
     infos = [value_info_to_tensor_info(v) for v in graph_inputs(model.graph)]
     shapes = resolve_input_shapes(infos, dict(spec.shapes))
-    source = spec.source
+    source = default_source(spec, model)
     samples = make_samples(model, infos, shapes, source, samples=spec.samples)
-    return Prepared(model_path, samples, source.describe(), source.is_random, shapes)
+    text = source.describe()
+    if spec.inputs is None and not source.is_random:
+        text = "trtlab's sample photos (" + (source.preprocess.describe() if source.preprocess else "") + ")"
+    return Prepared(model_path, samples, text, source.is_random, shapes, source)
+
+
+def output_kinds(spec: JobInputs, prep: Prepared, reference_outputs: list[dict[str, np.ndarray]]) -> dict:
+    """Each output's kind: the spec's where given, else inferred from the graph and the reference's output shapes."""
+    from app.core.measure import infer_output_kinds
+
+    model = onnx.load(prep.model_path, load_external_data=False)
+    dims = {k: list(np.shape(v)) for k, v in (reference_outputs[0] if reference_outputs else {}).items()}
+    return infer_output_kinds(model, dims, {k: list(v) for k, v in prep.shapes.items()}, dict(spec.output_kinds))
 
 
 def workdir(ctx: object | None) -> Path:

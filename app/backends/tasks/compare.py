@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.backends import Target
-from app.backends.tasks.common import prepare_samples, progress, run_outputs
+from app.backends.tasks.common import output_kinds, prepare_samples, progress, run_outputs
 from app.backends.tasks.specs import CompareSpec, takes
 
 
@@ -20,18 +20,20 @@ def compare_task(spec: CompareSpec, ctx: object) -> dict:
     prep = prepare_samples(spec, ctx)
     steps = 1 + len(candidates)
     ref_out, ref_notes = run_outputs(reference, prep, spec, ctx, (0.0, 1.0 / steps))
+    kinds = output_kinds(spec, prep, ref_out)
     reports, notes = [], {reference.name: ref_notes}
     for k, cand in enumerate(candidates):
         out, cand_notes = run_outputs(cand, prep, spec, ctx, ((k + 1) / steps, (k + 2) / steps))
         notes[cand.name] = cand_notes
         progress(ctx, None, f"Comparing {cand.name} with {reference.name}…")
-        reports.append(compare_samples(ref_out, out, cand.name, tolerances))
+        reports.append(compare_samples(ref_out, out, cand.name, tolerances, kinds=kinds))
     doc = compare_report_json(reference.name, len(prep.samples), reports)
     doc.update({"inputs": prep.source_text, "random_data": prep.random_data, "notes": notes,
                 "shapes": {k: list(v) for k, v in prep.shapes.items()},
                 "tolerances": sorted({str(t) for c in doc.get("candidates", []) for t in c.get("tolerances", [])})
                 or [f"{t.metric}:{t.value}" for t in tolerances]})
     doc["plots"] = {r.name: plot_data(r) for r in reports}
+    doc["output_kinds"] = {name: k.to_json() for name, k in kinds.items()}
     return doc
 
 

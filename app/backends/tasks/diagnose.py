@@ -9,6 +9,7 @@ from app.backends.tasks.common import (
     PrecisionNotAvailable,
     Prepared,
     open_session,
+    output_kinds,
     prepare_samples,
     progress,
     variant_path,
@@ -54,7 +55,10 @@ def layer_errors(prep: Prepared, reference: Target, candidate: Target, spec: Job
             session.close()
     progress(ctx, lo + (hi - lo) * 0.9, "Measuring each tensor…")
     rows, first = diagnose_outputs(ref_model, outs[0], outs[1])
-    return rows, first, {"notes": notes, "tensors_missing_in_candidate": len(names) - len(cand_names)}
+    final = [o.name for o in ref_model.graph.output]
+    answers = tuple({k: v for k, v in o.items() if k in final} for o in outs)
+    return rows, first, {"notes": notes, "tensors_missing_in_candidate": len(names) - len(cand_names),
+                         "final_outputs": answers}
 
 
 @takes(DiagnoseSpec)
@@ -64,9 +68,17 @@ def diagnose_task(spec: DiagnoseSpec, ctx: object) -> dict:
     candidate = Target.parse(spec.candidate)
     prep = prepare_samples(spec.with_(samples=1), ctx)
     rows, first, facts = layer_errors(prep, reference, candidate, spec, ctx)
+    from app.core.measure import compare_samples
+
+    # The model's own outputs judged by what they mean (their kinds), as `compare` does, on the diagnosed sample.
+    ref_final, cand_final = facts["final_outputs"]
+    judged = compare_samples([ref_final], [cand_final], candidate.name, kinds=output_kinds(spec, prep, [ref_final]))
     finite = [r for r in rows if r.cosine is not None]
     worst = min(finite, key=lambda r: r.cosine) if finite else None
     return {"candidate": candidate.name, "reference": reference.name, "first_nonfinite": first,
             "worst": worst.node if worst else None, "layers": [r.to_json() for r in rows],
             "tensors_compared": len(rows), "tensors_missing_in_candidate": facts["tensors_missing_in_candidate"],
-            "inputs": prep.source_text, "random_data": prep.random_data, "notes": facts["notes"]}
+            "inputs": prep.source_text, "random_data": prep.random_data, "notes": facts["notes"],
+            "answers_changed": not judged.passed,
+            "outputs": [{"name": o.name, "kind": o.kind, "task": o.to_json()["task"], "passed": o.passed,
+                         "failures": o.failures, "cosine": o.cosine} for o in judged.outputs]}

@@ -12,6 +12,7 @@ from app.backends.tasks.common import (
     calibration,
     cancel_check,
     open_session,
+    output_kinds,
     prepare_samples,
     run_outputs,
     target_plan,
@@ -60,6 +61,7 @@ def fallback_task(spec: FallbackSpec, ctx: object) -> dict:
     ref_out, ref_notes = run_outputs(reference, prep, spec, ctx, (0.0, 0.05))
     # Diagnose on the sample the candidate gets most wrong: a sample where nothing breaks ranks by noise.
     cand_out, _ = run_outputs(candidate, prep, spec, ctx, (0.05, 0.1))
+    kinds = output_kinds(spec, prep, ref_out)
     worst = _worst_sample(ref_out, cand_out)
     diag_prep = Prepared(prep.model_path, [prep.samples[worst]], prep.source_text, prep.random_data, prep.shapes)
     rows, first, facts = layer_errors(diag_prep, reference, candidate, spec, ctx, (0.1, 0.2))
@@ -74,7 +76,7 @@ def fallback_task(spec: FallbackSpec, ctx: object) -> dict:
 
     def evaluate(keep: frozenset[str]):
         if not keep:  # the variant as planned: its outputs are already here
-            return compare_samples(ref_out, cand_out, candidate.name, [target])
+            return compare_samples(ref_out, cand_out, candidate.name, [target], kinds=kinds)
         try:
             variant = build_variant(model_path, with_high_precision(plan, keep), calib=calib,
                                     calib_method=calib_method, cancelled=cancel_check(ctx),
@@ -89,7 +91,7 @@ def fallback_task(spec: FallbackSpec, ctx: object) -> dict:
             session.close()
             if not variant.identity:
                 shutil.rmtree(folder, ignore_errors=True)  # one evaluation's variant at a time on disk
-        return compare_samples(ref_out, outs, candidate.name, [target])
+        return compare_samples(ref_out, outs, candidate.name, [target], kinds=kinds)
 
     remaining = None if budget is None else max(0.0, budget - (time.monotonic() - t0))
     result = search(ranked, evaluate, target, budget_s=remaining, cancelled=ctx.cancelled,

@@ -61,6 +61,7 @@ class JobInputs:
     calib_samples: int | None = None            # None: 16 random samples, or a folder's files up to 512
     calib_method: str = "minmax"
     cache_dir: str | None = None                # the variant cache; None: TRTLAB_CACHE_DIR or ~/.cache/trtlab
+    output_kinds: Mapping[str, str] = field(default_factory=dict)  # output -> kind (`image`, `yolo:v5`…); else inferred
 
     kind: ClassVar[str] = ""
     job: ClassVar[str] = ""                     # the job function, "module:function", that runs this spec
@@ -85,6 +86,7 @@ class JobInputs:
             raise SpecError(f"Unknown backend option(s) {', '.join(unknown)} for the {self.kind} job.",
                             fix=f"Backend options are {', '.join(OPTION_KEYS)}.")
         object.__setattr__(self, "options", dict(self.options))
+        object.__setattr__(self, "output_kinds", _output_kinds(self.output_kinds))
         if self.plan is not None:
             from app.core.precision import PrecisionPlan
 
@@ -101,7 +103,8 @@ class JobInputs:
 
     @property
     def source(self) -> InputSource:
-        """Where the input samples come from."""
+        """Where the input samples come from when no model is at hand to choose (random data from `seed`); jobs ask
+        `tasks.common.default_source`, which takes trtlab's sample photos for a model with one image input."""
         return self.inputs or InputSource(kind="random", seed=self.seed)
 
     def input_files(self) -> list[str]:
@@ -124,6 +127,8 @@ class JobInputs:
                 value = value.to_json()
             elif f.name == "shapes":
                 value = {k: list(v) for k, v in value.items()}
+            elif f.name == "output_kinds":
+                value = dict(value)
             elif isinstance(value, tuple):
                 value = list(value)
             out[f.name] = value
@@ -366,6 +371,16 @@ def _tolerance(text: object) -> object:
     from app.core.measure import Tolerance
 
     return Tolerance.parse(str(text))
+
+
+def _output_kinds(kinds: Mapping[str, Any] | None) -> dict[str, str]:
+    """{output: kind} in canonical spelling (each checked: `yolo:v5`, `detections:cxcywh`…)."""
+    from app.core.measure import parse_output_kinds
+
+    if isinstance(kinds, str) or not isinstance(kinds or {}, Mapping):
+        raise SpecError(f"Output kinds are a mapping of output name to kind, not {kinds!r}.",
+                        fix="Give e.g. {'output0': 'yolo'}.")
+    return {name: kind.text() for name, kind in parse_output_kinds(dict(kinds or {})).items()}
 
 
 def _count(value: object, what: str) -> int:

@@ -1,14 +1,21 @@
-"""Measurement: input samples (`InputSource`, `make_samples`, `resolve_input_shapes`), comparing outputs
-(`compare_samples`, `Tolerance`, `METRICS`), latency (`measure`, `Budget`), and which precisions a backend really
-computes in (`emulation`, `target_emulations`). Other packages import these names from here."""
+"""Measurement: input samples (`InputSource`, `make_samples`, `resolve_input_shapes`) and the bundled sample
+photos that feed image models (`sample_photos`, `photo_source_for`), comparing outputs (`compare_samples`,
+`Tolerance`, `METRICS`), latency (`measure`, `Budget`), and which precisions a backend really computes in
+(`emulation`, `target_emulations`). Other packages import these names from here."""
 
 from __future__ import annotations
 
-from app.core.measure.compare import METRICS, CandidateReport, Tolerance, compare_report_json, compare_samples
+from app.core.measure.answers import DEFAULT_TASK_TOLERANCES, KIND_METRICS, SCORE_THRESHOLD, judge
+from app.core.measure.compare import CandidateReport, OutputMetrics, compare_report_json, compare_samples
 from app.core.measure.compute import Emulation, device_of, emulation, target_emulations
 from app.core.measure.inputs import InputSource, make_samples, resolve_input_shapes, source_shapes
+from app.core.measure.kinds import KINDS, OutputKind, OutputKindError, infer_output_kinds, parse_output_kinds
 from app.core.measure.latency import Budget, measure
+from app.core.measure.samples import photo_source_for, sample_photos
+from app.core.measure.tolerance import ELEMENTWISE, METRICS, Tolerance, ToleranceError, fmt_metric
 
-__all__ = ["METRICS", "Budget", "CandidateReport", "Emulation", "InputSource", "Tolerance", "compare_report_json",
-           "compare_samples", "device_of", "emulation", "make_samples", "measure", "resolve_input_shapes",
-           "source_shapes", "target_emulations"]
+__all__ = ["DEFAULT_TASK_TOLERANCES", "ELEMENTWISE", "KINDS", "KIND_METRICS", "METRICS", "SCORE_THRESHOLD", "Budget",
+           "CandidateReport", "Emulation", "InputSource", "OutputKind", "OutputKindError", "OutputMetrics",
+           "Tolerance", "ToleranceError", "compare_report_json", "compare_samples", "device_of", "emulation",
+           "fmt_metric", "infer_output_kinds", "judge", "make_samples", "measure", "parse_output_kinds",
+           "photo_source_for", "resolve_input_shapes", "sample_photos", "source_shapes", "target_emulations"]

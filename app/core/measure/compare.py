@@ -16,17 +16,25 @@ Definitions (all per output, over every sample's values taken together):
   so that no full sort or full-size copy is needed.
 - ``top1`` (``top5``): share of rows whose arg-max (reference top-1 in the candidate's top 5) agrees, for
   class-score outputs ``[N, C]`` with ``C >= 2`` (``C > 5`` for top-5); null otherwise.
-- Without tolerances, ``DEFAULT_TOLERANCES`` (cosine ≥ 0.99) decides pass/fail.
+- Each output has a kind (``app.core.measure.kinds``). For image, classes, detections, yolo and sequence outputs
+  the answer decides: their task metrics (``app.core.measure.answers``) are judged by the user's tolerances on
+  those metrics, else by the kind's defaults (no box missed or added, masks IoU ≥ 0.9, top-1 agreement ≥ 0.99,
+  the same decoded text); the element-wise metrics stay as detail. Embedding and tensor outputs are judged
+  element-wise: by the user's tolerances, else ``DEFAULT_TOLERANCES`` (cosine ≥ 0.99). Element-wise tolerances the
+  user gives apply to every output; a candidate NaN/Inf where the reference is finite always fails.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from app.core.errors import TrtlabError
+from app.core.measure.answers import KIND_METRICS, judge
+from app.core.measure.kinds import OutputKind
+from app.core.measure.tolerance import DEFAULT_TOLERANCES, ELEMENTWISE, METRICS, Tolerance, fmt_metric
 
 REL_EPS = 1e-6
 SNR_CAP_DB = 999.0
@@ -40,61 +48,6 @@ _MBITS = 7  # mantissa bits kept in the |diff| histogram: 128 bins per octave
 _SHIFT = 23 - _MBITS
 _NBINS = 1 << (8 + _MBITS)
 _ABS_HIST_FLOOR = 2.0 ** -40  # ≈ 9.1e-13: plot bins start here at the lowest
-# metric: (the OutputMetrics attribute, "min" when the tolerance is a floor, "max" when a ceiling)
-METRICS = {"cos": ("cosine", "min"), "max_abs": ("max_abs", "max"), "mean_abs": ("mean_abs", "max"),
-           "max_rel": ("max_rel", "max"), "snr_db": ("snr_db", "min"), "top1": ("top1", "min")}
-
-
-class ToleranceError(TrtlabError):
-    title = "Invalid tolerance"
-
-
-@dataclass
-class Tolerance:
-    """``metric:value`` — a floor for cos/snr_db/top1, a ceiling for the error metrics."""
-
-    metric: str
-    value: float
-
-    @classmethod
-    def parse(cls, text: str) -> Tolerance:
-        metric, _, value = str(text).partition(":")
-        metric = {"cosine": "cos", "snr": "snr_db", "top-1": "top1"}.get(metric.strip().lower(), metric.strip().lower())
-        try:
-            number = float(value)
-        except ValueError:
-            number = math.nan
-        if metric not in METRICS or not math.isfinite(number):
-            raise ToleranceError(f"'{text}' is not a tolerance.",
-                                 fix=f"Write METRIC:VALUE with METRIC one of {', '.join(METRICS)}, e.g. cos:0.999.")
-        return cls(metric, number)
-
-    def __str__(self) -> str:
-        return f"{self.metric}:{self.value:g}"
-
-    def check(self, m: OutputMetrics) -> str | None:
-        """None when met (or not applicable: top1 on an output that is no class score), else why not."""
-        key, sense = METRICS[self.metric]
-        got = getattr(m, key)
-        if got is None:
-            return None if key == "top1" else f"{self.metric} could not be computed"
-        ok = got >= self.value if sense == "min" else got <= self.value
-        return None if ok else f"{self.metric} {_fmt(key, got)} {'<' if sense == 'min' else '>'} {self.value:g}"
-
-    def passes(self, m: OutputMetrics) -> bool:
-        return self.check(m) is None
-
-
-DEFAULT_TOLERANCES = (Tolerance("cos", 0.99),)
-
-
-def _fmt(key: str, v: float) -> str:
-    """Cosine-like values show enough decimals to tell 0.9999995 from 1."""
-    if key in ("cosine", "top1") and 0 < 1 - v < 1:
-        return f"{v:.{min(12, max(6, 2 - math.floor(math.log10(1 - v))))}f}"
-    return f"{v:.6g}"
-
-
 @dataclass
 class OutputMetrics:
     name: str
@@ -124,6 +77,18 @@ class OutputMetrics:
     quantiles: str = "exact"
     passed: bool = True
     failures: list[str] = field(default_factory=list)
+    kind: str = "tensor"
+    kind_spec: str = "tensor"
+    task: dict[str, object] | None = None
+    task_values: dict[str, float | None] = field(default_factory=dict)
+    answers: list[dict[str, object]] = field(default_factory=list)  # per sample, for the pictures (not in to_json)
+
+    def value(self, metric: str) -> float | None:
+        """A metric's value for tolerances: element-wise attributes, else this output's task values."""
+        if metric in self.task_values:
+            return self.task_values[metric]
+        attr = METRICS[metric][0]
+        return getattr(self, attr, None) if metric in ELEMENTWISE or metric in ("top1", "top5") else None
 
     def to_json(self) -> dict[str, object]:
         """The CLI.md `compare` output keys (first), then extras."""
@@ -139,7 +104,14 @@ class OutputMetrics:
                 "dtype_mismatch": self.dtype_mismatch or None, "shape_mismatch": self.shape_mismatch or None,
                 "count": self.count, "compared": self.compared, "exact_equal": self.exact_equal,
                 "new_nonfinite": self.new_nonfinite, "quantiles": self.quantiles, "passed": self.passed,
-                "failures": list(self.failures)}
+                "failures": list(self.failures), "kind": self.kind, "kind_spec": self.kind_spec,
+                "task": _json_task(self.task)}
+
+
+def _json_task(task: dict[str, object] | None) -> dict[str, object] | None:
+    if task is None:
+        return None
+    return {k: (_json_float(v) if isinstance(v, float) else v) for k, v in task.items()}
 
 
 def _json_float(x: float | None) -> float | None:
@@ -170,7 +142,7 @@ class CandidateReport:
         o = min(self.outputs, key=lambda m: m.cosine if m.cosine is not None else 2.0)
         if o.cosine is None:
             return f"{o.name}: no finite values to compare"
-        return f"{o.name}: cos {_fmt('cosine', o.cosine)}, max |Δ| {o.max_abs:.3g}"
+        return f"{o.name}: cos {fmt_metric('cos', o.cosine)}, max |Δ| {o.max_abs:.3g}"
 
     def to_json(self) -> dict[str, object]:
         return {"name": self.name, "passed": self.passed, "outputs": [o.to_json() for o in self.outputs],
@@ -389,21 +361,56 @@ def _plot_samples(name: str, rs: list[np.ndarray], cs: list[np.ndarray], total: 
 
 
 def compare_samples(reference: list[dict[str, np.ndarray]], candidate: list[dict[str, np.ndarray]], name: str,
-                    tolerances: list[Tolerance] | tuple[Tolerance, ...] = (), *, seed: int = 0) -> CandidateReport:
-    """Compare a candidate's outputs with the reference's, sample by sample, aggregated per output."""
-    tols = list(tolerances) or list(DEFAULT_TOLERANCES)
-    report = CandidateReport(name, True, [], tolerances=[str(t) for t in tols])
+                    tolerances: list[Tolerance] | tuple[Tolerance, ...] = (), *, seed: int = 0,
+                    kinds: Mapping[str, OutputKind] | None = None) -> CandidateReport:
+    """Compare a candidate's outputs with the reference's, sample by sample, aggregated per output; ``kinds`` says
+    what each output means (missing names are judged element-wise)."""
+    tols = list(tolerances)
+    report = CandidateReport(name, True, [], tolerances=[str(t) for t in tols or DEFAULT_TOLERANCES])
     if len(reference) != len(candidate):
         raise ValueError(f"{len(reference)} reference samples but {len(candidate)} candidate samples")
     for out in (reference[0] if reference else {}):
         ref = [np.asarray(s[out]) for s in reference]
         cand = [np.asarray(s[out]) if out in s else None for s in candidate]
         m = _compare_output(out, ref, cand, report, seed)
-        m.failures.extend(f for t in tols if (f := t.check(m)) is not None and f not in m.failures)
+        kind = (kinds or {}).get(out) or OutputKind("tensor")
+        m.kind, m.kind_spec = kind.kind, kind.text()
+        if not m.failures and kind.kind in KIND_METRICS:
+            result = judge(kind, ref, cand)  # type: ignore[arg-type]
+            if result is not None:
+                m.task, m.task_values, m.answers = result.task, result.values, result.answers
+                if "error" in result.task:
+                    m.failures.append(str(result.task["error"]))
+        m.failures.extend(f for t in _judged_by(m, kind, tols, result_defaults(m))
+                          if (f := t.check(m)) is not None and f not in m.failures)
         m.passed = not m.failures
         report.outputs.append(m)
     report.passed = bool(report.outputs) and all(o.passed for o in report.outputs)
     return report
+
+
+def result_defaults(m: OutputMetrics) -> tuple[str, ...]:
+    """The kind's default task tolerances for this output (image: IoU for probabilities, else PSNR)."""
+    from app.core.measure.answers import DEFAULT_TASK_TOLERANCES, IMAGE_NOT_PROBABILITY
+
+    if m.task is None:
+        return ()
+    if m.kind == "image" and not m.task.get("probability"):
+        return IMAGE_NOT_PROBABILITY
+    return DEFAULT_TASK_TOLERANCES.get(m.kind, ())
+
+
+def _judged_by(m: OutputMetrics, kind: OutputKind, tols: list[Tolerance], defaults: tuple[str, ...]
+               ) -> list[Tolerance]:
+    """The tolerances one output is judged by: the user's element-wise ones; the user's on its kind's task metrics,
+    else the kind's defaults; with no tolerance given and no task metrics, cosine ≥ 0.99."""
+    own = KIND_METRICS.get(kind.kind, ()) if m.task is not None else ()
+    chosen = [t for t in tols if t.metric in ELEMENTWISE or t.metric in own or t.metric in ("top1", "top5")]
+    if own and not any(t.metric in own for t in tols):
+        chosen += [Tolerance.parse(d) for d in defaults]
+    if not tols and not own:
+        chosen += list(DEFAULT_TOLERANCES)
+    return chosen
 
 
 def compare_report_json(reference_name: str, samples: int, candidates: list[CandidateReport]) -> dict:

@@ -1,12 +1,13 @@
 """The model and its graph. Opening: `open_model`/`OpenedModel` (`load_model`, external data); its facts: `summarize`,
 `graph_inputs`/`TensorInfo`, `infer_shapes`/`ShapeResult`, weights (`weight_stats`), ops' categories; the display
-graph (`DisplayGraph`), `search_graph`, `SelectionModel`, ONNX walking (`iter_graphs`, `node_keys`), the demo model.
+graph (`DisplayGraph`), `search_graph`, `SelectionModel`, ONNX walking (`iter_graphs`, `node_keys`), the demo models
+(`write_demo_model` generates one; `bundled_demo_model` is the u2netp.onnx trtlab ships).
 
 Other packages import these names from here; the modules inside import each other by their full path."""
 
 from __future__ import annotations
 
-from app.core.model.demo import write_demo_model
+from app.core.model.demo import BUNDLED_DEMO, bundled_demo_model, write_demo_model
 from app.core.model.display_graph import KIND_OP, DisplayGraph
 from app.core.model.loader import external_refs, load_model, resolve_external
 from app.core.model.onnx_walk import (
@@ -34,10 +35,11 @@ from app.core.model.weights import (
     weight_stats,
 )
 
-__all__ = ["ALL_CATEGORIES", "FP16_MIN_NORMAL", "FP16_MIN_SUBNORMAL", "KIND_OP", "POOL_OPS", "QUANTIZABLE_OPS",
-           "SUBGRAPH_OPS", "WEIGHTED_OPS", "Dim", "DisplayGraph", "GraphPicture", "ModelSummary", "OpenedModel",
-           "SearchHit", "SelectionModel", "ShapeResult", "TensorInfo", "WeightStats", "constant_tensor", "dtype_name",
-           "dynamic_dims", "external_refs", "find_tensor", "graph_inputs", "infer_shapes", "iter_graphs", "lay_out",
-           "load_model", "node_key", "node_keys", "node_subgraphs", "open_model", "parse_shape_spec",
-           "resolve_external", "search_graph", "summarize", "tensor_to_array", "validate_input_shape",
-           "value_info_to_tensor_info", "weight_stats", "write_demo_model"]
+__all__ = ["ALL_CATEGORIES", "BUNDLED_DEMO", "FP16_MIN_NORMAL", "FP16_MIN_SUBNORMAL", "KIND_OP", "POOL_OPS",
+           "QUANTIZABLE_OPS", "SUBGRAPH_OPS", "WEIGHTED_OPS", "Dim", "DisplayGraph", "GraphPicture", "ModelSummary",
+           "OpenedModel", "SearchHit", "SelectionModel", "ShapeResult", "TensorInfo", "WeightStats",
+           "bundled_demo_model", "constant_tensor", "dtype_name", "dynamic_dims", "external_refs", "find_tensor",
+           "graph_inputs", "infer_shapes", "iter_graphs", "lay_out", "load_model", "node_key", "node_keys",
+           "node_subgraphs", "open_model", "parse_shape_spec", "resolve_external", "search_graph", "summarize",
+           "tensor_to_array", "validate_input_shape", "value_info_to_tensor_info", "weight_stats",
+           "write_demo_model"]

@@ -1,4 +1,6 @@
-"""The demo model trtlab generates itself: a small residual image classifier with real weights."""
+"""The demo models: the one trtlab generates itself (a small residual image classifier with seeded weights)
+and the one it ships, u2netp (U²-Net-p salient object segmentation, 4.6 MB, trained weights; origin and
+licences in app/resources/models/LICENSE.md)."""
 
 from __future__ import annotations
 
@@ -8,9 +10,23 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from app.core.errors import ModelNotFoundError
 from app.core.fileio import atomic_write_bytes
 
 DEMO_NAME = "trtlab_demo_resnet.onnx"
+BUNDLED_DEMO = Path(__file__).resolve().parents[2] / "resources" / "models" / "u2netp.onnx"
+
+
+def bundled_demo_model() -> Path:
+    """The path of the bundled demo model, u2netp.onnx (input 1×3×320×320, seven 1×1×320×320 outputs).
+
+    Raises :class:`ModelNotFoundError` with a fix when the file is missing (a broken or partial install).
+    """
+    if not BUNDLED_DEMO.is_file():
+        raise ModelNotFoundError(f"The bundled demo model is missing: '{BUNDLED_DEMO}' does not exist.",
+                                 fix="Reinstall trtlab (pip install --force-reinstall trtlab, or pip install -e . "
+                                     "in a checkout), or open a model of your own.")
+    return BUNDLED_DEMO
 
 
 def _conv(rng: np.random.Generator, inits: list[TensorProto], name: str, cin: int, cout: int,

@@ -219,8 +219,8 @@ def _meets(value: float | None, target: Tolerance) -> bool:
 
 
 def _worst(outputs: list, metric: str) -> float | None:
-    attr, sense = METRICS[metric]
-    values = [v for o in outputs if (v := getattr(o, attr, None)) is not None]
+    sense = METRICS[metric][1]
+    values = [v for o in outputs if (v := o.value(metric)) is not None]
     if not values:
         return None
     return float(min(values) if sense == "min" else max(values))

@@ -9,14 +9,8 @@ import numpy as np
 import pytest
 
 from app.core.measure import compare
-from app.core.measure.compare import (
-    REL_EPS,
-    SNR_CAP_DB,
-    Tolerance,
-    ToleranceError,
-    compare_report_json,
-    compare_samples,
-)
+from app.core.measure.compare import REL_EPS, SNR_CAP_DB, compare_report_json, compare_samples
+from app.core.measure.tolerance import Tolerance, ToleranceError
 
 CLI_OUTPUT_KEYS = {"name", "shape", "max_abs", "mean_abs", "median_abs", "p99_abs", "max_rel", "mean_rel", "cosine",
                    "snr_db", "nan", "inf", "ref_nan", "ref_inf", "top1"}

@@ -25,7 +25,7 @@ from app.core.measure.inputs import (
 )
 from app.core.model.tensors import TensorInfo, graph_inputs, value_info_to_tensor_info
 
-# --- image writers (the formats are simple enough to write by hand) ----------------------------------
+# --- image writers: PNG and BMP by hand, for every PNG filter, interlacing, bit depth and palette ------
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
@@ -472,13 +472,112 @@ def test_bmp_and_ppm(tmp_path, image_model):
     np.testing.assert_array_equal(s["img"][0].transpose(1, 2, 0), PIXELS)
 
 
-def test_jpeg_without_pillow(tmp_path, image_model, monkeypatch):
-    monkeypatch.setitem(sys.modules, "PIL", None)  # makes `import PIL.Image` fail even where Pillow exists
-    monkeypatch.setitem(sys.modules, "PIL.Image", None)
-    (tmp_path / "photo.jpg").write_bytes(b"\xff\xd8\xff\xe0" + b"\0" * 64)
+def test_without_pillow_the_error_says_how_to_install_it(tmp_path, image_model, monkeypatch):
+    monkeypatch.setitem(sys.modules, "PIL", None)  # makes `from PIL import Image` fail even where Pillow exists
+    (tmp_path / "a.png").write_bytes(png_bytes(PIXELS, 2))
     with pytest.raises(InputError) as e:
         _images(image_model, tmp_path, (1, 3, 2, 3))
-    assert "'photo.jpg' is a JPEG file" in e.value.message and "pip install pillow" in e.value.fix
+    assert "needs Pillow" in e.value.message and "pip install Pillow" in e.value.fix
+
+
+# --- images Pillow writes ------------------------------------------------------------------------------
+
+def _smooth(h: int = 32, w: int = 48) -> np.ndarray:
+    """An RGB image smooth enough that lossy codecs keep it within a few levels."""
+    y, x = np.mgrid[0:h, 0:w]
+    return np.stack([x * 255 // (w - 1), y * 255 // (h - 1), (x + y) * 255 // (h + w - 2)], -1).astype(np.uint8)
+
+
+def test_jpeg_decodes_close_to_what_was_written(tmp_path, image_model):
+    from PIL import Image
+
+    from app.core.measure.images import read_image
+
+    img = _smooth()
+    Image.fromarray(img).save(tmp_path / "photo.jpg", quality=95)
+    out = read_image(tmp_path / "photo.jpg")
+    assert out.dtype == np.float32 and out.shape == (32, 48, 3)
+    assert np.abs(out - img).mean() < 2.0 and np.abs(out - img).max() < 16
+    (s,) = _images(image_model, tmp_path, (1, 3, 2, 3))  # resized 32x48 -> 2x3, NCHW
+    assert s["img"].shape == (1, 3, 2, 3) and 0.0 <= s["img"].min() and s["img"].max() <= 1.0
+
+
+def test_webp_tiff_gif_and_pgm(tmp_path, image_model):
+    from PIL import Image, features
+
+    from app.core.measure.images import read_image
+
+    img = _smooth(8, 12)
+    if features.check("webp"):
+        Image.fromarray(img).save(tmp_path / "a.webp", lossless=True)
+        np.testing.assert_array_equal(read_image(tmp_path / "a.webp"), img)
+    Image.fromarray(img).save(tmp_path / "b.tif")
+    np.testing.assert_array_equal(read_image(tmp_path / "b.tif"), img)
+    # A two-frame GIF: the first frame is read; a palette with a transparent entry becomes RGBA.
+    red, blue = (Image.new("RGB", (4, 2), c).convert("P") for c in ((255, 0, 0), (0, 0, 255)))
+    red.save(tmp_path / "c.gif", save_all=True, append_images=[blue])
+    np.testing.assert_array_equal(read_image(tmp_path / "c.gif"), np.broadcast_to([255.0, 0, 0], (2, 4, 3)))
+    pal = Image.new("P", (2, 1))
+    pal.putpalette([0, 0, 0, 0, 255, 0])
+    pal.putpixel((1, 0), 1)
+    pal.save(tmp_path / "t.png", transparency=0)
+    np.testing.assert_array_equal(read_image(tmp_path / "t.png")[0], [[0, 0, 0, 0], [0, 255, 0, 255]])
+    (tmp_path / "d.pgm").write_bytes(b"P5\n2 1\n255\n\x00\xff")
+    np.testing.assert_array_equal(read_image(tmp_path / "d.pgm"), [[[0.0], [255.0]]])
+    (tmp_path / "t.png").unlink()
+    assert len(_images(image_model, tmp_path, (1, 3, 2, 3))) == (4 if features.check("webp") else 3)
+
+
+def test_sixteen_bit_and_grey_png(tmp_path):
+    from PIL import Image
+
+    from app.core.measure.images import read_image
+
+    deep = np.array([[0, 257, 65535], [25700, 512, 1000]], np.uint16)
+    Image.fromarray(deep).save(tmp_path / "deep.png")
+    assert Image.open(tmp_path / "deep.png").mode.startswith("I")
+    out = read_image(tmp_path / "deep.png")
+    assert out.shape == (2, 3, 1)
+    np.testing.assert_allclose(out[..., 0], deep / 257.0, rtol=1e-6)
+    grey = np.array([[0, 51], [200, 255]], np.uint8)
+    Image.fromarray(grey).save(tmp_path / "grey.png")
+    np.testing.assert_array_equal(read_image(tmp_path / "grey.png"), grey[..., None])
+    Image.fromarray(np.stack([grey, 255 - grey], -1), "LA").save(tmp_path / "la.png")
+    assert read_image(tmp_path / "la.png").shape == (2, 2, 2)  # grey + alpha
+
+
+def test_corrupt_and_truncated_jpeg(tmp_path, image_model):
+    from PIL import Image
+
+    noise = np.random.default_rng(0).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    Image.fromarray(noise).save(tmp_path / "whole.jpg", quality=90)
+    data = (tmp_path / "whole.jpg").read_bytes()
+    (tmp_path / "whole.jpg").unlink()
+    for cut in (len(data) // 2, 300):  # inside the pixel data, inside the header
+        (tmp_path / "cut.jpg").write_bytes(data[:cut])
+        with pytest.raises(InputError, match="'cut.jpg' cannot be read: the file is corrupt or truncated") as e:
+            _images(image_model, tmp_path, (1, 3, 2, 3))
+        assert "Re-save" in e.value.fix
+    (tmp_path / "cut.jpg").write_bytes(data[:4] + b"\x00" * 200)
+    with pytest.raises(InputError, match="'cut.jpg' cannot be read"):
+        _images(image_model, tmp_path, (1, 3, 2, 3))
+
+
+def test_exif_orientation_is_applied(tmp_path):
+    from PIL import Image
+
+    from app.core.measure.images import read_image
+
+    stored = np.zeros((16, 32, 3), np.uint8)
+    stored[:, :16] = (255, 0, 0)  # left half red, right half blue
+    stored[:, 16:] = (0, 0, 255)
+    exif = Image.Exif()
+    exif[0x0112] = 6  # Orientation: shown rotated 90° clockwise
+    Image.fromarray(stored).save(tmp_path / "turned.jpg", quality=95, subsampling=0, exif=exif.tobytes())
+    out = read_image(tmp_path / "turned.jpg")
+    assert out.shape == (32, 16, 3)
+    np.testing.assert_allclose(out, np.rot90(stored, -1), atol=24)  # the red half is now on top
+    assert out[:16, :, 0].mean() > 200 and out[16:, :, 2].mean() > 200
 
 
 def test_unreadable_image_and_layout_errors(tmp_path, tiny_model, image_model, two_input_model):
@@ -487,7 +586,7 @@ def test_unreadable_image_and_layout_errors(tmp_path, tiny_model, image_model, t
         _images(image_model, tmp_path, (1, 3, 2, 3))
     assert "Re-save" in e.value.fix
     (tmp_path / "broken.png").write_bytes(b"hello")
-    with pytest.raises(InputError, match="not a PNG, BMP"):
+    with pytest.raises(InputError, match="'broken.png' cannot be read: it is not an image Pillow can read"):
         _images(image_model, tmp_path, (1, 3, 2, 3))
     square = _io_model(tiny_model, [helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 3, 5, 5])])
     with pytest.raises(InputError, match="read as NHWC has 5 channels") as e:

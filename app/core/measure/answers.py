@@ -1,0 +1,318 @@
+"""Judging answers, not tensors: what a candidate's outputs *mean* compared with the reference's, per output kind.
+
+- detections / yolo: boxes with a score ≥ ``score_threshold`` (0.25) are matched to the reference's by class and
+  IoU ≥ 0.5 (greedy, best IoU first). A box just under the threshold on one side still counts as found (the
+  other side's boxes are matched down to half the threshold), so a score of 0.251 against 0.249 is no change.
+  ``matched``, ``missed`` (reference boxes not found), ``extra`` (candidate boxes not in the reference),
+  ``mean_iou`` of the matches and the largest score change. Order never matters: a list that only reorders passes.
+  Raw YOLO heads are decoded first (cx, cy, w, h → corners; score = class score, × objectness for v5; class-wise
+  NMS at IoU 0.45, at most 300 boxes).
+- classes: ``top1`` (share of rows whose best label agrees) and ``top5`` (reference's best in the candidate's 5).
+- image: ``mask_iou`` of masks thresholded at 0.5 (probability-like outputs: the reference stays within [0, 1]),
+  worst over samples and channels, the union floored at 1 % of the picture (so a speck of a few pixels that
+  flickers is no changed answer); ``psnr_db`` over the reference's value range, worst sample.
+- sequence: arg-max per step; ``token_agreement`` (share of steps that agree) and ``edit_distance`` (largest
+  Levenshtein distance between the decoded sequences; with CTC, repeats collapsed and blank 0 dropped).
+
+Each judge also returns, per sample, the decoded answers that the pictures are drawn from (`answers`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from app.core.measure.kinds import OutputKind
+
+SCORE_THRESHOLD = 0.25
+MATCH_IOU = 0.5
+NMS_IOU = 0.45
+MAX_BOXES = 300
+NMS_CANDIDATES = 3000
+PSNR_CAP_DB = 999.0
+PROB_EPS = 1e-3
+MASK_UNION_FLOOR = 0.01
+# What decides an output's pass/fail when the user gives no tolerance on its kind's metrics.
+DEFAULT_TASK_TOLERANCES = {"detections": ("det_missed:0", "det_extra:0"), "yolo": ("det_missed:0", "det_extra:0"),
+                           "classes": ("top1:0.99",), "image": ("mask_iou:0.9",), "sequence": ("edit_distance:0",)}
+IMAGE_NOT_PROBABILITY = ("psnr_db:30",)
+# The task metrics each kind has (the keys of OutputMetrics.task).
+KIND_METRICS = {"detections": ("det_missed", "det_extra", "det_iou"), "yolo": ("det_missed", "det_extra", "det_iou"),
+                "classes": ("top1", "top5"), "image": ("mask_iou", "psnr_db"),
+                "sequence": ("token_agreement", "edit_distance")}
+
+
+@dataclass
+class TaskResult:
+    """One output's task metrics (JSON keys of CLI.md's ``task``), values for tolerances, and decoded answers."""
+
+    task: dict[str, object]
+    values: dict[str, float | None]
+    answers: list[dict[str, object]] = field(default_factory=list)  # per sample: {"ref": …, "cand": …}
+    defaults: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------- boxes
+def _corners(b: np.ndarray, fmt: str) -> np.ndarray:
+    if fmt == "cxcywh":
+        cx, cy, w, h = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
+        return np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
+    return b[:, :4].astype(np.float64)
+
+
+def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IoU of every box in a (M×4 corners) with every box in b (K×4)."""
+    if len(a) == 0 or len(b) == 0:
+        return np.zeros((len(a), len(b)))
+    x1 = np.maximum(a[:, None, 0], b[None, :, 0])
+    y1 = np.maximum(a[:, None, 1], b[None, :, 1])
+    x2 = np.minimum(a[:, None, 2], b[None, :, 2])
+    y2 = np.minimum(a[:, None, 3], b[None, :, 3])
+    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
+    area = lambda z: np.clip(z[:, 2] - z[:, 0], 0, None) * np.clip(z[:, 3] - z[:, 1], 0, None)
+    union = area(a)[:, None] + area(b)[None, :] - inter
+    return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
+
+
+def nms(boxes: np.ndarray, iou: float = NMS_IOU, limit: int = MAX_BOXES) -> np.ndarray:
+    """Class-wise greedy NMS over rows (x1, y1, x2, y2, score, class); the kept rows by descending score."""
+    order = np.argsort(-boxes[:, 4], kind="stable")[:NMS_CANDIDATES]
+    boxes = boxes[order]
+    keep: list[int] = []
+    for cls in np.unique(boxes[:, 5]):
+        idx = np.flatnonzero(boxes[:, 5] == cls)
+        while idx.size:
+            keep.append(int(idx[0]))
+            if idx.size == 1:
+                break
+            overlap = iou_matrix(boxes[idx[:1], :4], boxes[idx[1:], :4])[0]
+            idx = idx[1:][overlap < iou]
+    kept = boxes[sorted(keep, key=lambda k: -boxes[k, 4])]
+    return kept[:limit]
+
+
+def decode_boxes(sample: np.ndarray, kind: OutputKind, floor: float) -> list[np.ndarray]:
+    """Per batch item, rows (x1, y1, x2, y2, score, class) with score ≥ floor, highest score first."""
+    arr = np.asarray(sample, dtype=np.float64)
+    if arr.ndim == 2:
+        arr = arr[None]
+    out = []
+    for item in arr:
+        if kind.kind == "yolo":
+            rows = item.T if kind.layout == "v8" else item
+            box = _corners(rows[:, :4], "cxcywh")
+            if kind.layout == "v5":
+                obj = rows[:, 4]
+                cls_scores = rows[:, 5:] if rows.shape[1] > 5 else np.ones((len(rows), 1))
+                score, cls = obj * cls_scores.max(axis=1), cls_scores.argmax(axis=1)
+            else:
+                score, cls = rows[:, 4:].max(axis=1), rows[:, 4:].argmax(axis=1)
+            found = np.column_stack([box, score, cls])
+            found = nms(found[np.isfinite(score) & (score >= floor)])
+        else:
+            score = item[:, kind.score_col]
+            cls = item[:, kind.class_col] if kind.class_col is not None and kind.class_col < item.shape[1] \
+                else np.zeros(len(item))
+            found = np.column_stack([_corners(item[:, :4], kind.box), score, np.rint(cls)])
+            found = found[np.isfinite(score) & (score >= floor)]
+            found = found[np.argsort(-found[:, 4], kind="stable")]
+        out.append(found)
+    return out
+
+
+def match_boxes(ref: np.ndarray, cand: np.ndarray, threshold: float) -> dict[str, object]:
+    """Match one image's boxes (both decoded down to half the threshold): counts, IoUs and each box's status."""
+    iou = iou_matrix(ref[:, :4], cand[:, :4])
+    iou[ref[:, None, 5] != cand[None, :, 5]] = 0.0
+    pairs = sorted(((iou[i, j], i, j) for i, j in zip(*np.nonzero(iou >= MATCH_IOU), strict=True)), reverse=True)
+    r_of: dict[int, int] = {}
+    c_of: dict[int, int] = {}
+    for _, i, j in pairs:
+        if i not in r_of and j not in c_of:
+            r_of[int(i)], c_of[int(j)] = int(j), int(i)
+    shown_r = [i for i in range(len(ref)) if ref[i, 4] >= threshold or i in r_of and cand[r_of[i], 4] >= threshold]
+    shown_c = [j for j in range(len(cand)) if cand[j, 4] >= threshold or j in c_of and ref[c_of[j], 4] >= threshold]
+    missed = [i for i in range(len(ref)) if ref[i, 4] >= threshold and i not in r_of]
+    extra = [j for j in range(len(cand)) if cand[j, 4] >= threshold and j not in c_of]
+    matched = [i for i in shown_r if i in r_of]
+    ious = [float(iou[i, r_of[i]]) for i in matched]
+    dscore = [abs(float(ref[i, 4] - cand[r_of[i], 4])) for i in matched]
+    status_r = ["missed" if i in missed else "matched" for i in shown_r]
+    status_c = ["extra" if j in extra else "matched" for j in shown_c]
+    return {"matched": len(matched), "missed": len(missed), "extra": len(extra), "ious": ious, "dscore": dscore,
+            "ref": [_box_json(ref[i], s) for i, s in zip(shown_r, status_r, strict=True)],
+            "cand": [_box_json(cand[j], s) for j, s in zip(shown_c, status_c, strict=True)]}
+
+
+def _box_json(row: np.ndarray, status: str) -> dict[str, object]:
+    return {"box": [round(float(v), 2) for v in row[:4]], "score": round(float(row[4]), 4), "class": int(row[5]),
+            "status": status}
+
+
+def judge_detections(ref: list[np.ndarray], cand: list[np.ndarray], kind: OutputKind,
+                     threshold: float = SCORE_THRESHOLD) -> TaskResult:
+    matched = missed = extra = 0
+    ious: list[float] = []
+    dscore: list[float] = []
+    answers = []
+    for r, c in zip(ref, cand, strict=True):
+        for rb, cb in zip(decode_boxes(r, kind, threshold / 2), decode_boxes(c, kind, threshold / 2), strict=True):
+            m = match_boxes(rb, cb, threshold)
+            matched, missed, extra = matched + m["matched"], missed + m["missed"], extra + m["extra"]
+            ious += m["ious"]  # type: ignore[arg-type]
+            dscore += m["dscore"]  # type: ignore[arg-type]
+            answers.append({"ref": m["ref"], "cand": m["cand"]})
+    mean_iou = float(np.mean(ious)) if ious else None
+    task = {"matched": matched, "missed": missed, "extra": extra, "mean_iou": mean_iou,
+            "score_threshold": threshold, "max_score_change": max(dscore) if dscore else None}
+    values = {"det_missed": float(missed), "det_extra": float(extra), "det_iou": mean_iou if ious else 1.0}
+    return TaskResult(task, values, answers, DEFAULT_TASK_TOLERANCES[kind.kind])
+
+
+# --------------------------------------------------------------------------------------------- classes
+def _rows(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    return x.reshape(-1, x.shape[-1]) if x.ndim >= 2 else x.reshape(1, -1)
+
+
+def judge_classes(ref: list[np.ndarray], cand: list[np.ndarray], top: int = 5) -> TaskResult:
+    r, c = np.concatenate([_rows(x) for x in ref]), np.concatenate([_rows(x) for x in cand])
+    best = r.argmax(axis=1)
+    top1 = float(np.mean(best == c.argmax(axis=1)))
+    k = min(top, r.shape[1])
+    top5 = float(np.mean((np.argsort(-c, axis=1)[:, :k] == best[:, None]).any(axis=1))) if r.shape[1] > 5 else None
+    answers = []
+    for rs, cs in zip(ref, cand, strict=True):
+        rr, cc = _rows(rs)[0], _rows(cs)[0]
+        answers.append({"ref": _topk(rr, k), "cand": _topk(cc, k)})
+    return TaskResult({"top1": top1, "top5": top5}, {"top1": top1, "top5": top5}, answers,
+                      DEFAULT_TASK_TOLERANCES["classes"])
+
+
+def _topk(row: np.ndarray, k: int) -> list[list[float]]:
+    idx = np.argsort(-row, kind="stable")[:k]
+    return [[int(i), round(float(row[i]), 5)] for i in idx]
+
+
+# --------------------------------------------------------------------------------------------- images
+def planes(x: np.ndarray, kind: OutputKind) -> np.ndarray:
+    """An image output as (items, H, W) planes: every batch item's every channel."""
+    a = np.asarray(x)
+    if kind.layout == "nhwc" and a.ndim == 4:
+        a = np.moveaxis(a, -1, 1)
+    if a.ndim == 2:
+        a = a[None]
+    return a.reshape(-1, a.shape[-2], a.shape[-1])
+
+
+def probability_like(ref: list[np.ndarray]) -> bool:
+    lo = min(float(np.nanmin(r)) for r in ref)
+    hi = max(float(np.nanmax(r)) for r in ref)
+    return lo >= -PROB_EPS and hi <= 1 + PROB_EPS
+
+
+def mask_iou(r: np.ndarray, c: np.ndarray) -> float:
+    """IoU of the masks at 0.5, its union floored at 1 % of the picture: a mask of a few pixels that loses two of them
+    has not changed its answer (for masks over 1 % of the picture this is the plain IoU)."""
+    a, b = r > 0.5, c > 0.5
+    union = max(int(np.count_nonzero(a | b)), MASK_UNION_FLOOR * a.size)
+    return 1.0 - int(np.count_nonzero(a ^ b)) / union
+
+
+def psnr_db(r: np.ndarray, c: np.ndarray) -> float:
+    r64, c64 = r.astype(np.float64), c.astype(np.float64)
+    ok = np.isfinite(r64) & np.isfinite(c64)
+    if not ok.any():
+        return -PSNR_CAP_DB
+    peak = float(r64[ok].max() - r64[ok].min()) or 1.0
+    mse = float(np.mean((r64[ok] - c64[ok]) ** 2))
+    return PSNR_CAP_DB if mse == 0 else min(PSNR_CAP_DB, 10 * math.log10(peak * peak / mse))
+
+
+def judge_image(ref: list[np.ndarray], cand: list[np.ndarray], kind: OutputKind) -> TaskResult:
+    prob = probability_like(ref)
+    ious, psnrs = [], []
+    answers = []
+    for r, c in zip(ref, cand, strict=True):
+        rp, cp = planes(r, kind), planes(c, kind)
+        s_iou = [mask_iou(a, b) for a, b in zip(rp, cp, strict=True)] if prob else []
+        s_psnr = [psnr_db(a, b) for a, b in zip(rp, cp, strict=True)]
+        ious += s_iou
+        psnrs += s_psnr
+        answers.append({"mask_iou": min(s_iou) if s_iou else None, "psnr_db": min(s_psnr)})
+    worst_iou = min(ious) if ious else None
+    worst_psnr = min(psnrs) if psnrs else None
+    task = {"mask_iou": worst_iou, "psnr_db": worst_psnr, "probability": prob}
+    defaults = DEFAULT_TASK_TOLERANCES["image"] if prob else IMAGE_NOT_PROBABILITY
+    return TaskResult(task, {"mask_iou": worst_iou, "psnr_db": worst_psnr}, answers, defaults)
+
+
+# --------------------------------------------------------------------------------------------- sequences
+def tokens(x: np.ndarray, kind: OutputKind) -> np.ndarray:
+    """Arg-max per step as (items, steps)."""
+    a = np.asarray(x)
+    if kind.layout == "tnv" and a.ndim == 3:
+        a = np.swapaxes(a, 0, 1)
+    if a.ndim == 2:
+        a = a[None]
+    return a.reshape(-1, a.shape[-2], a.shape[-1]).argmax(axis=-1)
+
+
+def collapse(seq: np.ndarray, ctc: bool) -> list[int]:
+    """CTC reading: repeats merged, blank 0 dropped (or the arg-max sequence as it is)."""
+    if not ctc:
+        return [int(t) for t in seq]
+    out, prev = [], None
+    for t in seq:
+        t = int(t)
+        if t != prev and t != 0:
+            out.append(t)
+        prev = t
+    return out
+
+
+def edit_distance(a: list[int], b: list[int]) -> int:
+    """Levenshtein distance between two token lists."""
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, y in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y))
+        prev = cur
+    return prev[-1]
+
+
+def judge_sequence(ref: list[np.ndarray], cand: list[np.ndarray], kind: OutputKind) -> TaskResult:
+    agree = total = worst = 0
+    answers = []
+    for r, c in zip(ref, cand, strict=True):
+        rt, ct = tokens(r, kind), tokens(c, kind)
+        agree += int(np.count_nonzero(rt == ct))
+        total += rt.size
+        for a, b in zip(rt, ct, strict=True):
+            ra, ca = collapse(a, kind.ctc), collapse(b, kind.ctc)
+            worst = max(worst, edit_distance(ra, ca))
+        answers.append({"ref": collapse(rt[0], kind.ctc), "cand": collapse(ct[0], kind.ctc)})
+    ratio = agree / total if total else None
+    return TaskResult({"token_agreement": ratio, "edit_distance": worst, "ctc": kind.ctc},
+                      {"token_agreement": ratio, "edit_distance": float(worst)}, answers,
+                      DEFAULT_TASK_TOLERANCES["sequence"])
+
+
+def judge(kind: OutputKind, ref: list[np.ndarray], cand: list[np.ndarray]) -> TaskResult | None:
+    """The task metrics of one output of a task kind over every sample; None for embedding/tensor outputs or when
+    the shapes do not fit the kind (the element-wise metrics are then all there is)."""
+    try:
+        if kind.kind in ("detections", "yolo"):
+            return judge_detections(ref, cand, kind)
+        if kind.kind == "classes":
+            return judge_classes(ref, cand)
+        if kind.kind == "image":
+            return judge_image(ref, cand, kind)
+        if kind.kind == "sequence":
+            return judge_sequence(ref, cand, kind)
+    except (IndexError, ValueError) as exc:
+        return TaskResult({"error": f"this output does not read as {kind.text()}: {exc}"}, {}, [])
+    return None

