@@ -21,12 +21,13 @@ def compare_task(spec: CompareSpec, ctx: object) -> dict:
     steps = 1 + len(candidates)
     ref_out, ref_notes = run_outputs(reference, prep, spec, ctx, (0.0, 1.0 / steps))
     kinds = output_kinds(spec, prep, ref_out)
-    reports, notes = [], {reference.name: ref_notes}
+    reports, notes, cand_outputs = [], {reference.name: ref_notes}, []
     for k, cand in enumerate(candidates):
         out, cand_notes = run_outputs(cand, prep, spec, ctx, ((k + 1) / steps, (k + 2) / steps))
         notes[cand.name] = cand_notes
         progress(ctx, None, f"Comparing {cand.name} with {reference.name}…")
         reports.append(compare_samples(ref_out, out, cand.name, tolerances, kinds=kinds))
+        cand_outputs.append(out)
     doc = compare_report_json(reference.name, len(prep.samples), reports)
     doc.update({"inputs": prep.source_text, "random_data": prep.random_data, "notes": notes,
                 "shapes": {k: list(v) for k, v in prep.shapes.items()},
@@ -34,7 +35,38 @@ def compare_task(spec: CompareSpec, ctx: object) -> dict:
                 or [f"{t.metric}:{t.value}" for t in tolerances]})
     doc["plots"] = {r.name: plot_data(r) for r in reports}
     doc["output_kinds"] = {name: k.to_json() for name, k in kinds.items()}
+    progress(ctx, None, "Drawing the answers…")
+    doc["answers"] = answer_pictures(prep, kinds, ref_out, reports, cand_outputs)
     return doc
+
+
+def answer_pictures(prep: object, kinds: dict, ref_out: list, reports: list, cand_outputs: list) -> dict:
+    """The answers as pictures (app.core.measure.pictures): the input photos, then per output of a task kind (the
+    first MAX_OUTPUTS) the reference's picture and each candidate's, per sample (the first MAX_SAMPLES)."""
+    from app.core.measure.pictures import MAX_OUTPUTS, MAX_SAMPLES, input_picture, output_pictures, png_b64
+
+    source = getattr(prep, "source", None)
+    pre = getattr(source, "preprocess", None) if source is not None and source.kind == "images" else None
+    photos = [input_picture(feeds, pre) for feeds in prep.samples[:MAX_SAMPLES]]  # type: ignore[attr-defined]
+    size = next((tuple(v[-2:]) if v[1] in (1, 3) else tuple(v[1:3]) for v in prep.shapes.values()  # type: ignore[attr-defined]
+                 if len(v) == 4), (256, 256))
+    shown = [name for name, k in kinds.items() if k.kind in ("image", "detections", "yolo", "classes", "sequence")]
+    outputs: dict[str, dict] = {}
+    for name in shown[:MAX_OUTPUTS]:
+        entry: dict = {"kind": kinds[name].kind, "candidates": {}}
+        for report, outs in zip(reports, cand_outputs, strict=True):
+            metrics = next((o for o in report.outputs if o.name == name), None)
+            if metrics is None or not metrics.answers:
+                continue
+            pics = output_pictures(kinds[name], [s[name] for s in ref_out], [s[name] for s in outs], metrics.answers,
+                                   photos, size)
+            entry.setdefault("ref", pics.pop("ref", None))
+            entry["candidates"][report.name] = {**pics, "per_sample": metrics.answers[:MAX_SAMPLES] if kinds[name].kind
+                                                in ("image",) else None}
+        if entry["candidates"]:
+            outputs[name] = entry
+    return {"inputs": [png_b64(p, photo=True) if p is not None else None for p in photos], "outputs": outputs,
+            "photos": not prep.random_data}  # type: ignore[attr-defined]
 
 
 SCATTER_POINTS = 2000  # per output: enough to see a cloud, small enough to keep results light for the GUI

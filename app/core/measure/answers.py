@@ -6,7 +6,8 @@
   ``matched``, ``missed`` (reference boxes not found), ``extra`` (candidate boxes not in the reference),
   ``mean_iou`` of the matches and the largest score change. Order never matters: a list that only reorders passes.
   Raw YOLO heads are decoded first (cx, cy, w, h → corners; score = class score, × objectness for v5; class-wise
-  NMS at IoU 0.45, at most 300 boxes).
+  NMS at IoU 0.45, at most 300 boxes); a box that one side's NMS keeps and the other's suppresses, because its
+  overlap with a matched box is within 0.1 of 0.45, counts as ``nms_boundary``, not as missed or extra.
 - classes: ``top1`` (share of rows whose best label agrees) and ``top5`` (reference's best in the candidate's 5).
 - image: ``mask_iou`` of masks thresholded at 0.5 (probability-like outputs: the reference stays within [0, 1]),
   worst over samples and channels, the union floored at 1 % of the picture (so a speck of a few pixels that
@@ -29,6 +30,7 @@ from app.core.measure.kinds import OutputKind
 SCORE_THRESHOLD = 0.25
 MATCH_IOU = 0.5
 NMS_IOU = 0.45
+NMS_MARGIN = 0.1
 MAX_BOXES = 300
 NMS_CANDIDATES = 3000
 PSNR_CAP_DB = 999.0
@@ -122,8 +124,18 @@ def decode_boxes(sample: np.ndarray, kind: OutputKind, floor: float) -> list[np.
     return out
 
 
-def match_boxes(ref: np.ndarray, cand: np.ndarray, threshold: float) -> dict[str, object]:
-    """Match one image's boxes (both decoded down to half the threshold): counts, IoUs and each box's status."""
+def _near_kept(boxes: np.ndarray, i: int, kept: set[int]) -> bool:
+    """Whether box i overlaps a matched box of its class almost as much as NMS suppresses."""
+    others = [k for k in kept if k != i and boxes[k, 5] == boxes[i, 5]]
+    return bool(others) and float(iou_matrix(boxes[i:i + 1, :4], boxes[others, :4]).max()) >= NMS_IOU - NMS_MARGIN
+
+
+def match_boxes(ref: np.ndarray, cand: np.ndarray, threshold: float, nms_done: bool = False) -> dict[str, object]:
+    """Match one image's boxes (both decoded down to half the threshold): counts, IoUs and each box's status.
+
+    ``nms_done``: trtlab ran the NMS (raw YOLO heads); a box kept on one side and suppressed on the other because
+    its overlap with a matched box sits at NMS's threshold (within ``NMS_MARGIN``) is an NMS-boundary box, not a
+    missed or extra detection (the same hysteresis as for scores)."""
     iou = iou_matrix(ref[:, :4], cand[:, :4])
     iou[ref[:, None, 5] != cand[None, :, 5]] = 0.0
     pairs = sorted(((iou[i, j], i, j) for i, j in zip(*np.nonzero(iou >= MATCH_IOU), strict=True)), reverse=True)
@@ -136,12 +148,20 @@ def match_boxes(ref: np.ndarray, cand: np.ndarray, threshold: float) -> dict[str
     shown_c = [j for j in range(len(cand)) if cand[j, 4] >= threshold or j in c_of and ref[c_of[j], 4] >= threshold]
     missed = [i for i in range(len(ref)) if ref[i, 4] >= threshold and i not in r_of]
     extra = [j for j in range(len(cand)) if cand[j, 4] >= threshold and j not in c_of]
+    boundary = 0
+    if nms_done:
+        flicker_r = {i for i in missed if _near_kept(ref, i, set(r_of))}
+        flicker_c = {j for j in extra if _near_kept(cand, j, set(c_of))}
+        boundary = len(flicker_r) + len(flicker_c)
+        missed = [i for i in missed if i not in flicker_r]
+        extra = [j for j in extra if j not in flicker_c]
     matched = [i for i in shown_r if i in r_of]
     ious = [float(iou[i, r_of[i]]) for i in matched]
     dscore = [abs(float(ref[i, 4] - cand[r_of[i], 4])) for i in matched]
-    status_r = ["missed" if i in missed else "matched" for i in shown_r]
-    status_c = ["extra" if j in extra else "matched" for j in shown_c]
+    status_r = ["missed" if i in missed else "matched" if i in r_of else "boundary" for i in shown_r]
+    status_c = ["extra" if j in extra else "matched" if j in c_of else "boundary" for j in shown_c]
     return {"matched": len(matched), "missed": len(missed), "extra": len(extra), "ious": ious, "dscore": dscore,
+            "boundary": boundary,
             "ref": [_box_json(ref[i], s) for i, s in zip(shown_r, status_r, strict=True)],
             "cand": [_box_json(cand[j], s) for j, s in zip(shown_c, status_c, strict=True)]}
 
@@ -153,20 +173,22 @@ def _box_json(row: np.ndarray, status: str) -> dict[str, object]:
 
 def judge_detections(ref: list[np.ndarray], cand: list[np.ndarray], kind: OutputKind,
                      threshold: float = SCORE_THRESHOLD) -> TaskResult:
-    matched = missed = extra = 0
+    matched = missed = extra = boundary = 0
     ious: list[float] = []
     dscore: list[float] = []
     answers = []
     for r, c in zip(ref, cand, strict=True):
         for rb, cb in zip(decode_boxes(r, kind, threshold / 2), decode_boxes(c, kind, threshold / 2), strict=True):
-            m = match_boxes(rb, cb, threshold)
+            m = match_boxes(rb, cb, threshold, nms_done=kind.kind == "yolo")
             matched, missed, extra = matched + m["matched"], missed + m["missed"], extra + m["extra"]
+            boundary += m["boundary"]  # type: ignore[operator]
             ious += m["ious"]  # type: ignore[arg-type]
             dscore += m["dscore"]  # type: ignore[arg-type]
             answers.append({"ref": m["ref"], "cand": m["cand"]})
     mean_iou = float(np.mean(ious)) if ious else None
     task = {"matched": matched, "missed": missed, "extra": extra, "mean_iou": mean_iou,
-            "score_threshold": threshold, "max_score_change": max(dscore) if dscore else None}
+            "score_threshold": threshold, "max_score_change": max(dscore) if dscore else None,
+            "nms_boundary": boundary}
     values = {"det_missed": float(missed), "det_extra": float(extra), "det_iou": mean_iou if ious else 1.0}
     return TaskResult(task, values, answers, DEFAULT_TASK_TOLERANCES[kind.kind])
 
