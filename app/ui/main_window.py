@@ -44,12 +44,27 @@ log = logging.getLogger(__name__)
 
 
 class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin, FilesMixin, QMainWindow):
+    def _fit_to_screen(self) -> None:
+        """1400×900 where the screen has room, else 92 % of what it has: the first window never runs off a small
+        screen (at 1280×800 the Properties panel and the status bar stayed out of sight)."""
+        from PySide6.QtGui import QGuiApplication
+
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        avail = screen.availableGeometry() if screen is not None else None
+        # Offscreen rendering has no real screen to fit: the tests' window keeps one size everywhere.
+        if avail is None or avail.width() <= 0 or QGuiApplication.platformName() in ("offscreen", "minimal"):
+            self.resize(1400, 900)
+            return
+        w, h = min(1400, int(avail.width() * 0.92)), min(900, int(avail.height() * 0.92))
+        self.resize(w, h)
+        self.move(avail.x() + (avail.width() - w) // 2, avail.y() + (avail.height() - h) // 2)
+
     def __init__(self, settings: QSettings | None = None) -> None:
         super().__init__()
         self.settings = settings or QSettings("trtlab", "trtlab")
         self.setWindowTitle("trtlab")
         self.setWindowIcon(app_icon())
-        self.resize(1400, 900)
+        self._fit_to_screen()
         self.setAcceptDrops(True)
         self.opened: OpenedModel | None = None
         self.loader = ModelLoader(self)

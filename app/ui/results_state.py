@@ -28,6 +28,33 @@ def _fmt(v: object, digits: int = 3) -> str:
     return str(v)
 
 
+def task_words(output: dict | None) -> str:
+    """An output's answer verdict in words, from its task metrics ("" for outputs judged element-wise)."""
+    task = (output or {}).get("task") or {}
+    kind = (output or {}).get("kind")
+    if not task or "error" in task:
+        return str(task.get("error", ""))
+    if kind in ("detections", "yolo"):
+        missed, extra = task.get("missed") or 0, task.get("extra") or 0
+        if not missed and not extra:
+            iou = task.get("mean_iou")
+            return f"same boxes: {task.get('matched', 0)} matched" + (f", IoU {iou:.3f}" if iou is not None else "")
+        return f"{missed} box(es) missed, {extra} extra ({task.get('matched', 0)} matched)"
+    if kind == "image":
+        if task.get("mask_iou") is not None:
+            return f"masks overlap {task['mask_iou']:.1%} (worst IoU)"
+        return f"PSNR {task.get('psnr_db', 0):.1f} dB (worst)" if task.get("psnr_db") is not None else ""
+    if kind == "classes":
+        top1 = task.get("top1")
+        return "" if top1 is None else ("top-1 label unchanged" if top1 >= 1 else f"top-1 agrees on {top1:.0%}")
+    if kind == "sequence":
+        dist = task.get("edit_distance") or 0
+        agree = task.get("token_agreement")
+        return "same text" if not dist else f"text differs: edit distance {dist}" + (
+            f" ({agree:.1%} of steps agree)" if agree is not None else "")
+    return ""
+
+
 @dataclass
 class Row:
     """One scorecard row, in plain words."""
@@ -65,6 +92,8 @@ class ResultsState:
         self.bench: dict[str, dict] = {}               # target -> bench JSON
         self.bench_reference: str | None = None        # the reference of the latest benchmark
         self.plan_precisions: dict[str, frozenset[str]] = {}  # `B:plan` target -> precisions its plan used
+        self.answers: dict = {}                        # the compare JSON's "answers", merged over comparisons
+        self.kinds: dict[str, dict] = {}               # output -> its kind (the compare JSON's "output_kinds")
         self._colors: dict[str, int] = {}
 
     @property
@@ -90,7 +119,29 @@ class ResultsState:
             self._color(name)
         self._remember_plan([c["name"] for c in doc.get("candidates", [])], plan_precisions)
         self.notes.update({k: list(v) for k, v in (doc.get("notes") or {}).items()})
+        self._merge_answers(doc.get("answers") or {}, dropped)
+        self.kinds.update(doc.get("output_kinds") or {})
         return dropped
+
+    def _merge_answers(self, answers: dict, dropped: list[str]) -> None:
+        """A comparison's pictures: its inputs replace earlier ones when they differ (earlier pictures then go)."""
+        if not answers:
+            return
+        if dropped or answers.get("inputs") != self.answers.get("inputs"):
+            self.answers = {"inputs": answers.get("inputs") or [], "outputs": {}}
+        outs = self.answers.setdefault("outputs", {})
+        for name, entry in (answers.get("outputs") or {}).items():
+            mine = outs.setdefault(name, {"kind": entry.get("kind"), "ref": entry.get("ref"), "candidates": {}})
+            mine["ref"] = entry.get("ref") or mine.get("ref")
+            mine["candidates"].update(entry.get("candidates") or {})
+
+    def kind_of(self, output: str) -> str:
+        return str((self.kinds.get(output) or {}).get("kind") or "")
+
+    def output_entry(self, candidate: str, output: str) -> dict | None:
+        """A candidate's entry for one output in the compare JSON."""
+        return next((o for o in (self.candidates.get(candidate) or {}).get("outputs") or [] if o["name"] == output),
+                    None)
 
     def add_bench(self, doc: dict, reference: str | None = None, plan_precisions: Iterable[str] = ()) -> None:
         """Adds one target's bench JSON; ``reference``: the target the speed-ups of its benchmark are
@@ -163,7 +214,14 @@ class ResultsState:
         row.verdict = "✓ Same answers" if c.get("passed") else "✗ Answers differ"
         if self.emulations(name):
             row.verdict += " (indicative)"
-        if worst is not None:
+        judged = [o for o in outputs if o.get("task")]
+        if judged:
+            bad = next((o for o in judged if not o.get("passed", True)), judged[0])
+            row.worst = task_words(bad) + (f" ({bad['name']})" if len(outputs) > 1 else "")
+            row.worst_tip = (f"Output {bad['name']} ({bad.get('kind')}): {task_words(bad)}; cosine "
+                             f"{_fmt(bad.get('cosine'), 6)}, max |Δ| {_fmt(bad.get('max_abs'), 6)}")
+            row.nan = f"{sum(o.get('nan', 0) for o in outputs)} / {sum(o.get('inf', 0) for o in outputs)}"
+        elif worst is not None:
             cos = "—" if worst.get("cosine") is None else f"{worst['cosine']:.6f}"
             row.worst = f"cos {cos} · max |Δ| {_fmt(worst.get('max_abs'))}"
             row.worst_tip = f"Worst output: {worst['name']}, cosine {cos}, max |Δ| {_fmt(worst.get('max_abs'), 6)}"
@@ -269,4 +327,5 @@ class ResultsState:
         if not self.candidates:
             return None
         return {"reference": self.reference, "candidates": list(self.candidates.values()), "plots": dict(self.plots),
-                "notes": dict(self.notes), "random_data": any(self.random.values())}
+                "notes": dict(self.notes), "random_data": any(self.random.values()), "answers": dict(self.answers),
+                "output_kinds": dict(self.kinds)}

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.answers_view import AnswersView
 from app.ui.result_plots import (
     PlotCard,
     draw_abs_diff,
@@ -146,6 +147,10 @@ class ResultsView(QWidget):
         self.scatter_plot = PlotCard("Reference (x) against candidate (y)", COMPARE_HINT, legend_left=True)
         self.latency_plot = PlotCard("Latency per run", BENCH_HINT)
         self.speedup_plot = PlotCard("Speed-up over the reference", SPEED_HINT)
+        self.answers_view = AnswersView()
+        i = self.tabs.addTab(self.answers_view, "Answers")
+        self.tabs.setTabToolTip(i, "What the model answered, as pictures: the reference and each candidate side by "
+                                   "side (Alt+Left/Right: samples)")
         self.cards = {"abs_diff": self.diff_plot, "values": self.values_plot, "scatter": self.scatter_plot,
                       "latency": self.latency_plot, "speedup": self.speedup_plot}
         for card, text, tip in (
@@ -185,6 +190,7 @@ class ResultsView(QWidget):
         self._fill_outputs()
         if self.tabs.currentWidget() in (self.latency_plot, self.speedup_plot) or not self.diff_plot.has_data:
             self.tabs.setCurrentWidget(self.diff_plot)
+        self._prefer_answers()
         self._refresh()
         return dropped
 
@@ -209,6 +215,7 @@ class ResultsView(QWidget):
         self.state.plan_precisions.update(plan_precisions or {})
         self._fill_outputs()
         self.tabs.setCurrentWidget(self.diff_plot if self.state.candidates else self.latency_plot)
+        self._prefer_answers()
         self._refresh()
 
     def reset(self) -> None:
@@ -216,6 +223,14 @@ class ResultsView(QWidget):
         self.export_label.setText("")
         self._fill_outputs()
         self._refresh()
+
+    def _prefer_answers(self) -> None:
+        """Answers that can be drawn are what a person looks at first: their tab, on the first drawn output."""
+        drawn = list(self.state.answers.get("outputs") or {})
+        if drawn:
+            if self.output_combo.currentText() not in drawn:
+                self.output_combo.setCurrentText(drawn[0])
+            self.tabs.setCurrentWidget(self.answers_view)
 
     def _fill_outputs(self) -> None:
         current = self.output_combo.currentText()
@@ -272,6 +287,7 @@ class ResultsView(QWidget):
         return f"compared on {n} sample{'s' if samples != [1] else ''} of {data}"
 
     def _draw_output(self, output: str) -> None:
+        self.answers_view.show_output(self.state, output)
         draw_abs_diff(self.diff_plot, self.state, output)
         draw_values(self.values_plot, self.state, output)
         draw_scatter(self.scatter_plot, self.state, output)
@@ -310,6 +326,18 @@ class ResultsView(QWidget):
             head = f"{model} · {output}" if accuracy and output else model
             stem = f"{key}_{_safe(output)}" if accuracy and output else key
             written += card.export(Path(folder), stem, f"{head}<br>{card.title}")
+        if self.state.answers.get("outputs"):
+            from app.core.fileio import atomic_write_bytes
+            from app.core.measure import answer_strips
+
+            for (out_name, sample), img in answer_strips(self.state.answers).items():
+                import io
+
+                buf = io.BytesIO()
+                img.save(buf, format="PNG")
+                path = Path(folder) / f"answers_{_safe(out_name)}_sample{sample + 1}.png"
+                atomic_write_bytes(path, buf.getvalue())
+                written.append(path)
         return written
 
     def _export_dialog(self) -> None:

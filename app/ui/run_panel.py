@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 from app.backends import Availability
 from app.ui.run_backends import BackendRows, PrecisionTicks
 
-SOURCES = [("random", "Random data (seeded)"), ("npz", "A .npz / .npy file"), ("folder", "A folder of .npz files"),
+SOURCES = [("auto", "Sample photos (image models), else random"), ("random", "Random data (seeded)"), ("npz", "A .npz / .npy file"), ("folder", "A folder of .npz files"),
            ("images", "A folder of images")]
 
 
@@ -164,7 +164,7 @@ class RunPanel(QWidget):
         df.addRow("Seed", self.seed)
         self.samples = QSpinBox()
         self.samples.setRange(1, 10_000)
-        self.samples.setValue(4)
+        self.samples.setValue(5)  # trtlab's five sample photos
         df.addRow("Samples", self.samples)
         self.mean = QLineEdit()
         self.mean.setPlaceholderText("e.g. 0.485,0.456,0.406")
@@ -207,6 +207,9 @@ class RunPanel(QWidget):
         self.min_cos.setRange(0.0, 1.0)
         self.min_cos.setSingleStep(0.0001)
         self.min_cos.setValue(0.999)
+        self.min_cos.setToolTip("For outputs judged element-wise (kind tensor or embedding). Masks, boxes, labels and "
+                                "text are judged by their answers: mask IoU ≥ 0.9, no box missed or added, the same "
+                                "top-1 label, the same decoded text.")
         tf.addRow("cosine ≥", self.min_cos)
         self.iterations = QLineEdit("100")
         self.iterations.setToolTip("Iterations: a count (100) or a time budget (3s)")
@@ -262,7 +265,7 @@ class RunPanel(QWidget):
 
     def _source_changed(self) -> None:
         kind = self.source.currentData()
-        self.path.setEnabled(kind != "random")
+        self.path.setEnabled(kind not in ("random", "auto"))
         for w in self.image_rows:
             w.setEnabled(kind == "images")
 
@@ -275,8 +278,12 @@ class RunPanel(QWidget):
         if path:
             self.path.setText(path)
 
-    def input_source(self) -> dict:
+    def input_source(self) -> dict | None:
+        """The chosen input data as InputSource JSON; None for "auto": trtlab's sample photos for a model with one
+        image input (resized and normalised to it; the Results caption says how), else seeded random data."""
         kind = self.source.currentData()
+        if kind == "auto":
+            return None
         src: dict[str, object] = {"kind": kind, "seed": self.seed.value()}
         if kind != "random":
             if not self.path.text().strip():

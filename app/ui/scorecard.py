@@ -13,8 +13,9 @@ from PySide6.QtGui import QColor, QFont, QKeySequence, QPalette, QShortcut
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from app.core.measure import target_emulations
+from app.ui.answers_view import PictureLabel, pixmap_from_uri
 from app.ui.result_plots import PlotCard, draw_abs_diff
-from app.ui.results_state import RANDOM_CALIBRATION, ResultsState
+from app.ui.results_state import RANDOM_CALIBRATION, ResultsState, task_words
 
 # The answer verdict's thresholds, on the cosine similarity of the worst output to FP32's, in one place.
 # 0.9999 is what FP16 rounding alone gives on a healthy network (outputs agree to ~4 significant digits, no
@@ -66,6 +67,36 @@ def answer_verdict(cosine: float | None, nonfinite: int = 0) -> tuple[str, str]:
     return "Answers changed a lot", BAD
 
 
+def _perfect(o: dict) -> bool:
+    """Whether a task output's answer is unchanged, not merely within its tolerance."""
+    t, kind = o.get("task") or {}, o.get("kind")
+    if kind in ("detections", "yolo"):
+        return not t.get("missed") and not t.get("extra")
+    if kind == "image":
+        return (t["mask_iou"] >= 0.98) if t.get("mask_iou") is not None else (t.get("psnr_db") or 0) >= 40
+    if kind == "classes":
+        return (t.get("top1") or 0) >= 1
+    if kind == "sequence":
+        return not t.get("edit_distance")
+    return True
+
+
+def task_verdict(outputs: list[dict], nonfinite: int = 0) -> tuple[str, str, str] | None:
+    """The answers' verdict from the outputs judged by what they mean (boxes, masks, labels, text); None when no
+    output has task metrics. Failing its tolerance is "a lot"; within it but not identical, "a little"."""
+    judged = [o for o in outputs if o.get("task") and "error" not in o["task"]]
+    if not judged:
+        return None
+    failed = [o for o in judged if not o.get("passed", True)]
+    shown = failed[0] if failed else next((o for o in judged if not _perfect(o)), judged[0])
+    words = task_words(shown) + (f" ({shown['name']})" if len(outputs) > 1 else "")
+    if failed or nonfinite:
+        return "Answers changed a lot", BAD, words
+    if all(_perfect(o) for o in judged):
+        return "Answers unchanged", GOOD, words
+    return "Answers changed a little", FAIR, words
+
+
 def cosine_text(cosine: float | None) -> str:
     """Enough digits to tell 0.9999 from 0.99999; never "1.000000" for what is not exactly 1."""
     if cosine is None:
@@ -99,7 +130,11 @@ def card_facts(compare: dict, bench: dict[str, dict], reference: str) -> list[Ca
         tops = [o["top1"] for o in outputs if o.get("top1") is not None]
         top1 = min(tops) if tops else None
         parts = ["cosine " + cosine_text(cosine)]
-        if top1 is not None:
+        judged = task_verdict(outputs, nonfinite)
+        if judged is not None:
+            answers, answers_tone, words = judged
+            parts.insert(0, words)
+        elif top1 is not None:
             parts.append(f"top-1 agreement {top1:.0%}")
         if nonfinite:
             parts.append(f"{nonfinite} new NaN/Inf")
@@ -200,11 +235,26 @@ class PrecisionCard(QFrame):
             detail.setStyleSheet("color:#4a4f57;")
         for w in (self.title, self.blurb, self.speed, self.speed_detail, self.answers, self.answers_detail):
             col.addWidget(w)
+        self.picture = PictureLabel()
+        self.picture.setMinimumSize(120, 120)
+        self.picture.setToolTip("This precision's answer on the sample shown (◀ ▶ at the top step through them)")
+        col.addWidget(self.picture, 2)
         self.plot = PlotCard("How far each output value moved from FP32",
                              "No difference data for this precision.")
         self.plot.setMinimumHeight(170)
         col.addWidget(self.plot, 1)
+        self.pictures = compare.get("answers") or {}
         self._draw(compare)
+        self.set_sample(0)
+
+    def set_sample(self, sample: int) -> None:
+        """The candidate's picture of the first drawn output on one sample; the histogram where there is none."""
+        outputs = self.pictures.get("outputs") or {}
+        entry = next(iter(outputs.values()), {}) if outputs else {}
+        pics = ((entry.get("candidates") or {}).get(self.facts.target) or {}).get("cand") or []
+        self.picture.set_picture(pixmap_from_uri(pics[sample] if sample < len(pics) else None))
+        self.picture.setVisible(self.picture.has_picture())
+        self.plot.setVisible(not self.picture.has_picture())
 
     def _draw(self, compare: dict) -> None:
         """The candidate's |difference| histogram, drawn as the Results view draws it (one state per card)."""
@@ -247,6 +297,41 @@ class PrecisionCard(QFrame):
             self.plot.plot.setTitle(self.plot.title, color="#1b1f24", size=f"{size:.0f}pt")
 
 
+class ReferenceCard(QFrame):
+    """FP32's card beside the precisions': the input photo and FP32's own answer on the sample shown."""
+
+    def __init__(self, answers: dict, reference: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.answers = answers
+        self.setObjectName("precisionCard")
+        self.setStyleSheet("#precisionCard { background:white; border:1px solid #dadce0; border-radius:10px; }")
+        col = QVBoxLayout(self)
+        col.setContentsMargins(14, 12, 14, 12)
+        self.title = QLabel("FP32")
+        self.blurb = QLabel(f"The reference ({reference}): the input and what the model answers")
+        self.blurb.setWordWrap(True)
+        self.blurb.setStyleSheet("color:#5f6368;")
+        self.photo, self.picture = PictureLabel(), PictureLabel()
+        for w, stretch in ((self.title, 0), (self.blurb, 0), (self.photo, 2), (self.picture, 2)):
+            col.addWidget(w, stretch)
+        self.set_sample(0)
+
+    def set_sample(self, sample: int) -> None:
+        inputs = self.answers.get("inputs") or []
+        entry = next(iter((self.answers.get("outputs") or {}).values()), {})
+        ref = entry.get("ref") or []
+        self.photo.set_picture(pixmap_from_uri(inputs[sample] if sample < len(inputs) else None))
+        self.photo.setVisible(self.photo.has_picture())
+        self.picture.set_picture(pixmap_from_uri(ref[sample] if sample < len(ref) else None))
+        self.picture.setVisible(self.picture.has_picture())
+
+    def apply_fonts(self, base: QFont) -> None:
+        f = QFont(base)
+        f.setPointSizeF((base.pointSizeF() if base.pointSizeF() > 0 else 10.0) * 2.0)
+        f.setBold(True)
+        self.title.setFont(f)
+
+
 class ScorecardPage(QWidget):
     """The scorecard, filling the window; Esc (or its button) leaves to the full window."""
 
@@ -280,7 +365,25 @@ class ScorecardPage(QWidget):
         self.subheading = QLabel("")
         self.subheading.setWordWrap(True)
         self.subheading.setStyleSheet("color:#4a4f57;")
-        outer.addWidget(self.subheading)
+        steps = QHBoxLayout()
+        steps.addWidget(self.subheading, 1)
+        self.prev_button, self.next_button = QPushButton("◀"), QPushButton("▶")
+        self.sample_label = QLabel("")
+        for b, d, tip in ((self.prev_button, -1, "Previous photo (Left)"), (self.next_button, 1, "Next photo (Right)")):
+            b.setFixedWidth(36)
+            b.setToolTip(tip)
+            b.clicked.connect(lambda _=False, d=d: self.step(d))
+        steps.addWidget(self.prev_button)
+        steps.addWidget(self.sample_label)
+        steps.addWidget(self.next_button)
+        outer.addLayout(steps)
+        self.sample = 0
+        self.samples = 0
+        self.reference_card: ReferenceCard | None = None
+        for key, d in ((Qt.Key.Key_Left, -1), (Qt.Key.Key_Right, 1)):
+            sc = QShortcut(QKeySequence(key), self)
+            sc.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            sc.activated.connect(lambda d=d: self.step(d))
         self.row_holder = QWidget()
         self.row = QHBoxLayout(self.row_holder)
         self.row.setContentsMargins(0, 4, 0, 4)
@@ -297,14 +400,22 @@ class ScorecardPage(QWidget):
 
     def show_results(self, model: str, compare: dict, bench: dict[str, dict], reference: str) -> None:
         """Fills the cards from the jobs' JSON: the compare result and each target's bench result."""
-        for card in self.cards:
-            self.row.removeWidget(card)
-            card.deleteLater()
+        for card in [*self.cards, self.reference_card]:
+            if card is not None:
+                self.row.removeWidget(card)
+                card.deleteLater()
         self.facts = card_facts(compare, bench, reference)
         self.cards = [PrecisionCard(f, compare) for f in self.facts]
-        for card in self.cards:
-            card.setMinimumWidth(300)
+        answers = compare.get("answers") or {}
+        drawn = next(iter((answers.get("outputs") or {}).values()), None)
+        self.reference_card = ReferenceCard(answers, reference) if drawn else None
+        self.sample = 0
+        self.samples = max([len(drawn.get("ref") or [])] + [len(c.get("cand") or []) for c in
+                                                          drawn["candidates"].values()]) if drawn else 0
+        for card in ([self.reference_card] if self.reference_card else []) + self.cards:
+            card.setMinimumWidth(240 if self.reference_card else 300)
             self.row.addWidget(card, 1)
+        self._show_sample()
         backend = reference.partition(":")[0]
         samples = int(compare.get("samples") or 0)
         names = ", ".join(PRECISION_WORDS.get(f.precision, f.precision) for f in self.facts)
@@ -317,6 +428,20 @@ class ScorecardPage(QWidget):
         self.caveat.setVisible(bool(notes))
         self._apply_fonts()
 
+    def step(self, delta: int) -> None:
+        if self.samples > 1:
+            self.sample = (self.sample + delta) % self.samples
+            self._show_sample()
+
+    def _show_sample(self) -> None:
+        for w in (self.prev_button, self.next_button, self.sample_label):
+            w.setVisible(self.samples > 1)
+        self.sample_label.setText(f"Sample {self.sample + 1} of {self.samples}")
+        if self.reference_card is not None:
+            self.reference_card.set_sample(self.sample)
+        for card in self.cards:
+            card.set_sample(self.sample)
+
     def _apply_fonts(self) -> None:
         base = self.font()
         size = base.pointSizeF() if base.pointSizeF() > 0 else 10.0
@@ -327,7 +452,7 @@ class ScorecardPage(QWidget):
         sub = QFont(base)
         sub.setPointSizeF(size * 1.1)
         self.subheading.setFont(sub)
-        for card in self.cards:
+        for card in ([self.reference_card] if self.reference_card else []) + self.cards:
             card.apply_fonts(base)
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name

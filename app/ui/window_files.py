@@ -9,7 +9,7 @@ from PySide6.QtCore import QStandardPaths, Qt
 from PySide6.QtWidgets import QApplication, QFileDialog
 
 from app.core import errors
-from app.core.model import write_demo_model
+from app.core.model import bundled_demo_model, write_demo_model
 
 MAX_RECENT = 10
 ONNX_FILTER = ("Models and projects (*.onnx *.onnx.data *.pb *.trtlab);;ONNX models (*.onnx *.onnx.data *.pb);;"
@@ -27,6 +27,14 @@ class FilesMixin:
             self.open_path(path)
 
     def open_demo(self) -> None:
+        """The demo: u2netp, a real salient-object segmenter shipped with trtlab, compared on its sample photos (its
+        masks are the answers the Results panel and the scorecard show). A broken install without it falls back
+        to the small classifier trtlab generates."""
+        try:
+            self.open_path(bundled_demo_model())
+            return
+        except errors.TrtlabError:
+            pass
         folder = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppLocalDataLocation)
                       or Path.home() / ".trtlab")
         try:
@@ -35,7 +43,7 @@ class FilesMixin:
             self.show_error(errors.TrtlabError(f"Cannot write the demo model into {folder}: {exc}",
                                                fix="Check that the folder is writable."))
             return
-        # The demo opens ready to run: batch 1, so every edge shows a concrete shape.
+        # The generated demo opens ready to run: batch 1, so every edge shows a concrete shape.
         self.open_path(path, {"image": (1, 3, 64, 64)})
 
     def open_path(self, path: str | Path, shapes: dict[str, tuple[int, ...]] | None = None) -> None:

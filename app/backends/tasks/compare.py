@@ -43,7 +43,7 @@ def compare_task(spec: CompareSpec, ctx: object) -> dict:
 def answer_pictures(prep: object, kinds: dict, ref_out: list, reports: list, cand_outputs: list) -> dict:
     """The answers as pictures (app.core.measure.pictures): the input photos, then per output of a task kind (the
     first MAX_OUTPUTS) the reference's picture and each candidate's, per sample (the first MAX_SAMPLES)."""
-    from app.core.measure.pictures import MAX_OUTPUTS, MAX_SAMPLES, input_picture, output_pictures, png_b64
+    from app.core.measure import MAX_OUTPUTS, MAX_SAMPLES, input_picture, output_pictures, png_b64
 
     source = getattr(prep, "source", None)
     pre = getattr(source, "preprocess", None) if source is not None and source.kind == "images" else None

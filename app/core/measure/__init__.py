@@ -11,11 +11,22 @@ from app.core.measure.compute import Emulation, device_of, emulation, target_emu
 from app.core.measure.inputs import InputSource, make_samples, resolve_input_shapes, source_shapes
 from app.core.measure.kinds import KINDS, OutputKind, OutputKindError, infer_output_kinds, parse_output_kinds
 from app.core.measure.latency import Budget, measure
+from app.core.measure.pictures import (
+    MAX_OUTPUTS,
+    MAX_SAMPLES,
+    answer_strips,
+    decode_picture,
+    input_picture,
+    output_pictures,
+    png_b64,
+)
 from app.core.measure.samples import photo_source_for, sample_photos
 from app.core.measure.tolerance import ELEMENTWISE, METRICS, Tolerance, ToleranceError, fmt_metric
 
-__all__ = ["DEFAULT_TASK_TOLERANCES", "ELEMENTWISE", "KINDS", "KIND_METRICS", "METRICS", "SCORE_THRESHOLD", "Budget",
-           "CandidateReport", "Emulation", "InputSource", "OutputKind", "OutputKindError", "OutputMetrics",
-           "Tolerance", "ToleranceError", "compare_report_json", "compare_samples", "device_of", "emulation",
-           "fmt_metric", "infer_output_kinds", "judge", "make_samples", "measure", "parse_output_kinds",
-           "photo_source_for", "resolve_input_shapes", "sample_photos", "source_shapes", "target_emulations"]
+__all__ = ["DEFAULT_TASK_TOLERANCES", "ELEMENTWISE", "KINDS", "KIND_METRICS", "MAX_OUTPUTS", "MAX_SAMPLES",
+           "METRICS", "SCORE_THRESHOLD", "Budget", "CandidateReport", "Emulation", "InputSource", "OutputKind",
+           "OutputKindError", "OutputMetrics", "Tolerance", "ToleranceError", "answer_strips", "compare_report_json",
+           "compare_samples", "decode_picture", "device_of", "emulation", "fmt_metric", "infer_output_kinds",
+           "input_picture", "judge", "make_samples", "measure", "output_pictures", "parse_output_kinds",
+           "photo_source_for", "png_b64", "resolve_input_shapes", "sample_photos", "source_shapes",
+           "target_emulations"]

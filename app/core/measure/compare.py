@@ -20,8 +20,9 @@ Definitions (all per output, over every sample's values taken together):
   the answer decides: their task metrics (``app.core.measure.answers``) are judged by the user's tolerances on
   those metrics, else by the kind's defaults (no box missed or added, masks IoU ≥ 0.9, top-1 agreement ≥ 0.99,
   the same decoded text); the element-wise metrics stay as detail. Embedding and tensor outputs are judged
-  element-wise: by the user's tolerances, else ``DEFAULT_TOLERANCES`` (cosine ≥ 0.99). Element-wise tolerances the
-  user gives apply to every output; a candidate NaN/Inf where the reference is finite always fails.
+  element-wise: by the user's tolerances, else ``DEFAULT_TOLERANCES`` (cosine ≥ 0.99). Element-wise tolerances apply
+  only to outputs judged element-wise (set an output's kind to tensor to hold it to them); a candidate NaN/Inf
+  where the reference is finite always fails, whatever the kind.
 """
 
 from __future__ import annotations
@@ -402,15 +403,16 @@ def result_defaults(m: OutputMetrics) -> tuple[str, ...]:
 
 def _judged_by(m: OutputMetrics, kind: OutputKind, tols: list[Tolerance], defaults: tuple[str, ...]
                ) -> list[Tolerance]:
-    """The tolerances one output is judged by: the user's element-wise ones; the user's on its kind's task metrics,
-    else the kind's defaults; with no tolerance given and no task metrics, cosine ≥ 0.99."""
-    own = KIND_METRICS.get(kind.kind, ()) if m.task is not None else ()
-    chosen = [t for t in tols if t.metric in ELEMENTWISE or t.metric in own or t.metric in ("top1", "top5")]
-    if own and not any(t.metric in own for t in tols):
-        chosen += [Tolerance.parse(d) for d in defaults]
-    if not tols and not own:
-        chosen += list(DEFAULT_TOLERANCES)
-    return chosen
+    """The tolerances one output is judged by. An output whose answer was judged (image, classes, detections, yolo,
+    sequence): the user's tolerances on its kind's task metrics, else the kind's defaults. Any other output: the
+    user's element-wise (and top-1/top-5) tolerances, else cosine ≥ 0.99. To hold a task output to an element-wise
+    tolerance, set its kind to tensor."""
+    own = KIND_METRICS.get(kind.kind, ()) if m.task is not None and "error" not in m.task else ()
+    if own:
+        mine = [t for t in tols if t.metric in own]
+        return mine or [Tolerance.parse(d) for d in defaults]
+    mine = [t for t in tols if t.metric in ELEMENTWISE or t.metric in ("top1", "top5")]
+    return mine or ([] if tols else list(DEFAULT_TOLERANCES))
 
 
 def compare_report_json(reference_name: str, samples: int, candidates: list[CandidateReport]) -> dict:

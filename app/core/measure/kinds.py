@@ -174,9 +174,29 @@ def _reaches(name: str, prod: Mapping[str, onnx.NodeProto], ops: set[str], limit
     return False
 
 
-def _softmax_last(node: onnx.NodeProto, rank: int) -> bool:
+def _softmax_last(node: onnx.NodeProto, rank: int, name: str = "",
+                  prod: Mapping[str, onnx.NodeProto] | None = None) -> bool:
+    """Whether the softmax runs over the output's last axis, followed through the Transposes between it and the
+    output (slovorez: Softmax over axis 1, then Transpose [0, 2, 1])."""
     axis = next((a.i for a in node.attribute if a.name == "axis"), -1)
-    return axis in (-1, rank - 1) or (node.op_type in _SOFTMAX and rank == 2)
+    axis = axis + rank if axis < 0 else axis
+    perms: list[list[int]] = []
+    cur = (prod or {}).get(name)
+    for _ in range(12):
+        if cur is None or cur is node or cur.op_type not in _PASS or not cur.input:
+            break
+        if cur.op_type == "Transpose":
+            perm = next((list(a.ints) for a in cur.attribute if a.name == "perm"), list(range(rank))[::-1])
+            if len(perm) != rank:
+                break
+            perms.append(perm)
+        elif cur.op_type not in ("Identity", "Cast", "Clip", "Relu"):  # a rank change: axes no longer line up
+            perms = []
+            break
+        cur = prod.get(cur.input[0])  # type: ignore[union-attr]
+    for perm in reversed(perms):  # from the softmax towards the output
+        axis = perm.index(axis) if axis in perm else axis
+    return axis == rank - 1 or (node.op_type in _SOFTMAX and rank == 2)
 
 
 def _image_input(inputs: Mapping[str, Sequence[int | None]]) -> tuple[int, int] | None:
@@ -222,7 +242,7 @@ def infer_kind(name: str, dims: Sequence[int | None], elem_type: int, graph: onn
             and _stride_of(d[1], image_in[0]) and _stride_of(d[2], image_in[1]) and op not in _SOFTMAX):
         return OutputKind("image", layout="nhw", reason=f"a {d[1]}×{d[2]} map of the {image_in[0]}×{image_in[1]} input")
     if rank == 3 and last is not None and last >= 2 and (
-            (op in _SOFTMAX and _softmax_last(head, rank)) or (op in _LINEAR and not image_in)):  # type: ignore[arg-type]
+            (op in _SOFTMAX and _softmax_last(head, rank, name, prod)) or (op in _LINEAR and not image_in)):  # type: ignore[arg-type]
         batch = [v[0] for v in inputs.values() if len(v) >= 2]
         tnv = bool(batch) and d[0] not in batch and d[1] in batch
         why = "a softmax over the last axis" if op in _SOFTMAX else f"a linear layer ({op}) last"
@@ -236,9 +256,10 @@ def infer_kind(name: str, dims: Sequence[int | None], elem_type: int, graph: onn
                               reason=f"a raw detection head: {big} anchors × {small} values "
                                      + ("(box + class scores)" if v8 else "(box + objectness + class scores)"))
     lname = name.lower()
-    if op == "LayerNormalization" or any(k in lname for k in ("emb", "hidden", "feature")) or (
-            op == "Div" and _reaches(name, prod, {"ReduceL2", "LpNormalization"}, 6)):
-        return OutputKind("embedding", reason="normalised vectors" if op != "" else "named as an embedding")
+    normalised = op == "LayerNormalization" or (
+        op == "Div" and _reaches(name, prod, {"ReduceL2", "LpNormalization"}, 6))
+    if normalised or any(k in lname for k in ("emb", "hidden", "feature")):
+        return OutputKind("embedding", reason="normalised vectors" if normalised else "named as an embedding")
     if rank == 2 and last is not None and last >= 2 and (
             op in _SOFTMAX | {"Sigmoid"} | _LINEAR or (op == "Div" and _reaches(name, prod, {"Exp"}, 4))):
         return OutputKind("classes", reason=f"{last} class scores ({op or 'a graph input'} last)")

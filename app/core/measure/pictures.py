@@ -229,3 +229,39 @@ def output_pictures(kind: OutputKind, ref: Sequence[np.ndarray], cand: Sequence[
                                                "cand": text_of(answer.get("cand", []), labels)})  # type: ignore[arg-type]
     return {k: v for k, v in out.items() if v}
 
+
+
+def strip(pictures: Sequence[tuple[str, str]], height: int = MAX_SIDE) -> Image.Image:
+    """(title, data URI) pictures side by side at one height, each titled above: what exported PNGs hold."""
+    font = _font(14)
+    tiles = []
+    for title, uri in pictures:
+        img = decode_picture(uri)
+        img = img.resize((max(1, round(img.width * height / img.height)), height), Image.BILINEAR)
+        tiles.append((title, img))
+    width = sum(t.width for _, t in tiles) + 8 * (len(tiles) + 1)
+    out = Image.new("RGB", (max(width, 16), height + 34), (255, 255, 255))
+    draw, x = ImageDraw.Draw(out), 8
+    for title, img in tiles:
+        draw.text((x, 6), title, fill=(0, 0, 0), font=font)
+        out.paste(img, (x, 28))
+        x += img.width + 8
+    return out
+
+
+def answer_strips(answers: Mapping[str, object]) -> dict[tuple[str, int], Image.Image]:
+    """Per (output, sample): the input, the reference and every candidate side by side (|difference| maps after)."""
+    out: dict[tuple[str, int], Image.Image] = {}
+    inputs = list(answers.get("inputs") or [])  # type: ignore[arg-type]
+    for name, entry in (answers.get("outputs") or {}).items():  # type: ignore[union-attr]
+        ref = entry.get("ref") or []
+        n = max([len(ref)] + [len(c.get("cand") or []) for c in entry["candidates"].values()])
+        for s in range(n):
+            row = [("input", inputs[s])] if s < len(inputs) and inputs[s] else []
+            row += [("reference", ref[s])] if s < len(ref) else []
+            row += [(cand, c["cand"][s]) for cand, c in entry["candidates"].items() if s < len(c.get("cand") or [])]
+            row += [(f"|{cand} - reference|", c["diff"][s]) for cand, c in entry["candidates"].items()
+                    if s < len(c.get("diff") or [])]
+            if row:
+                out[(name, s)] = strip(row)
+    return out
