@@ -8,6 +8,7 @@ import math
 from collections import Counter
 from typing import Any
 
+from app.reports.answers import kind_line, task_of
 from app.reports.results import ReportItem
 from app.reports.words import TOL_METRICS, fmt, fmt_cos, fmt_metric, fmt_snr, passes, target_words
 
@@ -43,9 +44,80 @@ def _cell(text: str, status: str = "") -> dict[str, str]:
     return {"text": text, "status": status}
 
 
+# The task metrics of each output kind, listed before the element-wise ones: (key in the output's "task", label,
+# what it means, the tolerance metric that judges it)
+TASK_METRICS = {
+    "detections": (("matched", "Boxes matched", "reference boxes the candidate found: same class, IoU ≥ 0.5", ""),
+                   ("missed", "Boxes missed", "reference boxes the candidate lost", "det_missed"),
+                   ("extra", "Boxes added", "candidate boxes the reference does not have", "det_extra"),
+                   ("mean_iou", "Mean IoU of matched boxes", "", "det_iou"),
+                   ("max_score_change", "Largest score change", "", ""),
+                   ("nms_boundary", "Boxes at the NMS boundary", "kept by one side's NMS, suppressed by the other's: "
+                                                                 "neither missed nor added", ""),
+                   ("score_threshold", "Score threshold", "boxes scored below it are not answers", "")),
+    "image": (("mask_iou", "Mask IoU", "masks thresholded at 0.5; the worst sample", "mask_iou"),
+              ("psnr_db", "PSNR", "over the reference's value range; the worst sample", "psnr_db")),
+    "classes": (("top1", "Top-1 agreement", "rows whose best label agrees", "top1"),
+                ("top5", "Top-5 agreement", "rows whose reference best is in the candidate's top 5", "top5")),
+    "sequence": (("token_agreement", "Token agreement", "steps whose arg-max agrees", "token_agreement"),
+                 ("edit_distance", "Edit distance", "the largest, between the decoded sequences", "edit_distance")),
+}
+TASK_METRICS["yolo"] = TASK_METRICS["detections"]
+_PERCENT = {"top1", "top5", "token_agreement"}
+
+
+def _task_value(key: str, v: object) -> str:
+    if key in _PERCENT and isinstance(v, float):
+        return f"{v:.1%}"
+    if key == "psnr_db":
+        return fmt_snr(v)
+    return fmt(v)
+
+
+def _task_tolerances(c: dict, o: dict, kind: str) -> dict[str, str]:
+    """The tolerances an output's answer is judged by, metric -> "metric:value": the candidate's on the kind's task
+    metrics, else the kind's defaults (as app.core.measure.compare judges them)."""
+    from app.core.measure.answers import DEFAULT_TASK_TOLERANCES, IMAGE_NOT_PROBABILITY, KIND_METRICS
+
+    own = KIND_METRICS.get(kind, ())
+    mine = [str(t) for t in c.get("tolerances") or [] if str(t).partition(":")[0] in own]
+    if not mine:
+        mine = list(IMAGE_NOT_PROBABILITY if kind == "image" and not (o.get("task") or {}).get("probability")
+                    else DEFAULT_TASK_TOLERANCES.get(kind, ()))
+    return {t.partition(":")[0]: t for t in mine}
+
+
+def _task_rows(kind: str, cands: list[dict], per: list[dict | None]) -> list[dict[str, Any]]:
+    rows = []
+    tols = [_task_tolerances(c, o, kind) if o is not None and task_of(o) is not None else {}
+            for c, o in zip(cands, per, strict=True)]
+    for key, label, tip, metric in TASK_METRICS.get(kind, ()):
+        cells, used = [], set()
+        for o, tol in zip(per, tols, strict=True):
+            task = task_of(o) if o is not None else None
+            if task is None:
+                cells.append(_cell("—"))
+                continue
+            value = task.get(key)
+            status = ""
+            if metric and metric in tol:
+                used.add(tol[metric])
+                try:
+                    ok = passes(metric, value, float(tol[metric].partition(":")[2]))
+                except ValueError:
+                    ok = None
+                status = "" if ok is None else ("pass" if ok else "fail")
+            cells.append(_cell(_task_value(key, value), status))
+        if all(cell["text"] == "—" for cell in cells):
+            continue  # not measured (top-5 of fewer than 6 classes, no matched box)
+        rows.append({"label": label, "tip": tip, "tolerance": ", ".join(sorted(used)), "cells": cells})
+    return rows
+
+
 def compare_table(item: ReportItem) -> dict[str, Any] | None:
     """Metrics as rows, candidates side by side as columns, one table per output; a metric with a tolerance
-    shows it and marks each candidate's value pass or fail."""
+    shows it and marks each candidate's value pass or fail. An output whose answer was judged (its kind's task
+    metrics: boxes, masks, labels, text) lists those first; its element-wise metrics follow as detail, not judged."""
     data = item.data
     cands = [c for c in data.get("candidates") or [] if isinstance(c, dict)]
     if not cands:
@@ -56,25 +128,32 @@ def compare_table(item: ReportItem) -> dict[str, Any] | None:
         for o in c.get("outputs") or []:
             if o.get("name") not in outputs:
                 outputs.append(o.get("name"))
+    given_kinds = data.get("output_kinds") if isinstance(data.get("output_kinds"), dict) else {}
     tables = []
     for out in outputs:
         per = [next((o for o in c.get("outputs") or [] if o.get("name") == out), None) for c in cands]
+        kind = kind_line(next((o for o in per if o and o.get("kind")), None), given_kinds.get(out))
+        judged = [o is not None and task_of(o) is not None for o in per]
+        task_rows = _task_rows(kind["kind"], cands, per) if kind and any(judged) else []
         rows = []
         for key, label, tip in COMPARE_METRICS:
+            if key == "top1" and task_rows and kind and kind["kind"] == "classes":
+                continue  # the task rows have it
             tols = {}
             for c in cands:
                 for t in c.get("tolerances") or data.get("tolerances") or []:
                     parsed = parse_tolerance(t)
                     if parsed and parsed[0] == key:
                         tols[c.get("name")] = (t, parsed[1])
-            cells = []
-            for c, o in zip(cands, per, strict=True):
+            cells, used = [], set()
+            for c, o, by_answer in zip(cands, per, judged, strict=True):
                 if o is None:
                     cells.append(_cell("—"))
                     continue
                 value = o.get(key)
                 status = ""
-                if c.get("name") in tols:
+                if c.get("name") in tols and not by_answer:  # an answer's verdict is not the element-wise one
+                    used.add(tols[c.get("name")][0])
                     ok = passes(key, value, tols[c.get("name")][1])
                     status = "" if ok is None else ("pass" if ok else "fail")
                 elif key in ("nan", "inf") and value and value > o.get(f"ref_{key}", 0):
@@ -82,16 +161,15 @@ def compare_table(item: ReportItem) -> dict[str, Any] | None:
                 cells.append(_cell(fmt_metric(key, value), status))
             if all(cell["text"] == "—" for cell in cells) and key == "top1":
                 continue  # not a classifier output: no top-1 row
-            tol_text = ", ".join(sorted({t for t, _ in tols.values()}))
-            rows.append({"label": label, "tip": tip, "tolerance": tol_text, "cells": cells})
+            rows.append({"label": label, "tip": tip, "tolerance": ", ".join(sorted(used)), "cells": cells})
         shapes = {str(o.get("shape")) for o in per if o}
         verdict = [_cell("pass" if o and o.get("passed", c.get("passed")) else "fail",
                          "pass" if o and o.get("passed", c.get("passed")) else "fail") for c, o in zip(cands, per,
                                                                                               strict=True)]
         failures = [f"{c.get('name')}: {f}" for c, o in zip(cands, per, strict=True) if o
                     for f in o.get("failures") or []]
-        tables.append({"output": out, "shape": ", ".join(sorted(shapes)), "rows": rows, "verdict": verdict,
-                       "failures": failures})
+        tables.append({"output": out, "shape": ", ".join(sorted(shapes)), "rows": rows, "task_rows": task_rows,
+                       "kind": kind, "verdict": verdict, "failures": failures})
     return {"reference": data.get("reference", ""), "samples": data.get("samples"), "candidates": names,
             "inputs": data.get("inputs", ""), "random_data": bool(data.get("random_data")),
             "tolerances": data.get("tolerances") or sorted({t for c in cands for t in c.get("tolerances") or []}),

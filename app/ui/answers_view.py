@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from PySide6.QtCore import QByteArray, QSize, Qt
 from PySide6.QtGui import QKeySequence, QPixmap, QResizeEvent, QShortcut
-from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.ui.results_state import ResultsState, task_words
 
@@ -87,6 +96,11 @@ class AnswersView(QWidget):
         bar.addWidget(self.sample_label)
         bar.addWidget(self.next_button)
         bar.addStretch(1)
+        self.diff_box = QCheckBox("|difference| maps")
+        self.diff_box.setToolTip("Show how far each candidate's mask or map moved from the reference's (bright: far) "
+                                 "in place of its answer (Alt+D)")
+        self.diff_box.toggled.connect(lambda _on: self._draw())
+        bar.addWidget(self.diff_box)
         outer.addLayout(bar)
         self.hint = QLabel("Compare outputs (Ctrl+R) to see the answers here: masks, boxes, labels or text, for the "
                            "reference and each candidate side by side.")
@@ -99,6 +113,9 @@ class AnswersView(QWidget):
         self.grid.setSpacing(6)
         outer.addWidget(self.grid_holder, 1)
         self.pictures: list[PictureLabel] = []
+        toggle = QShortcut(QKeySequence(Qt.KeyboardModifier.AltModifier | Qt.Key.Key_D), self)
+        toggle.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        toggle.activated.connect(self.diff_box.toggle)
         for key, delta in ((Qt.Key.Key_Left, -1), (Qt.Key.Key_Right, 1)):
             sc = QShortcut(QKeySequence(Qt.KeyboardModifier.AltModifier | key), self)
             sc.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
@@ -175,19 +192,22 @@ class AnswersView(QWidget):
             if s < len(cand):
                 diff = (pics.get("diff") or [None] * (s + 1))[s] if pics.get("diff") else None
                 columns.append((name, cand[s], diff))
+        has_diff = any(diff for _, _, diff in columns)
+        self.diff_box.setVisible(has_diff)
         for title, uri, diff in columns:
             self.grid.addWidget(_caption(title, bold=True), 0, col)
-            self._picture(uri, 1, col)
-            if diff:
+            if diff and self.diff_box.isChecked():
                 dmax = (entry["candidates"].get(title, {}).get("diff_max") or [None] * (s + 1))[s]
-                self._picture(diff, 2, col)
-                self.grid.addWidget(_caption(f"|difference| (brightest = {dmax:.3g})" if dmax is not None
-                                             else "|difference|"), 3, col)
+                self._picture(diff, 1, col)
+                self.grid.addWidget(_caption(f"|difference|, brightest = {dmax:.3g}" if dmax is not None
+                                             else "|difference|"), 2, col)
+            else:
+                self._picture(uri, 1, col)
             verdict = task_words(self.state.output_entry(title, self.output)) if title in entry["candidates"] else ""
             text = entry["candidates"].get(title, {}).get("text") or []
             if s < len(text):
                 verdict = (verdict + "\n" if verdict else "") + f"reads: {text[s]['cand'][:60]}"
             if verdict:
-                self.grid.addWidget(_caption(verdict), 4, col)
+                self.grid.addWidget(_caption(verdict), 3, col)
             self.grid.setColumnStretch(col, 1)
             col += 1

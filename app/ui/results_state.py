@@ -93,6 +93,7 @@ class ResultsState:
         self.bench_reference: str | None = None        # the reference of the latest benchmark
         self.plan_precisions: dict[str, frozenset[str]] = {}  # `B:plan` target -> precisions its plan used
         self.answers: dict = {}                        # the compare JSON's "answers", merged over comparisons
+        self.inputs_text: dict[str, str] = {}          # candidate name -> what its inputs were, in words
         self.kinds: dict[str, dict] = {}               # output -> its kind (the compare JSON's "output_kinds")
         self._colors: dict[str, int] = {}
 
@@ -116,6 +117,7 @@ class ResultsState:
             self.plots[name] = plots.get(name, {})
             self.random[name] = bool(doc.get("random_data"))
             self.samples[name] = int(doc.get("samples") or 0)
+            self.inputs_text[name] = str(doc.get("inputs") or "")
             self._color(name)
         self._remember_plan([c["name"] for c in doc.get("candidates", [])], plan_precisions)
         self.notes.update({k: list(v) for k, v in (doc.get("notes") or {}).items()})
@@ -328,4 +330,6 @@ class ResultsState:
             return None
         return {"reference": self.reference, "candidates": list(self.candidates.values()), "plots": dict(self.plots),
                 "notes": dict(self.notes), "random_data": any(self.random.values()), "answers": dict(self.answers),
+                "samples": max(self.samples.values(), default=0),
+                "inputs": next((t for t in self.inputs_text.values() if t), ""),
                 "output_kinds": dict(self.kinds)}

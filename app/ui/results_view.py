@@ -282,7 +282,9 @@ class ResultsView(QWidget):
         samples = sorted(set(self.state.samples.values()))
         if not samples:
             return ""
-        data = "random data" if any(self.state.random.values()) else "the chosen input data"
+        texts = {t for t in self.state.inputs_text.values() if t}
+        data = ("random data" if any(self.state.random.values()) else
+                "trtlab's sample photos" if any("sample photos" in t for t in texts) else "the chosen input data")
         n = "/".join(str(s) for s in samples)
         return f"compared on {n} sample{'s' if samples != [1] else ''} of {data}"
 

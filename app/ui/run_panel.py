@@ -26,7 +26,8 @@ from PySide6.QtWidgets import (
 from app.backends import Availability
 from app.ui.run_backends import BackendRows, PrecisionTicks
 
-SOURCES = [("auto", "Sample photos (image models), else random"), ("random", "Random data (seeded)"), ("npz", "A .npz / .npy file"), ("folder", "A folder of .npz files"),
+SOURCES = [("auto", "Sample photos (image models), else random"),
+           ("random", "Random data (seeded)"), ("npz", "A .npz / .npy file"), ("folder", "A folder of .npz files"),
            ("images", "A folder of images")]
 
 

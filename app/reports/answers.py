@@ -1,0 +1,302 @@
+"""The answers in words and pictures: what each output means (its kind), each candidate's verdict on it in plain
+words ("same boxes: 12 matched", "mask IoU 0.99", "top-1 agrees"), the scorecard's phrase per kind ("boxes
+unchanged", "masks overlap 99 %") and the Answers section: per output, a row per sample with the input photo, the
+reference's picture and each candidate's (image outputs: with the |difference| map), from a compare result's
+"answers" (pictures made by `app.core.measure.pictures`).
+
+Pictures go into the page inline, as `<img src="data:…">`: only PNG and JPEG data URIs are taken, anything else in
+the result is dropped, so the report never points at another file or the network.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from app.reports.results import ReportItem
+from app.reports.words import fmt, fmt_snr, target_words
+
+MAX_SAMPLES = 6  # samples shown per output
+PICTURE_PREFIXES = ("data:image/png;base64,", "data:image/jpeg;base64,")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+TASK_KINDS = ("image", "classes", "detections", "yolo", "sequence")
+KIND_WORDS = {"image": "an image (a mask or a map)", "classes": "class scores", "detections": "detected boxes",
+              "yolo": "a raw YOLO detection head", "sequence": "a token sequence", "embedding": "an embedding",
+              "tensor": "a plain tensor"}
+# What each kind's pictures show, and the colours of the reference's and the candidate's parts (pictures.py's)
+_LEGENDS = {
+    "image": "Each picture is the output's first plane on the reference's scale (white 1, black 0 for a probability "
+             "map); the |difference| map runs from dark (no difference) to bright (its largest value, written "
+             "under it).",
+    "detections": "The reference's boxes {ref} on the photo; on each candidate's picture its boxes {cand} over the "
+                  "reference's, a box it missed {missed} and one it added {extra}.",
+    "classes": "Each candidate's picture lists the reference's top labels: the reference's score {ref} over the "
+               "candidate's {cand}.",
+    "sequence": "The decoded text: the reference's {ref} over the candidate's {cand}.",
+}
+_LEGENDS["yolo"] = _LEGENDS["detections"]
+
+
+def picture(value: object) -> str | None:
+    """A PNG or JPEG data URI as the page may show it, else None (other schemes, other types, damaged base64)."""
+    if not isinstance(value, str):
+        return None
+    prefix = next((p for p in PICTURE_PREFIXES if value.startswith(p)), None)
+    if prefix is None or len(value) == len(prefix) or not _BASE64.fullmatch(value, len(prefix)):
+        return None
+    return value
+
+
+def _number(v: object) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float) or math.isnan(v):
+        return None
+    return float(v)
+
+
+def fmt_share(v: float) -> str:
+    """0.9941 -> "0.99", 0.4541 -> "0.45", 1.0 -> "1": two decimals, rounded down (never "1" short of 1)."""
+    if v >= 1.0:
+        return "1"
+    return f"{math.floor(v * 100) / 100:.2f}"
+
+
+def fmt_pct(v: float) -> str:
+    """A share as a percentage: 0.994 -> "99 %", 0.6 -> "60 %"; never "100 %" short of 1, nor "0 %" above 0."""
+    p = v * 100
+    if 0 < p < 1:
+        return "< 1 %"
+    if 99 < p < 100:
+        return "99 %"
+    return f"{round(p):.0f} %"
+
+
+def _plural(n: int, one: str, many: str = "") -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def task_of(o: Mapping[str, Any]) -> dict[str, Any] | None:
+    """An output's task metrics when its answer was judged (a task kind, read without error), else None."""
+    task = o.get("task")
+    if not isinstance(task, Mapping) or "error" in task or o.get("kind") not in TASK_KINDS:
+        return None
+    return dict(task)
+
+
+def verdict_words(kind: str, task: Mapping[str, Any] | None) -> tuple[str, str]:
+    """One candidate's verdict on one output in words, and a detail line: ("same boxes: 12 matched", "mean IoU
+    0.93"), ("2 missed, 1 extra", …), ("mask IoU 0.99", "PSNR 40.4 dB"), ("top-1 agrees", …),
+    ("text differs: edit distance 3", …); ("", "") for outputs judged element by element."""
+    if not isinstance(task, Mapping):
+        return "", ""
+    if "error" in task:
+        return f"not read as {kind}", str(task["error"])
+    if kind in ("detections", "yolo"):
+        matched, missed, extra = (int(_number(task.get(k)) or 0) for k in ("matched", "missed", "extra"))
+        head = (f"same boxes: {matched} matched" if not missed and not extra else
+                ", ".join(p for p in (f"{missed} missed" if missed else "", f"{extra} extra" if extra else "") if p)
+                + f" ({matched} matched)")
+        detail = []
+        if (iou := _number(task.get("mean_iou"))) is not None and matched:
+            detail.append(f"mean IoU {fmt_share(iou)}")
+        if (boundary := int(_number(task.get("nms_boundary")) or 0)):
+            detail.append(f"{_plural(boundary, 'box', 'boxes')} at the NMS boundary")
+        return head, " · ".join(detail)
+    if kind == "image":
+        iou, psnr = _number(task.get("mask_iou")), _number(task.get("psnr_db"))
+        if iou is not None:
+            return f"mask IoU {fmt_share(iou)}", f"PSNR {fmt_snr(psnr)}" if psnr is not None else ""
+        return (f"PSNR {fmt_snr(psnr)}", "") if psnr is not None else ("", "")
+    if kind == "classes":
+        top1, top5 = _number(task.get("top1")), _number(task.get("top5"))
+        if top1 is None:
+            return "", ""
+        head = "top-1 agrees" if top1 >= 1.0 else f"top-1 agrees on {fmt_pct(top1)} of rows"
+        return head, f"top-5 holds the reference's best on {fmt_pct(top5)}" if top5 is not None else ""
+    if kind == "sequence":
+        dist, agree = _number(task.get("edit_distance")), _number(task.get("token_agreement"))
+        if dist is None:
+            return "", ""
+        head = "same text" if dist == 0 else f"text differs: edit distance {dist:.0f}"
+        return head, f"{fmt_pct(agree)} of steps agree" if agree is not None else ""
+    return "", ""
+
+
+def scorecard_phrase(outputs: Sequence[Mapping[str, Any]]) -> str | None:
+    """The answers' verdict of one candidate by kind, for the scorecard ("boxes unchanged (12 matched)", "masks
+    overlap 99 %", "labels unchanged", "text unchanged"), None when no output's answer was judged (tensor and
+    embedding outputs: the scorecard keeps its cosine); outputs judged element by element add their cosine."""
+    judged = [(o, t) for o in outputs if (t := task_of(o)) is not None]
+    if not judged:
+        return None
+    phrases = []
+    boxes = [t for o, t in judged if o.get("kind") in ("detections", "yolo")]
+    if boxes:
+        matched, missed, extra = (sum(int(_number(t.get(k)) or 0) for t in boxes) for k in ("matched", "missed",
+                                                                                             "extra"))
+        phrases.append(f"boxes unchanged ({matched} matched)" if not missed and not extra else
+                       f"boxes changed ({', '.join(p for p in (f'{missed} missed' if missed else '', f'{extra} extra' if extra else '') if p)})")
+    images = [t for o, t in judged if o.get("kind") == "image"]
+    masks = [v for t in images if (v := _number(t.get("mask_iou"))) is not None]
+    psnrs = [v for t in images if _number(t.get("mask_iou")) is None and (v := _number(t.get("psnr_db"))) is not None]
+    if masks:
+        phrases.append(f"masks overlap {fmt_pct(min(masks))}" + (f" (worst of {len(masks)} outputs)"
+                                                                 if len(masks) > 1 else ""))
+    if psnrs:
+        phrases.append(f"images at PSNR {fmt_snr(min(psnrs))}" + (f" (worst of {len(psnrs)} outputs)"
+                                                                   if len(psnrs) > 1 else ""))
+    tops = [v for o, t in judged if o.get("kind") == "classes" and (v := _number(t.get("top1"))) is not None]
+    if tops:
+        worst = min(tops)
+        phrases.append("labels unchanged" if worst >= 1.0 else f"labels differ on {fmt_pct(1.0 - worst)} of rows")
+    dists = [v for o, t in judged if o.get("kind") == "sequence" and (v := _number(t.get("edit_distance"))) is not None]
+    if dists:
+        phrases.append("text unchanged" if max(dists) == 0 else f"text differs (edit distance {max(dists):.0f})")
+    if not phrases:
+        return None
+    rest = [o for o in outputs if task_of(o) is None]
+    cosines = [c for o in rest if (c := _number(o.get("cosine"))) is not None]
+    if cosines:
+        from app.reports.words import fmt_cos
+
+        phrases.append(f"other outputs cosine {fmt_cos(min(cosines))}")
+    return ", ".join(phrases)
+
+
+def kind_line(o: Mapping[str, Any] | None, given: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """What an output means, for its table's heading: {"kind", "spec", "words", "reason"}; None for results made
+    before outputs had kinds."""
+    given = given if isinstance(given, Mapping) else {}
+    kind = str((o or {}).get("kind") or given.get("kind") or "")
+    if not kind:
+        return None
+    spec = str((o or {}).get("kind_spec") or given.get("spec") or kind)
+    reason = str(given.get("reason") or "")
+    if given.get("user"):
+        reason = "set by you" if not reason or reason == "set by you" else f"set by you: {reason}"
+    return {"kind": kind, "spec": spec if spec != kind else "", "words": KIND_WORDS.get(kind, kind),
+            "reason": reason}
+
+
+def _swatch(rgb: Sequence[int]) -> str:
+    return "#" + "".join(f"{int(c):02x}" for c in rgb[:3])
+
+
+def _legend(kind: str, reference: str) -> list[dict[str, str]]:
+    """The kind's legend as text parts and colour swatches (the template draws a swatch for each colour part)."""
+    text = _LEGENDS.get(kind, "")
+    if not text:
+        return []
+    try:
+        from app.core.measure import pictures as p
+
+        colours = {"ref": p.REF_COLOUR, "cand": p.CAND_COLOUR, "missed": p.MISSED_COLOUR, "extra": p.EXTRA_COLOUR}
+    except ImportError:  # pictures need Pillow; without it the legend is words only
+        colours = {}
+    names = {"ref": "green", "cand": "orange", "missed": "red", "extra": "magenta"}
+    parts: list[dict[str, str]] = []
+    for k, piece in enumerate(re.split(r"\{(\w+)\}", text)):
+        if k % 2 == 0:
+            if piece:
+                parts.append({"text": piece, "color": ""})
+        else:
+            parts.append({"text": f"({names.get(piece, piece)})",
+                          "color": _swatch(colours[piece]) if piece in colours else ""})
+    return parts
+
+
+def _list(value: object) -> list:
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _sample_note(kind: str, per_sample: object, text: object) -> str:
+    """A candidate's verdict on one sample, where the result has it (masks: IoU; text: same or not)."""
+    if kind == "image" and isinstance(per_sample, Mapping):
+        iou, psnr = _number(per_sample.get("mask_iou")), _number(per_sample.get("psnr_db"))
+        if iou is not None:
+            return f"mask IoU {fmt_share(iou)}"
+        return f"PSNR {fmt_snr(psnr)}" if psnr is not None else ""
+    if kind == "sequence" and isinstance(text, Mapping):
+        ref, cand = _text(text.get("ref")), _text(text.get("cand"))
+        if ref is not None and cand is not None:
+            return "same text" if ref == cand else "text differs"
+    return ""
+
+
+def _output_block(name: str, entry: Mapping[str, Any], inputs: list[str | None], cands: Mapping[str, dict],
+                  reference: str, colors: Mapping[str, str]) -> dict[str, Any] | None:
+    kind = str(entry.get("kind") or "")
+    refs = [picture(v) for v in _list(entry.get("ref"))]
+    columns, per_cand = [], []
+    for cname, ce in (entry.get("candidates") or {}).items() if isinstance(entry.get("candidates"), Mapping) else ():
+        if not isinstance(ce, Mapping):
+            continue
+        cname = str(cname)
+        out = next((o for o in (cands.get(cname) or {}).get("outputs") or []
+                    if isinstance(o, Mapping) and o.get("name") == name), None)
+        head, detail = verdict_words(kind, (out or {}).get("task"))
+        passed = (out or {}).get("passed")
+        columns.append({"name": cname, "words": target_words(cname), "verdict": head, "detail": detail,
+                        "status": "" if passed is None else "pass" if passed else "fail",
+                        "color": colors.get(cname, ""),
+                        "diff": any(picture(v) for v in _list(ce.get("diff")))})
+        per_cand.append(ce)
+    if not columns:
+        return None
+    texts = [_list(ce.get("text")) for ce in per_cand]
+    n = min(MAX_SAMPLES, max([len(refs)] + [len(_list(ce.get("cand"))) for ce in per_cand]
+                             + [len(t) for t in texts]))
+    rows = []
+    for s in range(n):
+        ref_text = next((_text(t[s].get("ref")) for t in texts if s < len(t) and isinstance(t[s], Mapping)), None)
+        cells = []
+        for col, ce, tx in zip(columns, per_cand, texts, strict=True):
+            pics, diffs, dmax = _list(ce.get("cand")), _list(ce.get("diff")), _list(ce.get("diff_max"))
+            value = _number(dmax[s]) if s < len(dmax) else None
+            text = tx[s] if s < len(tx) and isinstance(tx[s], Mapping) else None
+            samples = _list(ce.get("per_sample"))
+            cells.append({"pic": picture(pics[s]) if s < len(pics) else None,
+                          "diff": picture(diffs[s]) if s < len(diffs) else None,
+                          "diff_max": f"max |Δ| {fmt(value)}" if value is not None else "",
+                          "text": _text(text.get("cand")) if text else None,
+                          "note": _sample_note(kind, samples[s] if s < len(samples) else None, text),
+                          "show_diff": col["diff"]})
+        row = {"index": s + 1, "input": inputs[s] if s < len(inputs) else None,
+               "ref": refs[s] if s < len(refs) else None, "ref_text": ref_text, "cells": cells}
+        if row["ref"] or row["ref_text"] is not None or any(c["pic"] or c["diff"] for c in cells):
+            rows.append(row)
+    if not rows:
+        return None
+    shown_cols = sum(1 + c["diff"] for c in columns)
+    return {"output": name, "kind": kind, "kind_words": KIND_WORDS.get(kind, kind), "columns": columns,
+            "rows": rows, "show_input": any(r["input"] for r in rows),
+            "show_ref": any(r["ref"] or r["ref_text"] is not None for r in rows),
+            "ref_words": target_words(reference) if reference else "reference",
+            "legend": _legend(kind, reference), "width": shown_cols}
+
+
+def answers_section(item: ReportItem, colors: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The Answers section of one compare result: per output drawn, the samples' pictures and each candidate's
+    verdict; None when the result has no pictures (made before compare drew them, or no output of a task kind)."""
+    data = item.data
+    answers = data.get("answers")
+    if not isinstance(answers, Mapping) or not isinstance(answers.get("outputs"), Mapping):
+        return None
+    inputs = [picture(v) for v in _list(answers.get("inputs"))]
+    cands = {str(c.get("name")): c for c in data.get("candidates") or [] if isinstance(c, Mapping)}
+    reference = str(data.get("reference", ""))
+    outputs = [b for name, entry in answers["outputs"].items() if isinstance(entry, Mapping)
+               if (b := _output_block(str(name), entry, inputs, cands, reference, colors or {})) is not None]
+    if not outputs:
+        return None
+    drawn = max(len(b["rows"]) for b in outputs)
+    samples = data.get("samples")
+    return {"reference": reference, "outputs": outputs, "samples": samples, "shown": drawn,
+            "photos": bool(answers.get("photos")) and any(inputs), "random_data": bool(data.get("random_data")),
+            "more": samples - drawn if isinstance(samples, int) and samples > drawn else 0,
+            "title": item.title or f"Answers against {reference}"}
