@@ -23,7 +23,7 @@ PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 MATRIX_VERSION = 1
 _TOP_KEYS = {"version", "models", "precisions", "backends", "steps", "reference", "tolerances", "samples", "seed",
              "bench", "calib_method", "calib_samples", "shapes", "inputs", "calib"}
-_MODEL_KEYS = {"path", "shapes", "inputs", "calib", "precisions", "profile"}
+_MODEL_KEYS = {"path", "shapes", "inputs", "calib", "precisions", "profile", "output_kinds"}
 
 
 class MatrixError(InputError):
@@ -215,8 +215,21 @@ def _common(doc: dict, model: dict, base: Path) -> dict[str, Any]:
         out["calib_samples"] = int(doc["calib_samples"])
     for key in ("inputs", "calib"):
         given = model.get(key, doc.get(key))
-        if given:
+        if given == "random":
+            out[key] = {"kind": "random", "seed": int(doc.get("seed", 0))}
+        elif given and given != "photos":  # photos: the default for a model with one image input
             out[key] = _source(str(given), base, int(doc.get("seed", 0)), key)
+    if model.get("output_kinds"):  # {output: kind}, as --output-kind NAME=KIND (checked against the model)
+        kinds = model["output_kinds"]
+        if not isinstance(kinds, dict):
+            raise MatrixError(f"output_kinds of {Path(model['path']).name} ({kinds!r}) is not a mapping.",
+                              fix="Write output_kinds: {output0: yolo}.")
+        from app.core.measure import infer_output_kinds, parse_output_kinds
+        from app.core.model import load_model
+
+        parsed = parse_output_kinds({str(k): str(v) for k, v in kinds.items()})
+        infer_output_kinds(load_model(model["path"]).model, user=parsed)
+        out["output_kinds"] = {k: v.text() for k, v in parsed.items()}
     return out
 
 

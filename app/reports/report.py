@@ -10,6 +10,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from app.reports import svg
+from app.reports.answers import answers_section, scorecard_phrase, task_of
 from app.reports.charts import bench_charts, compare_plots, engine_chart
 from app.reports.results import ReportItem, as_items
 from app.reports.tables import bench_table, compare_table, diagnosis_table, engine_table, fallback_table
@@ -85,11 +86,14 @@ def _scorecard(compares: list[ReportItem], benches: dict[str, dict], speed_ref: 
         outputs = [o for o in c.get("outputs") or [] if isinstance(o, dict)]
         cosines = [o["cosine"] for o in outputs if isinstance(o.get("cosine"), int | float)]
         cos = f"cosine {fmt_cos(min(cosines))}" if cosines else "no cosine"
+        by_kind = scorecard_phrase(outputs)  # boxes, masks, labels, text: what the answers did
         if c.get("passed"):
-            text = f"{target_words(name)}: answers unchanged ({cos})"
+            text = f"{target_words(name)}: answers unchanged ({by_kind or cos})"
         else:
-            failures = [f for o in outputs for f in o.get("failures") or []]
-            text = f"{target_words(name)}: answers differ ({failures[0] if failures else cos})"
+            # A failure the kind's phrase does not tell (an output judged element-wise) is named as well.
+            failures = [f for o in outputs if not (by_kind and task_of(o)) for f in o.get("failures") or []]
+            said_how = "; ".join(p for p in (by_kind, failures[0] if failures else "") if p)
+            text = f"{target_words(name)}: answers differ ({said_how or cos})"
         text += _speed_clause(name, benches, speed_ref, speedups)
         lines.append({"text": text, "status": "pass" if c.get("passed") else "fail"})
         said.add(name)
@@ -234,6 +238,7 @@ def report_context(items: list[ReportItem], project: object | None, environment:
         "scorecard": _scorecard(compares, benches, speed_ref, speedups, diagnoses, fallbacks, engines),
         "caveats": _caveats(items, benches),
         "compares": [t for t in (compare_table(i) for i in compares) if t],
+        "answers": [a for a in (answers_section(i, colors) for i in compares) if a],
         "plots": [p for i in compares for p in compare_plots(i, colors)],
         "bench": bench_table(benches, speedups, speed_ref),
         "bench_charts": bench_charts(benches, speedups, speed_ref, colors) if benches else [],

@@ -170,9 +170,13 @@ def compare_table(item: ReportItem) -> dict[str, Any] | None:
                     for f in o.get("failures") or []]
         tables.append({"output": out, "shape": ", ".join(sorted(shapes)), "rows": rows, "task_rows": task_rows,
                        "kind": kind, "verdict": verdict, "failures": failures})
+    tolerances = data.get("tolerances") or sorted({t for c in cands for t in c.get("tolerances") or []})
+    by_answer = sorted({t for table in tables for row in table["task_rows"] for t in row["tolerance"].split(", ") if t})
+    if tables and all(t["task_rows"] for t in tables):  # every output judged by its answer: no element-wise one
+        tolerances = [t for t in tolerances if t in by_answer]
     return {"reference": data.get("reference", ""), "samples": data.get("samples"), "candidates": names,
             "inputs": data.get("inputs", ""), "random_data": bool(data.get("random_data")),
-            "tolerances": data.get("tolerances") or sorted({t for c in cands for t in c.get("tolerances") or []}),
+            "tolerances": tolerances, "answer_tolerances": [t for t in by_answer if t not in tolerances],
             "tables": tables, "title": item.title or f"Comparison against {data.get('reference', '')}"}
 
 

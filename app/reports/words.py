@@ -9,8 +9,9 @@ PRECISION_WORDS = {"fp32": "FP32", "fp16": "FP16", "bf16": "BF16", "int8": "INT8
 # A tolerance's metric name -> the key of a compare output's metric
 TOL_METRICS = {"cos": "cosine", "max_abs": "max_abs", "mean_abs": "mean_abs", "max_rel": "max_rel",
                "snr_db": "snr_db", "top1": "top1"}
-# Metrics that must stay at or above their tolerance (the others at or below)
-HIGHER_IS_BETTER = {"cosine", "snr_db", "top1"}
+# Metrics that must stay at or above their tolerance (the others at or below): element-wise keys and the task
+# metrics' tolerance names
+HIGHER_IS_BETTER = {"cosine", "snr_db", "top1", "top5", "det_iou", "mask_iou", "psnr_db", "token_agreement"}
 
 
 def target_words(target: str) -> str:

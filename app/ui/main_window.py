@@ -36,29 +36,15 @@ from app.ui.shapes_panel import ShapesPanel
 from app.ui.start_page import StartPage
 from app.ui.summary_panel import SummaryPanel
 from app.ui.window_files import FilesMixin
-from app.ui.window_layout import WorkspaceMixin
+from app.ui.window_layout import WorkspaceMixin, output_dims
 from app.ui.window_precision import PrecisionWindowMixin
 from app.ui.window_project import ProjectMixin
 
 log = logging.getLogger(__name__)
 
 
+
 class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin, FilesMixin, QMainWindow):
-    def _fit_to_screen(self) -> None:
-        """1400×900 where the screen has room, else 92 % of what it has: the first window never runs off a small
-        screen (at 1280×800 the Properties panel and the status bar stayed out of sight)."""
-        from PySide6.QtGui import QGuiApplication
-
-        screen = self.screen() or QGuiApplication.primaryScreen()
-        avail = screen.availableGeometry() if screen is not None else None
-        # Offscreen rendering has no real screen to fit: the tests' window keeps one size everywhere.
-        if avail is None or avail.width() <= 0 or QGuiApplication.platformName() in ("offscreen", "minimal"):
-            self.resize(1400, 900)
-            return
-        w, h = min(1400, int(avail.width() * 0.92)), min(900, int(avail.height() * 0.92))
-        self.resize(w, h)
-        self.move(avail.x() + (avail.width() - w) // 2, avail.y() + (avail.height() - h) // 2)
-
     def __init__(self, settings: QSettings | None = None) -> None:
         super().__init__()
         self.settings = settings or QSettings("trtlab", "trtlab")
@@ -199,6 +185,7 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         self.run_panel.profileChanged.connect(self._readiness_timer.start)
         self.engine_panel.saveRequested.connect(self.save_engine_dialog)
         self.results_view.exported.connect(self.status_label.setText)
+        self.results_view.kindChangeRequested.connect(self._change_output_kind)
 
     def _on_progress(self, fraction: float, message: str) -> None:
         if fraction < 0:
@@ -228,6 +215,9 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         self.summary_panel.show_summary(s, opened.shapes, opened.timings.get("total"))
         self.shapes_panel.set_inputs(s.inputs, opened.input_shapes)
         self.run_panel.set_inputs(s.inputs, opened.input_shapes, s.metadata)
+        self.run_panel.outputs_box.set_model(opened.doc.model, output_dims([o.name for o in s.outputs], opened.shapes),
+                                             {i.name: list((opened.input_shapes or {}).get(i.name, i.shape or ()))
+                                              for i in s.inputs})
         if self.stack.currentWidget() is self.start_page:
             self._show_model_layout()
         self.results_view.set_model(str(opened.path))  # another model's results go; the same one's stay

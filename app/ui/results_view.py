@@ -51,6 +51,7 @@ class ResultsView(QWidget):
     """The gathered comparisons (compare JSON) and benchmarks (one bench JSON per target) of one model."""
 
     exported = Signal(str)  # what was written where, for the status bar
+    kindChangeRequested = Signal(str)  # an output whose kind the user wants to change (the Run panel has the choice)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -139,6 +140,14 @@ class ResultsView(QWidget):
         self.output_combo.setToolTip("The model output the accuracy plots show")
         self.output_combo.currentTextChanged.connect(self._draw_output)
         bar.addWidget(self.output_combo, 1)
+        self.kind_label = QLabel("")
+        self.kind_label.setStyleSheet("color:#4a4f57;")
+        bar.addWidget(self.kind_label)
+        self.kind_button = QPushButton("Change…")
+        self.kind_button.setToolTip("Choose what this output means (image, classes, detections, yolo, sequence, "
+                                    "embedding, tensor) in the Run panel; the next comparison judges it so")
+        self.kind_button.clicked.connect(lambda: self.kindChangeRequested.emit(self.output_combo.currentText()))
+        bar.addWidget(self.kind_button)
         lay.addLayout(bar)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
@@ -289,6 +298,10 @@ class ResultsView(QWidget):
         return f"compared on {n} sample{'s' if samples != [1] else ''} of {data}"
 
     def _draw_output(self, output: str) -> None:
+        kind = self.state.kinds.get(output) or {}
+        self.kind_label.setText(f"kind: {kind.get('spec') or kind.get('kind')}" if kind else "")
+        self.kind_label.setToolTip(str(kind.get("reason") or ""))
+        self.kind_button.setVisible(bool(output))
         self.answers_view.show_output(self.state, output)
         draw_abs_diff(self.diff_plot, self.state, output)
         draw_values(self.values_plot, self.state, output)

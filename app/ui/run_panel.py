@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.backends import Availability
+from app.ui.output_kinds_box import OutputKindsBox
 from app.ui.run_backends import BackendRows, PrecisionTicks
 
 SOURCES = [("auto", "Sample photos (image models), else random"),
@@ -66,6 +67,8 @@ class RunPanel(QWidget):
         col.setContentsMargins(0, 0, 4, 6)
         self._build_candidates(col)
         self._build_data(col)
+        self.outputs_box = OutputKindsBox()
+        col.addWidget(self.outputs_box)
         self._build_calibration(col)
         self.profile_box = QGroupBox("TensorRT profile (dynamic inputs)")
         self.profile_form = QFormLayout(self.profile_box)
@@ -356,7 +359,8 @@ class RunPanel(QWidget):
             return None
         self.show_message("")
         return {"inputs": src, "samples": self.samples.value(), "options": {"tf32": self.tf32.isChecked()},
-                "calib_method": self.calib_method.currentText(), "calib_samples": self.calib_samples.value()}
+                "calib_method": self.calib_method.currentText(), "calib_samples": self.calib_samples.value(),
+                "output_kinds": self.outputs_box.kinds()}
 
     def _checked_candidates(self, what: str) -> list[str] | None:
         cands = self.candidates()

@@ -28,6 +28,7 @@ def panel_settings(panel: RunPanel) -> dict[str, Any]:
         "tolerance": f"cos:{panel.min_cos.value():g}",
         "iterations": panel.iterations.text(),
         "rtx_targets": panel.rtx_targets.text(),
+        "output_kinds": panel.outputs_box.kinds(),
     }
 
 
@@ -75,6 +76,7 @@ def apply_settings(panel: RunPanel, s: dict[str, Any], profiles: list[str] | Non
     if s.get("iterations"):
         panel.iterations.setText(str(s["iterations"]))
     panel.rtx_targets.setText(str(s.get("rtx_targets") or ""))
+    panel.outputs_box.set_kinds(dict(s.get("output_kinds") or {}))
     for line in profiles or []:
         name, _, ranges = line.partition(":")
         if name in panel.profile_edits:

@@ -13,6 +13,16 @@ DOCK_ICONS = {"summary": "summary", "properties": "properties", "run": "run", "r
               "precision": "precision", "readiness": "readiness", "engine": "engine", "jobs": "jobs"}
 
 
+def output_dims(names: list[str], shapes: object) -> dict[str, list]:
+    """Inferred dims of some tensors (ints where known, else None), for reading what each output means."""
+    out = {}
+    for name in names:
+        info = shapes.get(name) if shapes is not None else None  # type: ignore[attr-defined]
+        if info is not None and info.shape is not None:
+            out[name] = [d if isinstance(d, int) and d > 0 else None for d in info.shape]
+    return out
+
+
 class WorkspaceMixin:
     """Dock placement of the main window: shown, raised, reset, saved and restored."""
 
@@ -109,3 +119,28 @@ class WorkspaceMixin:
         dock.setMinimumWidth(300)
         self.addDockWidget(area, dock)
         return dock
+
+    def _fit_to_screen(self) -> None:
+        """1400×900 where the screen has room, else 92 % of what it has: the first window never runs off a small
+        screen (at 1280×800 the Properties panel and the status bar stayed out of sight)."""
+        from PySide6.QtGui import QGuiApplication
+
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        avail = screen.availableGeometry() if screen is not None else None
+        # Offscreen rendering has no real screen to fit: the tests' window keeps one size everywhere.
+        if avail is None or avail.width() <= 0 or QGuiApplication.platformName() in ("offscreen", "minimal"):
+            self.resize(1400, 900)
+            return
+        w, h = min(1400, int(avail.width() * 0.92)), min(900, int(avail.height() * 0.92))
+        self.resize(w, h)
+        self.move(avail.x() + (avail.width() - w) // 2, avail.y() + (avail.height() - h) // 2)
+
+    def _change_output_kind(self, output: str) -> None:
+        """The Run panel, scrolled to the output's kind, which opens its list of kinds."""
+        combo = self.run_panel.outputs_box.combos.get(output)
+        self.run_dock.show()
+        self.run_dock.raise_()
+        if combo is not None:
+            self.run_panel.scroll.ensureWidgetVisible(combo)
+            combo.setFocus()
+            combo.showPopup()

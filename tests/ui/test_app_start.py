@@ -17,7 +17,7 @@ def test_no_model_opens_the_demo(qtbot, tmp_path, monkeypatch):
     window = create_main_window([])
     qtbot.addWidget(window)
     qtbot.waitUntil(lambda: window.opened is not None, timeout=30_000)
-    assert window.opened.path.name == "trtlab_demo_resnet.onnx"
+    assert window.opened.path.name == "u2netp.onnx"  # the bundled real demo model
     assert window.stack.currentWidget() is window.graph_page
     assert window.view.graph.node_count > 30
     window.close()

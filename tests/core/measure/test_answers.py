@@ -24,7 +24,8 @@ NCHW = OutputKind("image", layout="nchw")
 def _dets(rows, pad: int = 0) -> np.ndarray:
     """A [1, len(rows) + pad, 6] detection list (x1, y1, x2, y2, score, class); padding rows score 0."""
     arr = np.zeros((len(rows) + pad, 6), np.float32)
-    arr[:len(rows)] = np.asarray(rows, np.float32)
+    if rows:
+        arr[:len(rows)] = np.asarray(rows, np.float32)
     return arr[None]
 
 
@@ -188,7 +189,7 @@ def test_yolo_head_duplicates_are_suppressed_before_matching():
     cand[0, 4] = [0.85, 0.9]  # the other anchor wins: the same answer
     r = A.judge_detections([head], [cand], V8)
     assert (r.task["matched"], r.task["missed"], r.task["extra"]) == (1, 0, 0)
-    assert r.task["mean_iou"] == pytest.approx(180 / 220)  # boxes 1 px apart over a 20 × 10 box
+    assert r.task["mean_iou"] == pytest.approx(190 / 210)  # 20 × 10 boxes 1 px apart
 
 
 def test_nms_boundary_is_not_missed():
@@ -211,7 +212,7 @@ def test_top1_top5_hand_computed():
     ref[0, 1] = ref[1, 2] = ref[2, 3] = ref[3, 4] = 1  # best labels 1, 2, 3, 4
     cand = np.tile(np.arange(8, dtype=np.float32) / 100, (4, 1))  # all rank 7 > 6 > … > 0
     cand[0, 1] = 1            # row 0 agrees
-    cand[1, 5] = 1            # row 1: best is 5; label 2 ranks 7th (0.02 after 1, .07, .06, .04, .03)
+    cand[1, 5] = 1            # row 1: best is 5; label 2 ranks 6th (after 5, 7, 6, 4, 3)
     cand[2, 0], cand[2, 3] = 1, 0.5  # row 2: label 3 second: in the top 5
     cand[3, 6] = 1            # row 3: 6 best, then 7, 5, 4: label 4 fourth
     r = A.judge_classes([ref[:2], ref[2:]], [cand[:2], cand[2:]])
@@ -368,12 +369,17 @@ def test_reordered_detections_pass_as_detections_and_fail_as_tensor():
     assert m.cosine < 0.999  # still reported, as detail
 
 
-def test_user_element_wise_tolerance_applies_to_every_output_kind():
+def test_element_wise_tolerances_judge_only_element_wise_outputs():
+    """`--tol cos:0.999` holds the tensor output to it; the detections are judged by their answer (set their kind
+    to tensor to hold them to an element-wise tolerance)."""
     ref = _many_boxes()
     cand = ref[:, ::-1].copy()
-    rep = compare_samples([{"dets": ref}], [{"dets": cand}], "c", [Tolerance("cos", 0.999)],
-                          kinds={"dets": OutputKind("detections")})
-    assert not rep.passed and rep.outputs[0].task["missed"] == 0
+    feat = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 64)
+    rep = compare_samples([{"dets": ref, "feat": feat}], [{"dets": cand, "feat": feat * 0.5 + 0.3}], "c",
+                          [Tolerance("cos", 0.999)], kinds={"dets": OutputKind("detections"), "feat": OutputKind()})
+    dets, feat_m = rep.outputs
+    assert dets.passed and dets.cosine < 0.999 and dets.task["missed"] == 0
+    assert not feat_m.passed and feat_m.failures[0].startswith("cos ") and not rep.passed
 
 
 def test_det_missed_tolerance_allows_one_missed_box():
@@ -404,7 +410,8 @@ def _kind_case(kind: str) -> tuple[OutputKind, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(3)
     if kind == "detections":
         ref = _many_boxes()
-        return OutputKind("detections"), ref, ref + np.float32(0.5) * (ref.dtype.type(1) - np.eye(6)[4] - np.eye(6)[5])
+        shift = np.array([0.5, 0.5, 0.5, 0.5, 0, 0], np.float32)  # every box 0.5 px right and down
+        return OutputKind("detections"), ref, ref + shift
     if kind == "yolo":
         head = np.zeros((1, 6, 64), np.float32)
         head[0, :4] = rng.uniform(20, 40, (4, 64))
@@ -461,7 +468,7 @@ def test_image_mask_iou_tolerance_applies():
     kinds = {"m": NCHW}
     assert compare_samples([{"m": ref}], [{"m": cand}], "c", kinds=kinds).passed
     strict = compare_samples([{"m": ref}], [{"m": cand}], "c", [Tolerance.parse("mask_iou:0.99")], kinds=kinds)
-    assert not strict.passed and strict.outputs[0].failures == ["mask_iou 0.9375 < 0.99"]
+    assert not strict.passed and strict.outputs[0].failures == ["mask_iou 0.937500 < 0.99"]
 
 
 # ----------------------------------------------------------------------------------------------- pictures
@@ -494,7 +501,7 @@ def test_output_pictures_decode_for_every_kind(kind):
 
 def test_boxes_picture_marks_missed_boxes_in_red():
     ref = _dets([[4, 4, 30, 30, 0.9, 0]])
-    r = A.judge_detections([ref], [_dets([])[:, :0]], DET)
+    r = A.judge_detections([ref], [_dets([], pad=1)], DET)  # the candidate finds nothing
     assert r.task["missed"] == 1
     pics = pictures.output_pictures(DET, [ref], [ref], r.answers, [None], (64, 64))
     img = np.asarray(pictures.decode_picture(pics["cand"][0]))
