@@ -15,7 +15,8 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePol
 from app.core.measure import target_emulations
 from app.ui.answers_view import PictureLabel, pixmap_from_uri
 from app.ui.result_plots import PlotCard, draw_abs_diff
-from app.ui.results_state import RANDOM_CALIBRATION, ResultsState, task_words
+from app.ui.results_state import RANDOM_CALIBRATION, ResultsState
+from app.ui.scorecard_answers import ReferenceCard, task_verdict
 
 # The answer verdict's thresholds, on the cosine similarity of the worst output to FP32's, in one place.
 # 0.9999 is what FP16 rounding alone gives on a healthy network (outputs agree to ~4 significant digits, no
@@ -65,36 +66,6 @@ def answer_verdict(cosine: float | None, nonfinite: int = 0) -> tuple[str, str]:
     if cosine >= A_LITTLE_COS:
         return "Answers changed a little", FAIR
     return "Answers changed a lot", BAD
-
-
-def _perfect(o: dict) -> bool:
-    """Whether a task output's answer is unchanged, not merely within its tolerance."""
-    t, kind = o.get("task") or {}, o.get("kind")
-    if kind in ("detections", "yolo"):
-        return not t.get("missed") and not t.get("extra")
-    if kind == "image":
-        return (t["mask_iou"] >= 0.98) if t.get("mask_iou") is not None else (t.get("psnr_db") or 0) >= 40
-    if kind == "classes":
-        return (t.get("top1") or 0) >= 1
-    if kind == "sequence":
-        return not t.get("edit_distance")
-    return True
-
-
-def task_verdict(outputs: list[dict], nonfinite: int = 0) -> tuple[str, str, str] | None:
-    """The answers' verdict from the outputs judged by what they mean (boxes, masks, labels, text); None when no
-    output has task metrics. Failing its tolerance is "a lot"; within it but not identical, "a little"."""
-    judged = [o for o in outputs if o.get("task") and "error" not in o["task"]]
-    if not judged:
-        return None
-    failed = [o for o in judged if not o.get("passed", True)]
-    shown = failed[0] if failed else next((o for o in judged if not _perfect(o)), judged[0])
-    words = task_words(shown) + (f" ({shown['name']})" if len(outputs) > 1 else "")
-    if failed or nonfinite:
-        return "Answers changed a lot", BAD, words
-    if all(_perfect(o) for o in judged):
-        return "Answers unchanged", GOOD, words
-    return "Answers changed a little", FAIR, words
 
 
 def cosine_text(cosine: float | None) -> str:
@@ -295,41 +266,6 @@ class PrecisionCard(QFrame):
                 item.getAxis(name).setStyle(tickFont=tick)
                 item.getAxis(name).label.setFont(tick)
             self.plot.plot.setTitle(self.plot.title, color="#1b1f24", size=f"{size:.0f}pt")
-
-
-class ReferenceCard(QFrame):
-    """FP32's card beside the precisions': the input photo and FP32's own answer on the sample shown."""
-
-    def __init__(self, answers: dict, reference: str, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.answers = answers
-        self.setObjectName("precisionCard")
-        self.setStyleSheet("#precisionCard { background:white; border:1px solid #dadce0; border-radius:10px; }")
-        col = QVBoxLayout(self)
-        col.setContentsMargins(14, 12, 14, 12)
-        self.title = QLabel("FP32")
-        self.blurb = QLabel(f"The reference ({reference}): the input and what the model answers")
-        self.blurb.setWordWrap(True)
-        self.blurb.setStyleSheet("color:#5f6368;")
-        self.photo, self.picture = PictureLabel(), PictureLabel()
-        for w, stretch in ((self.title, 0), (self.blurb, 0), (self.photo, 2), (self.picture, 2)):
-            col.addWidget(w, stretch)
-        self.set_sample(0)
-
-    def set_sample(self, sample: int) -> None:
-        inputs = self.answers.get("inputs") or []
-        entry = next(iter((self.answers.get("outputs") or {}).values()), {})
-        ref = entry.get("ref") or []
-        self.photo.set_picture(pixmap_from_uri(inputs[sample] if sample < len(inputs) else None))
-        self.photo.setVisible(self.photo.has_picture())
-        self.picture.set_picture(pixmap_from_uri(ref[sample] if sample < len(ref) else None))
-        self.picture.setVisible(self.picture.has_picture())
-
-    def apply_fonts(self, base: QFont) -> None:
-        f = QFont(base)
-        f.setPointSizeF((base.pointSizeF() if base.pointSizeF() > 0 else 10.0) * 2.0)
-        f.setBold(True)
-        self.title.setFont(f)
 
 
 class ScorecardPage(QWidget):
