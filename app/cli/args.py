@@ -125,9 +125,10 @@ def default_samples(spec: object, given: int | None) -> object:
     if given is not None:
         return spec
     from app.backends.tasks.common import default_source
-    from app.core.measure import sample_photos
+    from app.core.measure import SAMPLES_DIR, sample_photos
 
-    if getattr(spec, "inputs", None) is None and not default_source(spec).is_random:  # type: ignore[arg-type]
+    source = default_source(spec)  # type: ignore[arg-type]
+    if source.kind == "images" and Path(source.path or "").resolve() == SAMPLES_DIR.resolve():
         return spec.with_(samples=max(1, len(sample_photos())))  # type: ignore[attr-defined]
     return spec
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from app.core.measure import task_words
+
 
 def format_fallback(doc: dict) -> str:
     metric = doc["target"].split(":")[0]
@@ -56,7 +58,13 @@ def format_compare(doc: dict) -> str:
             lines.append(f"  {o['name']:<28} max_abs {num(o['max_abs'], '.3g')}  mean_abs {num(o['mean_abs'], '.3g')}"
                          f"  cos {num(o['cosine'], '.6f')}  snr {num(o['snr_db'], '.1f')} dB  nan {o['nan']} "
                          f"inf {o['inf']}" + (f"  top1 {o['top1']:.3f}" if o.get("top1") is not None else ""))
+            if o.get("task"):
+                lines.append(f"    answer ({o.get('kind_spec') or o.get('kind')}): {task_words(o)}"
+                             f"  [judged by {', '.join(o.get('judged_by') or []) or 'nothing'}]")
             lines += [f"    ✗ {f}" for f in o.get("failures", [])]
+        for t in c.get("unused_tolerances") or []:
+            lines.append(f"  note: --tol {t} judged no output here: outputs whose answers are judged (masks, boxes, "
+                         "labels, text) use their own metrics; give --output-kind NAME=tensor to hold one to it")
     return "\n".join(lines)
 
 

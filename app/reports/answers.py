@@ -34,9 +34,11 @@ _LEGENDS = {
                   "reference's, a box it missed {missed} and one it added {extra}.",
     "classes": "Each candidate's picture lists the reference's top labels: the reference's score {ref} over the "
                "candidate's {cand}.",
-    "sequence": "The decoded text: the reference's {ref} over the candidate's {cand}.",
 }
 _LEGENDS["yolo"] = _LEGENDS["detections"]
+# The colours app.core.measure.pictures draws with (REF_COLOUR, CAND_COLOUR, MISSED_COLOUR, EXTRA_COLOUR)
+PICTURE_COLOURS = {"ref": ("green", "#2ecc71"), "cand": ("orange", "#ff9f1c"), "missed": ("red", "#e74c3c"),
+                   "extra": ("magenta", "#c73dff")}
 
 
 def picture(value: object) -> str | None:
@@ -55,21 +57,26 @@ def _number(v: object) -> float | None:
     return float(v)
 
 
+def _floor(v: float, digits: int) -> float:
+    scale = 10 ** digits
+    return math.floor(v * scale + 1e-9) / scale  # 0.29 * 100 is 28.999…: not 0.28
+
+
 def fmt_share(v: float) -> str:
     """0.9941 -> "0.99", 0.4541 -> "0.45", 1.0 -> "1": two decimals, rounded down (never "1" short of 1)."""
-    if v >= 1.0:
-        return "1"
-    return f"{math.floor(v * 100) / 100:.2f}"
+    return "1" if v >= 1.0 else f"{_floor(v, 2):.2f}"
 
 
 def fmt_pct(v: float) -> str:
-    """A share as a percentage: 0.994 -> "99 %", 0.6 -> "60 %"; never "100 %" short of 1, nor "0 %" above 0."""
-    p = v * 100
-    if 0 < p < 1:
+    """A share as a percentage, rounded down as `fmt_share`: 0.994 -> "99 %", 0.6 -> "60 %", 0.004 -> "< 1 %"."""
+    if 0 < v < 0.01:
         return "< 1 %"
-    if 99 < p < 100:
-        return "99 %"
-    return f"{round(p):.0f} %"
+    return f"{min(_floor(v, 2), 1.0) * 100:.0f} %"
+
+
+def fmt_pct_off(agree: float) -> str:
+    """The share that does not agree, as the complement of `fmt_pct(agree)`: 0.6 -> "40 %", 0.995 -> "1 %"."""
+    return f"{100 - min(_floor(agree, 2), 1.0) * 100:.0f} %"
 
 
 def _plural(n: int, one: str, many: str = "") -> str:
@@ -124,7 +131,7 @@ def verdict_words(kind: str, task: Mapping[str, Any] | None) -> tuple[str, str]:
 
 
 def scorecard_phrase(outputs: Sequence[Mapping[str, Any]]) -> str | None:
-    """The answers' verdict of one candidate by kind, for the scorecard ("boxes unchanged (12 matched)", "masks
+    """The answers' verdict of one candidate by kind, for the scorecard ("boxes unchanged: 12 matched", "masks
     overlap 99 %", "labels unchanged", "text unchanged"), None when no output's answer was judged (tensor and
     embedding outputs: the scorecard keeps its cosine); outputs judged element by element add their cosine."""
     judged = [(o, t) for o in outputs if (t := task_of(o)) is not None]
@@ -135,24 +142,25 @@ def scorecard_phrase(outputs: Sequence[Mapping[str, Any]]) -> str | None:
     if boxes:
         matched, missed, extra = (sum(int(_number(t.get(k)) or 0) for t in boxes) for k in ("matched", "missed",
                                                                                              "extra"))
-        phrases.append(f"boxes unchanged ({matched} matched)" if not missed and not extra else
-                       f"boxes changed ({', '.join(p for p in (f'{missed} missed' if missed else '', f'{extra} extra' if extra else '') if p)})")
+        phrases.append(f"boxes unchanged: {matched} matched" if not missed and not extra else
+                       "boxes changed: " + ", ".join(p for p in (f"{missed} missed" if missed else "",
+                                                                  f"{extra} extra" if extra else "") if p))
     images = [t for o, t in judged if o.get("kind") == "image"]
     masks = [v for t in images if (v := _number(t.get("mask_iou"))) is not None]
     psnrs = [v for t in images if _number(t.get("mask_iou")) is None and (v := _number(t.get("psnr_db"))) is not None]
     if masks:
-        phrases.append(f"masks overlap {fmt_pct(min(masks))}" + (f" (worst of {len(masks)} outputs)"
+        phrases.append(f"masks overlap {fmt_pct(min(masks))}" + (f", the worst of {len(masks)} outputs"
                                                                  if len(masks) > 1 else ""))
     if psnrs:
-        phrases.append(f"images at PSNR {fmt_snr(min(psnrs))}" + (f" (worst of {len(psnrs)} outputs)"
+        phrases.append(f"images at PSNR {fmt_snr(min(psnrs))}" + (f", the worst of {len(psnrs)} outputs"
                                                                    if len(psnrs) > 1 else ""))
     tops = [v for o, t in judged if o.get("kind") == "classes" and (v := _number(t.get("top1"))) is not None]
     if tops:
         worst = min(tops)
-        phrases.append("labels unchanged" if worst >= 1.0 else f"labels differ on {fmt_pct(1.0 - worst)} of rows")
+        phrases.append("labels unchanged" if worst >= 1.0 else f"labels differ on {fmt_pct_off(worst)} of rows")
     dists = [v for o, t in judged if o.get("kind") == "sequence" and (v := _number(t.get("edit_distance"))) is not None]
     if dists:
-        phrases.append("text unchanged" if max(dists) == 0 else f"text differs (edit distance {max(dists):.0f})")
+        phrases.append("text unchanged" if max(dists) == 0 else f"text differs: edit distance {max(dists):.0f}")
     if not phrases:
         return None
     rest = [o for o in outputs if task_of(o) is None]
@@ -161,7 +169,7 @@ def scorecard_phrase(outputs: Sequence[Mapping[str, Any]]) -> str | None:
         from app.reports.words import fmt_cos
 
         phrases.append(f"other outputs cosine {fmt_cos(min(cosines))}")
-    return ", ".join(phrases)
+    return "; ".join(phrases)
 
 
 def kind_line(o: Mapping[str, Any] | None, given: Mapping[str, Any] | None) -> dict[str, str] | None:
@@ -172,37 +180,22 @@ def kind_line(o: Mapping[str, Any] | None, given: Mapping[str, Any] | None) -> d
     if not kind:
         return None
     spec = str((o or {}).get("kind_spec") or given.get("spec") or kind)
-    reason = str(given.get("reason") or "")
-    if given.get("user"):
-        reason = "set by you" if not reason or reason == "set by you" else f"set by you: {reason}"
+    reason = str(given.get("reason") or ("set by you" if given.get("user") else ""))
     return {"kind": kind, "spec": spec if spec != kind else "", "words": KIND_WORDS.get(kind, kind),
             "reason": reason}
 
 
-def _swatch(rgb: Sequence[int]) -> str:
-    return "#" + "".join(f"{int(c):02x}" for c in rgb[:3])
-
-
-def _legend(kind: str, reference: str) -> list[dict[str, str]]:
+def _legend(kind: str) -> list[dict[str, str]]:
     """The kind's legend as text parts and colour swatches (the template draws a swatch for each colour part)."""
     text = _LEGENDS.get(kind, "")
-    if not text:
-        return []
-    try:
-        from app.core.measure import pictures as p
-
-        colours = {"ref": p.REF_COLOUR, "cand": p.CAND_COLOUR, "missed": p.MISSED_COLOUR, "extra": p.EXTRA_COLOUR}
-    except ImportError:  # pictures need Pillow; without it the legend is words only
-        colours = {}
-    names = {"ref": "green", "cand": "orange", "missed": "red", "extra": "magenta"}
     parts: list[dict[str, str]] = []
-    for k, piece in enumerate(re.split(r"\{(\w+)\}", text)):
+    for k, piece in enumerate(re.split(r"\{(\w+)\}", text) if text else ()):
         if k % 2 == 0:
             if piece:
                 parts.append({"text": piece, "color": ""})
         else:
-            parts.append({"text": f"({names.get(piece, piece)})",
-                          "color": _swatch(colours[piece]) if piece in colours else ""})
+            name, color = PICTURE_COLOURS[piece]
+            parts.append({"text": f"({name})", "color": color})
     return parts
 
 
@@ -212,6 +205,31 @@ def _list(value: object) -> list:
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _tokens(text: str) -> list[str]:
+    """Decoded text as its tokens: ids are written with spaces between them, labels one after another."""
+    return text.split(" ") if " " in text else list(text)
+
+
+def text_diff(ref: str, cand: str) -> list[dict[str, str]]:
+    """The candidate's text as parts marked "same", "changed" (not in the reference there) or "gone" (the
+    reference's tokens it lacks), each with the separator that follows it, so a page can highlight where the
+    answers part."""
+    from difflib import SequenceMatcher
+
+    r, c = _tokens(ref), _tokens(cand)
+    sep = " " if " " in ref or " " in cand else ""
+    parts: list[dict[str, str]] = []
+    for op, i1, i2, j1, j2 in SequenceMatcher(None, r, c, autojunk=False).get_opcodes():
+        if op in ("delete", "replace"):
+            parts.append({"text": sep.join(r[i1:i2]), "how": "gone"})
+        if op != "delete":
+            parts.append({"text": sep.join(c[j1:j2]), "how": "same" if op == "equal" else "changed"})
+    parts = [p for p in parts if p["text"]]
+    for k, part in enumerate(parts):
+        part["sep"] = sep if k < len(parts) - 1 else ""
+    return parts
 
 
 def _sample_note(kind: str, per_sample: object, text: object) -> str:
@@ -229,7 +247,7 @@ def _sample_note(kind: str, per_sample: object, text: object) -> str:
 
 
 def _output_block(name: str, entry: Mapping[str, Any], inputs: list[str | None], cands: Mapping[str, dict],
-                  reference: str, colors: Mapping[str, str]) -> dict[str, Any] | None:
+                  reference: str) -> dict[str, Any] | None:
     kind = str(entry.get("kind") or "")
     refs = [picture(v) for v in _list(entry.get("ref"))]
     columns, per_cand = [], []
@@ -243,7 +261,6 @@ def _output_block(name: str, entry: Mapping[str, Any], inputs: list[str | None],
         passed = (out or {}).get("passed")
         columns.append({"name": cname, "words": target_words(cname), "verdict": head, "detail": detail,
                         "status": "" if passed is None else "pass" if passed else "fail",
-                        "color": colors.get(cname, ""),
                         "diff": any(picture(v) for v in _list(ce.get("diff")))})
         per_cand.append(ce)
     if not columns:
@@ -260,15 +277,19 @@ def _output_block(name: str, entry: Mapping[str, Any], inputs: list[str | None],
             value = _number(dmax[s]) if s < len(dmax) else None
             text = tx[s] if s < len(tx) and isinstance(tx[s], Mapping) else None
             samples = _list(ce.get("per_sample"))
+            cand_text = _text(text.get("cand")) if text else None
             cells.append({"pic": picture(pics[s]) if s < len(pics) else None,
                           "diff": picture(diffs[s]) if s < len(diffs) else None,
                           "diff_max": f"max |Δ| {fmt(value)}" if value is not None else "",
-                          "text": _text(text.get("cand")) if text else None,
+                          "text": cand_text,
+                          "parts": text_diff(ref_text, cand_text) if ref_text is not None and cand_text is not None
+                          else [],
                           "note": _sample_note(kind, samples[s] if s < len(samples) else None, text),
                           "show_diff": col["diff"]})
         row = {"index": s + 1, "input": inputs[s] if s < len(inputs) else None,
                "ref": refs[s] if s < len(refs) else None, "ref_text": ref_text, "cells": cells}
-        if row["ref"] or row["ref_text"] is not None or any(c["pic"] or c["diff"] for c in cells):
+        if row["ref"] or row["ref_text"] is not None or any(c["pic"] or c["diff"] or c["text"] is not None
+                                                             for c in cells):
             rows.append(row)
     if not rows:
         return None
@@ -277,10 +298,10 @@ def _output_block(name: str, entry: Mapping[str, Any], inputs: list[str | None],
             "rows": rows, "show_input": any(r["input"] for r in rows),
             "show_ref": any(r["ref"] or r["ref_text"] is not None for r in rows),
             "ref_words": target_words(reference) if reference else "reference",
-            "legend": _legend(kind, reference), "width": shown_cols}
+            "legend": _legend(kind), "width": shown_cols}
 
 
-def answers_section(item: ReportItem, colors: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+def answers_section(item: ReportItem) -> dict[str, Any] | None:
     """The Answers section of one compare result: per output drawn, the samples' pictures and each candidate's
     verdict; None when the result has no pictures (made before compare drew them, or no output of a task kind)."""
     data = item.data
@@ -291,12 +312,16 @@ def answers_section(item: ReportItem, colors: Mapping[str, str] | None = None) -
     cands = {str(c.get("name")): c for c in data.get("candidates") or [] if isinstance(c, Mapping)}
     reference = str(data.get("reference", ""))
     outputs = [b for name, entry in answers["outputs"].items() if isinstance(entry, Mapping)
-               if (b := _output_block(str(name), entry, inputs, cands, reference, colors or {})) is not None]
+               if (b := _output_block(str(name), entry, inputs, cands, reference)) is not None]
     if not outputs:
         return None
     drawn = max(len(b["rows"]) for b in outputs)
     samples = data.get("samples")
-    return {"reference": reference, "outputs": outputs, "samples": samples, "shown": drawn,
+    kinds = data.get("output_kinds") if isinstance(data.get("output_kinds"), Mapping) else {}
+    shown = {b["output"] for b in outputs}
+    not_drawn = [str(n) for n, k in kinds.items() if isinstance(k, Mapping) and k.get("kind") in TASK_KINDS
+                 and str(n) not in shown]
+    return {"reference": reference, "outputs": outputs, "samples": samples, "shown": drawn, "not_drawn": not_drawn,
             "photos": bool(answers.get("photos")) and any(inputs), "random_data": bool(data.get("random_data")),
             "more": samples - drawn if isinstance(samples, int) and samples > drawn else 0,
             "title": item.title or f"Answers against {reference}"}

@@ -238,7 +238,7 @@ def report_context(items: list[ReportItem], project: object | None, environment:
         "scorecard": _scorecard(compares, benches, speed_ref, speedups, diagnoses, fallbacks, engines),
         "caveats": _caveats(items, benches),
         "compares": [t for t in (compare_table(i) for i in compares) if t],
-        "answers": [a for a in (answers_section(i, colors) for i in compares) if a],
+        "answers": [a for a in (answers_section(i) for i in compares) if a],
         "plots": [p for i in compares for p in compare_plots(i, colors)],
         "bench": bench_table(benches, speedups, speed_ref),
         "bench_charts": bench_charts(benches, speedups, speed_ref, colors) if benches else [],

@@ -64,6 +64,8 @@ TASK_METRICS = {
 }
 TASK_METRICS["yolo"] = TASK_METRICS["detections"]
 _PERCENT = {"top1", "top5", "token_agreement"}
+# An image output that is no probability map is judged by PSNR (app.core.measure.answers.IMAGE_NOT_PROBABILITY)
+IMAGE_NOT_PROBABILITY = ("psnr_db:30",)
 
 
 def _task_value(key: str, v: object) -> str:
@@ -77,7 +79,7 @@ def _task_value(key: str, v: object) -> str:
 def _task_tolerances(c: dict, o: dict, kind: str) -> dict[str, str]:
     """The tolerances an output's answer is judged by, metric -> "metric:value": the candidate's on the kind's task
     metrics, else the kind's defaults (as app.core.measure.compare judges them)."""
-    from app.core.measure.answers import DEFAULT_TASK_TOLERANCES, IMAGE_NOT_PROBABILITY, KIND_METRICS
+    from app.core.measure import DEFAULT_TASK_TOLERANCES, KIND_METRICS
 
     own = KIND_METRICS.get(kind, ())
     mine = [str(t) for t in c.get("tolerances") or [] if str(t).partition(":")[0] in own]

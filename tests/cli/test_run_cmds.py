@@ -27,17 +27,26 @@ def test_compare_cpu_against_itself_passes(model_paths):
     (out,) = cand["outputs"]
     assert COMPARE_KEYS <= set(out)
     assert out["max_abs"] == 0.0 and out["cosine"] == pytest.approx(1.0) and out["shape"] == [1, 4]
-    assert doc["random_data"] is True and "random" in doc["inputs"]
+    # An image model with no --inputs is compared on trtlab's sample photos, not on noise.
+    assert doc["random_data"] is False and "sample photos" in doc["inputs"]
+    assert out["kind"] == "classes" and out["task"]["top1"] == 1.0
     assert "Traceback" not in r.stderr
 
 
 def test_compare_tolerance_not_met_exits_1(model_paths, tmp_path):
-    # FP16 weights always differ a little from FP32 ones: a tolerance of no difference at all fails.
+    # FP16 weights always differ a little from FP32 ones: a tolerance of no difference at all fails, once the
+    # output is judged element-wise (as classes, magika's scores are judged by their top-1 label).
     r = trtlab("compare", model_paths["magika_standard_v3_3"], "--candidate", "ort-cpu:fp16", "--shapes",
-               "bytes:1x2048", "--tol", "max_abs:0", "--json", tmp_path / "c.json")
+               "bytes:1x2048", "--tol", "max_abs:0", "--output-kind", "target_label=tensor", "--json",
+               tmp_path / "c.json")
     assert r.returncode == 1, r.stderr
     doc = json.loads((tmp_path / "c.json").read_text())
     assert doc["candidates"][0]["passed"] is False
+    assert doc["candidates"][0]["outputs"][0]["judged_by"] == ["max_abs:0"]
+    # Left to its inferred kind, the same tolerance judges no output, and the text says so.
+    r = trtlab("compare", model_paths["magika_standard_v3_3"], "--candidate", "ort-cpu:fp16", "--shapes",
+               "bytes:1x2048", "--tol", "max_abs:0")
+    assert "--tol max_abs:0 judged no output here" in r.stdout
 
 
 def test_run_saves_outputs(model_paths, tmp_path):

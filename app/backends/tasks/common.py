@@ -130,7 +130,9 @@ def prepare_samples(spec: JobInputs, ctx: object | None = None) -> Prepared:
     source = default_source(spec, model)
     samples = make_samples(model, infos, shapes, source, samples=spec.samples)
     text = source.describe()
-    if spec.inputs is None and not source.is_random:
+    from app.core.measure import SAMPLES_DIR
+
+    if source.kind == "images" and source.path and Path(source.path).resolve() == SAMPLES_DIR.resolve():
         text = "trtlab's sample photos (" + (source.preprocess.describe() if source.preprocess else "") + ")"
     return Prepared(model_path, samples, text, source.is_random, shapes, source)
 

@@ -338,3 +338,30 @@ def judge(kind: OutputKind, ref: list[np.ndarray], cand: list[np.ndarray]) -> Ta
     except (IndexError, ValueError) as exc:
         return TaskResult({"error": f"this output does not read as {kind.text()}: {exc}"}, {}, [])
     return None
+
+
+def task_words(output: dict | None) -> str:
+    """An output's answer verdict in words, from its task metrics ("" for outputs judged element-wise)."""
+    task = (output or {}).get("task") or {}
+    kind = (output or {}).get("kind")
+    if not task or "error" in task:
+        return str(task.get("error", ""))
+    if kind in ("detections", "yolo"):
+        missed, extra = task.get("missed") or 0, task.get("extra") or 0
+        if not missed and not extra:
+            iou = task.get("mean_iou")
+            return f"same boxes: {task.get('matched', 0)} matched" + (f", IoU {iou:.3f}" if iou is not None else "")
+        return f"{missed} box(es) missed, {extra} extra ({task.get('matched', 0)} matched)"
+    if kind == "image":
+        if task.get("mask_iou") is not None:
+            return f"masks overlap {task['mask_iou']:.1%} (worst IoU)"
+        return f"PSNR {task.get('psnr_db', 0):.1f} dB (worst)" if task.get("psnr_db") is not None else ""
+    if kind == "classes":
+        top1 = task.get("top1")
+        return "" if top1 is None else ("top-1 label unchanged" if top1 >= 1 else f"top-1 agrees on {top1:.0%}")
+    if kind == "sequence":
+        dist = task.get("edit_distance") or 0
+        agree = task.get("token_agreement")
+        return "same text" if not dist else f"text differs: edit distance {dist}" + (
+            f" ({agree:.1%} of steps agree)" if agree is not None else "")
+    return ""

@@ -83,6 +83,7 @@ class OutputMetrics:
     task: dict[str, object] | None = None
     task_values: dict[str, float | None] = field(default_factory=dict)
     answers: list[dict[str, object]] = field(default_factory=list)  # per sample, for the pictures (not in to_json)
+    judged_by: list[str] = field(default_factory=list)  # the tolerances that decided this output's pass/fail
 
     def value(self, metric: str) -> float | None:
         """A metric's value for tolerances: element-wise attributes, else this output's task values."""
@@ -106,7 +107,7 @@ class OutputMetrics:
                 "count": self.count, "compared": self.compared, "exact_equal": self.exact_equal,
                 "new_nonfinite": self.new_nonfinite, "quantiles": self.quantiles, "passed": self.passed,
                 "failures": list(self.failures), "kind": self.kind, "kind_spec": self.kind_spec,
-                "task": _json_task(self.task)}
+                "task": _json_task(self.task), "judged_by": list(self.judged_by)}
 
 
 def _json_task(task: dict[str, object] | None) -> dict[str, object] | None:
@@ -131,6 +132,7 @@ class CandidateReport:
     value_hist: dict[str, dict[str, Hist]] = field(default_factory=dict)  # {"ref": …, "cand": …}, shared edges
     scatter: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # (ref, cand) subsample
     tolerances: list[str] = field(default_factory=list)
+    unused: list[str] = field(default_factory=list)  # the user's tolerances that judged no output (wrong kind)
 
     @property
     def worst(self) -> str:
@@ -147,7 +149,7 @@ class CandidateReport:
 
     def to_json(self) -> dict[str, object]:
         return {"name": self.name, "passed": self.passed, "outputs": [o.to_json() for o in self.outputs],
-                "worst": self.worst, "tolerances": self.tolerances}
+                "worst": self.worst, "tolerances": self.tolerances, "unused_tolerances": self.unused}
 
 
 class _Accumulator:
@@ -382,11 +384,14 @@ def compare_samples(reference: list[dict[str, np.ndarray]], candidate: list[dict
                 m.task, m.task_values, m.answers = result.task, result.values, result.answers
                 if "error" in result.task:
                     m.failures.append(str(result.task["error"]))
-        m.failures.extend(f for t in _judged_by(m, kind, tols, result_defaults(m))
-                          if (f := t.check(m)) is not None and f not in m.failures)
+        judged_by = _judged_by(m, kind, tols, result_defaults(m))
+        m.judged_by = [str(t) for t in judged_by]
+        m.failures.extend(f for t in judged_by if (f := t.check(m)) is not None and f not in m.failures)
         m.passed = not m.failures
         report.outputs.append(m)
     report.passed = bool(report.outputs) and all(o.passed for o in report.outputs)
+    used = {j for o in report.outputs for j in o.judged_by}
+    report.unused = [str(t) for t in tols if str(t) not in used]
     return report
 
 
@@ -412,7 +417,7 @@ def _judged_by(m: OutputMetrics, kind: OutputKind, tols: list[Tolerance], defaul
         mine = [t for t in tols if t.metric in own]
         return mine or [Tolerance.parse(d) for d in defaults]
     mine = [t for t in tols if t.metric in ELEMENTWISE or t.metric in ("top1", "top5")]
-    return mine or ([] if tols else list(DEFAULT_TOLERANCES))
+    return mine or list(DEFAULT_TOLERANCES)
 
 
 def compare_report_json(reference_name: str, samples: int, candidates: list[CandidateReport]) -> dict:

@@ -133,6 +133,9 @@ def _default_layout(kind: str) -> str:
 
 def parse_output_kinds(items: Sequence[str] | Mapping[str, str]) -> dict[str, OutputKind]:
     """``NAME=KIND`` items (or a {name: kind} mapping) → {name: OutputKind}."""
+    if isinstance(items, str) or not isinstance(items, Mapping | list | tuple):
+        raise OutputKindError(f"Output kinds are a mapping of output name to kind, or NAME=KIND items, not {items!r}.",
+                              fix="Give e.g. {'output0': 'yolo'} or --output-kind output0=yolo.")
     pairs = list(items.items()) if isinstance(items, Mapping) else []
     if not isinstance(items, Mapping):
         for item in items:
