@@ -55,9 +55,13 @@ def write_pngs() -> list[Path]:
 
 
 def sync_package() -> list[Path]:
-    """app/resources/ gets exactly the SVGs the app loads: a removed icon must not linger in the package."""
-    if PACKAGED.exists():
-        shutil.rmtree(PACKAGED)
+    """app/resources/ gets exactly the SVGs the app loads: a removed icon must not linger in the package. Its
+    samples/ (the sample photos) and models/ (the demo model) are kept: they are not made from the artwork."""
+    for old in [PACKAGED / "trtlab.svg", PACKAGED / "icons"]:
+        if old.is_dir():
+            shutil.rmtree(old)
+        elif old.exists():
+            old.unlink()
     (PACKAGED / "icons").mkdir(parents=True)
     copied = [Path(shutil.copy2(HERE / "trtlab.svg", PACKAGED / "trtlab.svg"))]
     for svg in sorted((HERE / "icons").glob("*.svg")):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from app.reports.results import ReportItem
@@ -324,4 +325,10 @@ def answers_section(item: ReportItem) -> dict[str, Any] | None:
     return {"reference": reference, "outputs": outputs, "samples": samples, "shown": drawn, "not_drawn": not_drawn,
             "photos": bool(answers.get("photos")) and any(inputs), "random_data": bool(data.get("random_data")),
             "more": samples - drawn if isinstance(samples, int) and samples > drawn else 0,
-            "title": item.title or f"Answers against {reference}"}
+            "title": item.title or " · ".join(p for p in (_made_from(item), f"against {reference}") if p)}
+
+
+def _made_from(item: ReportItem) -> str:
+    """The model a result was made on, else the file it was read from (tells several comparisons apart)."""
+    model = (item.spec or {}).get("model") or item.data.get("model")
+    return Path(str(model)).name if model else Path(item.source).name if item.source else ""

@@ -30,16 +30,6 @@ DIAGNOSIS_ROWS = 30  # the worst layers listed; the rest are summed up in one li
 LATENCY_KEYS = ("median", "p90", "p99", "mean", "min", "max")
 
 
-def parse_tolerance(text: str) -> tuple[str, float] | None:
-    """"cos:0.99" -> ("cosine", 0.99); None for what is not a tolerance."""
-    metric, _, value = str(text).partition(":")
-    key = TOL_METRICS.get(metric.strip())
-    try:
-        return (key, float(value)) if key else None
-    except ValueError:
-        return None
-
-
 def _cell(text: str, status: str = "") -> dict[str, str]:
     return {"text": text, "status": status}
 
@@ -76,23 +66,45 @@ def _task_value(key: str, v: object) -> str:
     return fmt(v)
 
 
-def _task_tolerances(c: dict, o: dict, kind: str) -> dict[str, str]:
-    """The tolerances an output's answer is judged by, metric -> "metric:value": the candidate's on the kind's task
-    metrics, else the kind's defaults (as app.core.measure.compare judges them)."""
-    from app.core.measure import DEFAULT_TASK_TOLERANCES, KIND_METRICS
+def judged_by(c: dict, o: dict, data: dict) -> dict[str, tuple[str, float]]:
+    """The tolerances that decided an output's pass/fail, tolerance metric -> ("metric:value", value): the output's
+    own "judged_by" where the result has it; else, for a result made before it, what compare judged by then: the
+    candidate's tolerances on the kind's task metrics or the kind's defaults for an output whose answer was judged
+    (app.core.measure.compare), the candidate's element-wise tolerances for the others."""
+    given = o.get("judged_by")
+    if isinstance(given, list):
+        texts = [str(t) for t in given]
+    elif task_of(o) is not None:
+        from app.core.measure import DEFAULT_TASK_TOLERANCES, KIND_METRICS
 
-    own = KIND_METRICS.get(kind, ())
-    mine = [str(t) for t in c.get("tolerances") or [] if str(t).partition(":")[0] in own]
-    if not mine:
-        mine = list(IMAGE_NOT_PROBABILITY if kind == "image" and not (o.get("task") or {}).get("probability")
-                    else DEFAULT_TASK_TOLERANCES.get(kind, ()))
-    return {t.partition(":")[0]: t for t in mine}
+        kind = str(o.get("kind"))
+        own = KIND_METRICS.get(kind, ())
+        texts = [str(t) for t in c.get("tolerances") or [] if str(t).partition(":")[0] in own] or list(
+            IMAGE_NOT_PROBABILITY if kind == "image" and not (o.get("task") or {}).get("probability")
+            else DEFAULT_TASK_TOLERANCES.get(kind, ()))
+    else:
+        texts = [str(t) for t in c.get("tolerances") or data.get("tolerances") or []]
+    out: dict[str, tuple[str, float]] = {}
+    for t in texts:
+        metric, _, value = t.partition(":")
+        try:
+            out[metric.strip()] = (t, float(value))
+        except ValueError:
+            continue
+    return out
 
 
-def _task_rows(kind: str, cands: list[dict], per: list[dict | None]) -> list[dict[str, Any]]:
+def _judged_cell(metric: str, value: object, tols: dict[str, tuple[str, float]], used: set[str]) -> str:
+    """"pass"/"fail" where a tolerance on `metric` judged the output (noting it in `used`), else ""."""
+    if metric not in tols:
+        return ""
+    used.add(tols[metric][0])
+    ok = passes(metric, value, tols[metric][1])
+    return "" if ok is None else ("pass" if ok else "fail")
+
+
+def _task_rows(kind: str, per: list[dict | None], tols: list[dict]) -> list[dict[str, Any]]:
     rows = []
-    tols = [_task_tolerances(c, o, kind) if o is not None and task_of(o) is not None else {}
-            for c, o in zip(cands, per, strict=True)]
     for key, label, tip, metric in TASK_METRICS.get(kind, ()):
         cells, used = [], set()
         for o, tol in zip(per, tols, strict=True):
@@ -100,26 +112,22 @@ def _task_rows(kind: str, cands: list[dict], per: list[dict | None]) -> list[dic
             if task is None:
                 cells.append(_cell("—"))
                 continue
-            value = task.get(key)
-            status = ""
-            if metric and metric in tol:
-                used.add(tol[metric])
-                try:
-                    ok = passes(metric, value, float(tol[metric].partition(":")[2]))
-                except ValueError:
-                    ok = None
-                status = "" if ok is None else ("pass" if ok else "fail")
-            cells.append(_cell(_task_value(key, value), status))
+            status = _judged_cell(metric, task.get(key), tol, used) if metric else ""
+            cells.append(_cell(_task_value(key, task.get(key)), status))
         if all(cell["text"] == "—" for cell in cells):
-            continue  # not measured (top-5 of fewer than 6 classes, no matched box)
+            continue  # not measured (top-5 of fewer than 6 classes)
         rows.append({"label": label, "tip": tip, "tolerance": ", ".join(sorted(used)), "cells": cells})
     return rows
 
 
+# A tolerance's metric for each element-wise row (the reverse of TOL_METRICS)
+_ROW_TOLERANCE = {key: metric for metric, key in TOL_METRICS.items()}
+
+
 def compare_table(item: ReportItem) -> dict[str, Any] | None:
-    """Metrics as rows, candidates side by side as columns, one table per output; a metric with a tolerance
-    shows it and marks each candidate's value pass or fail. An output whose answer was judged (its kind's task
-    metrics: boxes, masks, labels, text) lists those first; its element-wise metrics follow as detail, not judged."""
+    """Metrics as rows, candidates side by side as columns, one table per output; a metric with a tolerance that
+    judged the output shows it and marks each candidate's value pass or fail. An output whose answer was judged (its
+    kind's task metrics: boxes, masks, labels, text) lists those first; its element-wise metrics follow as detail."""
     data = item.data
     cands = [c for c in data.get("candidates") or [] if isinstance(c, dict)]
     if not cands:
@@ -131,39 +139,31 @@ def compare_table(item: ReportItem) -> dict[str, Any] | None:
             if o.get("name") not in outputs:
                 outputs.append(o.get("name"))
     given_kinds = data.get("output_kinds") if isinstance(data.get("output_kinds"), dict) else {}
-    tables = []
+    tables, judged_all = [], set()
     for out in outputs:
         per = [next((o for o in c.get("outputs") or [] if o.get("name") == out), None) for c in cands]
         kind = kind_line(next((o for o in per if o and o.get("kind")), None), given_kinds.get(out))
-        judged = [o is not None and task_of(o) is not None for o in per]
-        task_rows = _task_rows(kind["kind"], cands, per) if kind and any(judged) else []
+        tols = [judged_by(c, o, data) if o is not None else {} for c, o in zip(cands, per, strict=True)]
+        task_rows = _task_rows(kind["kind"], per, tols) if kind and any(o and task_of(o) for o in per) else []
         rows = []
         for key, label, tip in COMPARE_METRICS:
             if key == "top1" and task_rows and kind and kind["kind"] == "classes":
                 continue  # the task rows have it
-            tols = {}
-            for c in cands:
-                for t in c.get("tolerances") or data.get("tolerances") or []:
-                    parsed = parse_tolerance(t)
-                    if parsed and parsed[0] == key:
-                        tols[c.get("name")] = (t, parsed[1])
             cells, used = [], set()
-            for c, o, by_answer in zip(cands, per, judged, strict=True):
+            for o, tol in zip(per, tols, strict=True):
                 if o is None:
                     cells.append(_cell("—"))
                     continue
                 value = o.get(key)
-                status = ""
-                if c.get("name") in tols and not by_answer:  # an answer's verdict is not the element-wise one
-                    used.add(tols[c.get("name")][0])
-                    ok = passes(key, value, tols[c.get("name")][1])
-                    status = "" if ok is None else ("pass" if ok else "fail")
-                elif key in ("nan", "inf") and value and value > o.get(f"ref_{key}", 0):
+                # Only a tolerance that judged the output marks it: a mask's cosine is detail, its IoU decides.
+                status = _judged_cell(_ROW_TOLERANCE[key], value, tol, used) if key in _ROW_TOLERANCE else ""
+                if key in ("nan", "inf") and value and value > o.get(f"ref_{key}", 0):
                     status = "fail"
                 cells.append(_cell(fmt_metric(key, value), status))
             if all(cell["text"] == "—" for cell in cells) and key == "top1":
                 continue  # not a classifier output: no top-1 row
             rows.append({"label": label, "tip": tip, "tolerance": ", ".join(sorted(used)), "cells": cells})
+        judged_all |= {t for tol in tols for t, _ in tol.values()}
         shapes = {str(o.get("shape")) for o in per if o}
         verdict = [_cell("pass" if o and o.get("passed", c.get("passed")) else "fail",
                          "pass" if o and o.get("passed", c.get("passed")) else "fail") for c, o in zip(cands, per,
@@ -172,13 +172,11 @@ def compare_table(item: ReportItem) -> dict[str, Any] | None:
                     for f in o.get("failures") or []]
         tables.append({"output": out, "shape": ", ".join(sorted(shapes)), "rows": rows, "task_rows": task_rows,
                        "kind": kind, "verdict": verdict, "failures": failures})
-    tolerances = data.get("tolerances") or sorted({t for c in cands for t in c.get("tolerances") or []})
-    by_answer = sorted({t for table in tables for row in table["task_rows"] for t in row["tolerance"].split(", ") if t})
-    if tables and all(t["task_rows"] for t in tables):  # every output judged by its answer: no element-wise one
-        tolerances = [t for t in tolerances if t in by_answer]
+    unused = sorted({str(t) for c in cands for t in c.get("unused_tolerances") or []})
     return {"reference": data.get("reference", ""), "samples": data.get("samples"), "candidates": names,
             "inputs": data.get("inputs", ""), "random_data": bool(data.get("random_data")),
-            "tolerances": tolerances, "answer_tolerances": [t for t in by_answer if t not in tolerances],
+            "tolerances": sorted(judged_all) or data.get("tolerances") or sorted(
+                {t for c in cands for t in c.get("tolerances") or []}), "unused_tolerances": unused,
             "tables": tables, "title": item.title or f"Comparison against {data.get('reference', '')}"}
 
 

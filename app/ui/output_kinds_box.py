@@ -46,6 +46,9 @@ class OutputKindsBox(QGroupBox):
             self.form.addRow(self.empty)
         for name, kind in self.inferred.items():
             combo = QComboBox()
+            # Narrow by default: a long kind must not widen the Run panel past its dock.
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(10)
             combo.addItem(f"auto ({kind.text()})", "")
             for choice in CHOICES:
                 combo.addItem(choice, choice)
@@ -53,7 +56,7 @@ class OutputKindsBox(QGroupBox):
             if name in kept and combo.findData(kept[name]) >= 0:
                 combo.setCurrentIndex(combo.findData(kept[name]))
             combo.currentIndexChanged.connect(self.changed)
-            label = QLabel(name if len(name) <= 24 else name[:21] + "…")
+            label = QLabel(name if len(name) <= 16 else name[:14] + "…")
             label.setToolTip(name)
             self.form.addRow(label, combo)
             self.combos[name] = combo

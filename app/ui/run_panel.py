@@ -25,9 +25,9 @@ from PySide6.QtWidgets import (
 
 from app.backends import Availability
 from app.ui.output_kinds_box import OutputKindsBox
-from app.ui.run_backends import BackendRows, PrecisionTicks
+from app.ui.run_backends import DEFAULT_PRECISIONS, BackendRows, PrecisionTicks
 
-SOURCES = [("auto", "Sample photos (image models), else random"),
+SOURCES = [("auto", "Sample photos / random"),
            ("random", "Random data (seeded)"), ("npz", "A .npz / .npy file"), ("folder", "A folder of .npz files"),
            ("images", "A folder of images")]
 
@@ -154,6 +154,9 @@ class RunPanel(QWidget):
         self.source = QComboBox()
         for key, text in SOURCES:
             self.source.addItem(text, key)
+        self.source.setItemData(0, "trtlab's sample photos for a model with one image input (resized and normalised "
+                                   "to it: the image settings below), else seeded random data",
+                                Qt.ItemDataRole.ToolTipRole)
         df.addRow("Source", self.source)
         path_row = QHBoxLayout()
         self.path = QLineEdit()
@@ -339,6 +342,10 @@ class RunPanel(QWidget):
             + (f": now {first}." if first else "."))
 
     def set_plan_trivial(self, trivial: bool) -> None:
+        """A plan that starts changing precisions is what the user wants to test: it alone is ticked then; a plan
+        back to all FP32 gives back FP16 and INT8 (never FP32 against itself)."""
+        if trivial != self.plan_trivial:
+            self.set_precisions(list(DEFAULT_PRECISIONS) if trivial else ["plan"])
         self.plan_trivial = trivial
         self._update_summary()
 

