@@ -54,8 +54,6 @@ TASK_METRICS = {
 }
 TASK_METRICS["yolo"] = TASK_METRICS["detections"]
 _PERCENT = {"top1", "top5", "token_agreement"}
-# An image output that is no probability map is judged by PSNR (app.core.measure.answers.IMAGE_NOT_PROBABILITY)
-IMAGE_NOT_PROBABILITY = ("psnr_db:30",)
 
 
 def _task_value(key: str, v: object) -> str:
@@ -75,7 +73,7 @@ def judged_by(c: dict, o: dict, data: dict) -> dict[str, tuple[str, float]]:
     if isinstance(given, list):
         texts = [str(t) for t in given]
     elif task_of(o) is not None:
-        from app.core.measure import DEFAULT_TASK_TOLERANCES, KIND_METRICS
+        from app.core.measure import DEFAULT_TASK_TOLERANCES, IMAGE_NOT_PROBABILITY, KIND_METRICS
 
         kind = str(o.get("kind"))
         own = KIND_METRICS.get(kind, ())

@@ -80,6 +80,7 @@ class AnswersView(QWidget):
         self.state: ResultsState | None = None
         self.output = ""
         self.sample = 0
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # a click on the pictures lets Alt+Left/Right/D reach them
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 4)
         bar = QHBoxLayout()

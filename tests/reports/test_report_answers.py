@@ -258,9 +258,8 @@ def test_text_differences_are_marked():
 
 
 def test_the_legend_and_the_defaults_match_what_compare_uses():
-    from app.core.measure import answers, pictures
+    from app.core.measure import IMAGE_NOT_PROBABILITY, answers, pictures
     from app.reports.answers import PICTURE_COLOURS
-    from app.reports.tables import IMAGE_NOT_PROBABILITY
 
     drawn = {"ref": pictures.REF_COLOUR, "cand": pictures.CAND_COLOUR, "missed": pictures.MISSED_COLOUR,
              "extra": pictures.EXTRA_COLOUR}

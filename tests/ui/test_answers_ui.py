@@ -41,6 +41,9 @@ def test_a_detector_is_judged_by_its_boxes_and_a_kind_can_be_changed(qtbot, wind
     assert all(_ink(p) > 0.05 for p in answers.pictures)
     assert not answers.diff_box.isVisible()  # boxes have no |difference| map
     assert "Sample 1 of 3" in answers.sample_label.text()
+    window.activateWindow()
+    answers.setFocus()
+    qtbot.waitUntil(answers.hasFocus, timeout=5_000)
     QTest.keyClick(answers, Qt.Key.Key_Right, Qt.KeyboardModifier.AltModifier)
     assert "Sample 2 of 3" in answers.sample_label.text()
 
@@ -74,6 +77,9 @@ def test_masks_and_their_difference_maps(qtbot, window, models_dir):
     mask = answers.pictures[1].grab().toImage()
     assert mask.width() > 60
     assert answers.diff_box.isVisible() and not answers.diff_box.isChecked()
+    window.activateWindow()
+    answers.setFocus()
+    qtbot.waitUntil(answers.hasFocus, timeout=5_000)
     QTest.keyClick(answers, Qt.Key.Key_D, Qt.KeyboardModifier.AltModifier)
     assert answers.diff_box.isChecked() and len(answers.pictures) == 3
     assert "masks overlap" in view.scorecard.item(1, 4).text()

@@ -5,7 +5,14 @@ photos that feed image models (`sample_photos`, `photo_source_for`), comparing o
 
 from __future__ import annotations
 
-from app.core.measure.answers import DEFAULT_TASK_TOLERANCES, KIND_METRICS, SCORE_THRESHOLD, judge, task_words
+from app.core.measure.answers import (
+    DEFAULT_TASK_TOLERANCES,
+    IMAGE_NOT_PROBABILITY,
+    KIND_METRICS,
+    SCORE_THRESHOLD,
+    judge,
+    task_words,
+)
 from app.core.measure.compare import CandidateReport, OutputMetrics, compare_report_json, compare_samples
 from app.core.measure.compute import Emulation, device_of, emulation, target_emulations
 from app.core.measure.inputs import InputSource, make_samples, resolve_input_shapes, source_shapes
@@ -23,10 +30,10 @@ from app.core.measure.pictures import (
 from app.core.measure.samples import SAMPLES_DIR, photo_source_for, sample_photos
 from app.core.measure.tolerance import ELEMENTWISE, METRICS, Tolerance, ToleranceError, fmt_metric
 
-__all__ = ["DEFAULT_TASK_TOLERANCES", "ELEMENTWISE", "KINDS", "KIND_METRICS", "MAX_OUTPUTS", "MAX_SAMPLES",
-           "METRICS", "SAMPLES_DIR", "SCORE_THRESHOLD", "Budget", "CandidateReport", "Emulation", "InputSource",
-           "OutputKind", "OutputKindError", "OutputMetrics", "Tolerance", "ToleranceError", "answer_strips",
-           "compare_report_json", "compare_samples", "decode_picture", "device_of", "emulation", "fmt_metric",
-           "infer_output_kinds", "input_picture", "judge", "make_samples", "measure", "output_pictures",
-           "parse_output_kinds", "photo_source_for", "png_b64", "resolve_input_shapes", "sample_photos",
-           "source_shapes", "target_emulations", "task_words"]
+__all__ = ["DEFAULT_TASK_TOLERANCES", "ELEMENTWISE", "IMAGE_NOT_PROBABILITY", "KINDS", "KIND_METRICS", "MAX_OUTPUTS",
+           "MAX_SAMPLES", "METRICS", "SAMPLES_DIR", "SCORE_THRESHOLD", "Budget", "CandidateReport", "Emulation",
+           "InputSource", "OutputKind", "OutputKindError", "OutputMetrics", "Tolerance", "ToleranceError",
+           "answer_strips", "compare_report_json", "compare_samples", "decode_picture", "device_of", "emulation",
+           "fmt_metric", "infer_output_kinds", "input_picture", "judge", "make_samples", "measure",
+           "output_pictures", "parse_output_kinds", "photo_source_for", "png_b64", "resolve_input_shapes",
+           "sample_photos", "source_shapes", "target_emulations", "task_words"]

@@ -150,7 +150,7 @@ def bars_picture(answer: Mapping[str, list], labels: Sequence[str] | None = None
     img = Image.new("RGB", (width, 18 + row_h * max(1, len(rows))), (255, 255, 255))
     draw, font = ImageDraw.Draw(img), _font(11)
     top_c = cand[0][0] if cand else None
-    draw.text((4, 2), f"FP32 best: {_label(ref[0][0], labels) if ref else '—'}   candidate best: "
+    draw.text((4, 2), f"reference best: {_label(ref[0][0], labels) if ref else '—'}   candidate best: "
                       f"{_label(top_c, labels) if top_c is not None else '—'}", fill=(0, 0, 0), font=font)
     hi = max([abs(s) for _, s in ref] + [abs(s) for _, s in cand] + [1e-9])
     for k, (i, rs, cs) in enumerate(rows):
@@ -180,7 +180,7 @@ def sequence_picture(answer: Mapping[str, list], labels: Sequence[str] | None = 
     """The decoded sequences, reference over candidate, with the steps that differ marked."""
     font = _font(12)
     ref, cand = list(answer.get("ref", [])), list(answer.get("cand", []))
-    lines = [("FP32", text_of(ref, labels), REF_COLOUR), ("candidate", text_of(cand, labels), CAND_COLOUR)]
+    lines = [("reference", text_of(ref, labels), REF_COLOUR), ("candidate", text_of(cand, labels), CAND_COLOUR)]
     wrap = 44
     chunks = [(who, txt[i:i + wrap] or "(empty)", col) for who, txt, col in lines
               for i in range(0, max(1, len(txt)), wrap)][:12]
