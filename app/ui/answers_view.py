@@ -159,6 +159,8 @@ class AnswersView(QWidget):
     def _picture(self, uri: str | None, row: int, col: int) -> None:
         label = PictureLabel()
         label.set_picture(pixmap_from_uri(uri))
+        # At the top of its cell, right under its caption: space left over goes below the pictures.
+        label.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
         self.pictures.append(label)
         self.grid.addWidget(label, row, col)
         self.grid.setRowStretch(row, 1)
@@ -196,19 +198,18 @@ class AnswersView(QWidget):
         has_diff = any(diff for _, _, diff in columns)
         self.diff_box.setVisible(has_diff)
         for title, uri, diff in columns:
-            self.grid.addWidget(_caption(title, bold=True), 0, col)
-            if diff and self.diff_box.isChecked():
-                dmax = (entry["candidates"].get(title, {}).get("diff_max") or [None] * (s + 1))[s]
-                self._picture(diff, 1, col)
-                self.grid.addWidget(_caption(f"|difference|, brightest = {dmax:.3g}" if dmax is not None
-                                             else "|difference|"), 2, col)
-            else:
-                self._picture(uri, 1, col)
+            # The caption above each picture: whose answer, and (for a candidate) its verdict in words.
             verdict = task_words(self.state.output_entry(title, self.output)) if title in entry["candidates"] else ""
             text = entry["candidates"].get(title, {}).get("text") or []
             if s < len(text):
                 verdict = (verdict + "\n" if verdict else "") + f"reads: {text[s]['cand'][:60]}"
-            if verdict:
-                self.grid.addWidget(_caption(verdict), 3, col)
+            if diff and self.diff_box.isChecked():
+                dmax = (entry["candidates"].get(title, {}).get("diff_max") or [None] * (s + 1))[s]
+                verdict = (verdict + "\n" if verdict else "") + (
+                    f"|difference|, brightest = {dmax:.3g}" if dmax is not None else "|difference|")
+                uri = diff
+            self.grid.addWidget(_caption(title, bold=True), 0, col)
+            self.grid.addWidget(_caption(verdict or " "), 1, col)
+            self._picture(uri, 2, col)
             self.grid.setColumnStretch(col, 1)
             col += 1
