@@ -154,8 +154,10 @@ class RunPanel(QWidget):
         self.source = QComboBox()
         for key, text in SOURCES:
             self.source.addItem(text, key)
-        self.source.setItemData(0, "trtlab's sample photos for a model with one image input (resized and normalised "
-                                   "to it: the image settings below), else seeded random data",
+        self.source.setItemData(0, "trtlab's sample photos for a model with one image input, resized to it and "
+                                   "normalised with ImageNet's mean and std (the Results caption says how); to "
+                                   "change that, choose 'A folder of images' (app/resources/samples, or your own). "
+                                   "Else seeded random data.",
                                 Qt.ItemDataRole.ToolTipRole)
         df.addRow("Source", self.source)
         path_row = QHBoxLayout()

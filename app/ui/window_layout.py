@@ -23,6 +23,11 @@ def output_dims(names: list[str], shapes: object) -> dict[str, list]:
     return out
 
 
+def fitted_size(avail_w: int, avail_h: int, want: tuple[int, int] = (1400, 900)) -> tuple[int, int]:
+    """The first window's size: `want` where the screen has room, else 92 % of what it has on that side."""
+    return min(want[0], int(avail_w * 0.92)), min(want[1], int(avail_h * 0.92))
+
+
 class WorkspaceMixin:
     """Dock placement of the main window: shown, raised, reset, saved and restored."""
 
@@ -131,7 +136,7 @@ class WorkspaceMixin:
         if avail is None or avail.width() <= 0 or QGuiApplication.platformName() in ("offscreen", "minimal"):
             self.resize(1400, 900)
             return
-        w, h = min(1400, int(avail.width() * 0.92)), min(900, int(avail.height() * 0.92))
+        w, h = fitted_size(avail.width(), avail.height())
         self.resize(w, h)
         self.move(avail.x() + (avail.width() - w) // 2, avail.y() + (avail.height() - h) // 2)
 

@@ -159,3 +159,12 @@ def test_plot_export_says_where_in_the_status_bar(qtbot, window, model_paths, tm
     window.results_view.export_button.click()
     assert str(out) in window.status_label.text() and "Exported" in window.status_label.text()
     assert any(out.glob("*.png")) and any(out.glob("*.svg"))
+
+
+def test_the_first_window_fits_the_screen_it_opens_on():
+    from app.ui.window_layout import fitted_size
+
+    assert fitted_size(1920, 1080) == (1400, 900)  # room to spare: the usual size
+    w, h = fitted_size(1280, 800 - 40)  # a 1280×800 laptop with a 40-pixel panel
+    assert w <= 1280 and h <= 760 and (w, h) == (1177, 699)
+    assert fitted_size(1600, 1000) == (1400, 900)
