@@ -240,6 +240,14 @@ def _sample_note(kind: str, per_sample: object, text: object) -> str:
         if iou is not None:
             return f"mask IoU {fmt_share(iou)}"
         return f"PSNR {fmt_snr(psnr)}" if psnr is not None else ""
+    if kind in ("detections", "yolo") and isinstance(per_sample, Mapping) and _number(per_sample.get("matched")) \
+            is not None:
+        missed, extra = int(_number(per_sample.get("missed")) or 0), int(_number(per_sample.get("extra")) or 0)
+        matched = int(_number(per_sample.get("matched")) or 0)
+        return f"same boxes ({matched} matched)" if not missed and not extra else \
+            f"{missed} missed, {extra} extra ({matched} matched)"
+    if kind == "classes" and isinstance(per_sample, Mapping) and isinstance(per_sample.get("top1"), bool):
+        return "same top-1 label" if per_sample["top1"] else "top-1 label changed"
     if kind == "sequence" and isinstance(text, Mapping):
         ref, cand = _text(text.get("ref")), _text(text.get("cand"))
         if ref is not None and cand is not None:

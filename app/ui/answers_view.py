@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.measure import sample_words
 from app.ui.results_state import ResultsState, task_words
 
 
@@ -199,7 +200,9 @@ class AnswersView(QWidget):
         self.diff_box.setVisible(has_diff)
         for title, uri, diff in columns:
             # The caption above each picture: whose answer, and (for a candidate) its verdict in words.
-            verdict = task_words(self.state.output_entry(title, self.output)) if title in entry["candidates"] else ""
+            overall = task_words(self.state.output_entry(title, self.output)) if title in entry["candidates"] else ""
+            per_sample = (entry["candidates"].get(title, {}).get("per_sample") or [])
+            verdict = sample_words(str(entry.get("kind")), per_sample[s] if s < len(per_sample) else None) or overall
             text = entry["candidates"].get(title, {}).get("text") or []
             if s < len(text):
                 verdict = (verdict + "\n" if verdict else "") + f"reads: {text[s]['cand'][:60]}"
@@ -209,7 +212,9 @@ class AnswersView(QWidget):
                     f"|difference|, brightest = {dmax:.3g}" if dmax is not None else "|difference|")
                 uri = diff
             self.grid.addWidget(_caption(title, bold=True), 0, col)
-            self.grid.addWidget(_caption(verdict or " "), 1, col)
+            caption = _caption(verdict or " ")
+            caption.setToolTip(f"Over every sample: {overall}" if overall else "")
+            self.grid.addWidget(caption, 1, col)
             self._picture(uri, 2, col)
             self.grid.setColumnStretch(col, 1)
             col += 1

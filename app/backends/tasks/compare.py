@@ -61,8 +61,9 @@ def answer_pictures(prep: object, kinds: dict, ref_out: list, reports: list, can
             pics = output_pictures(kinds[name], [s[name] for s in ref_out], [s[name] for s in outs], metrics.answers,
                                    photos, size)
             entry.setdefault("ref", pics.pop("ref", None))
-            entry["candidates"][report.name] = {**pics, "per_sample": metrics.answers[:MAX_SAMPLES] if kinds[name].kind
-                                                in ("image",) else None}
+            # Each sample's own verdict facts (no box or label lists: the pictures show those).
+            per_sample = [{k: v for k, v in a.items() if k not in ("ref", "cand")} for a in metrics.answers]
+            entry["candidates"][report.name] = {**pics, "per_sample": per_sample[:MAX_SAMPLES]}
         if entry["candidates"]:
             outputs[name] = entry
     return {"inputs": [png_b64(p, photo=True) if p is not None else None for p in photos], "outputs": outputs,

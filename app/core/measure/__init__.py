@@ -11,6 +11,7 @@ from app.core.measure.answers import (
     KIND_METRICS,
     SCORE_THRESHOLD,
     judge,
+    sample_words,
     task_words,
 )
 from app.core.measure.compare import CandidateReport, OutputMetrics, compare_report_json, compare_samples
@@ -36,4 +37,4 @@ __all__ = ["DEFAULT_TASK_TOLERANCES", "ELEMENTWISE", "IMAGE_NOT_PROBABILITY", "K
            "answer_strips", "compare_report_json", "compare_samples", "decode_picture", "device_of", "emulation",
            "fmt_metric", "infer_output_kinds", "input_picture", "judge", "make_samples", "measure",
            "output_pictures", "parse_output_kinds", "photo_source_for", "png_b64", "resolve_input_shapes",
-           "sample_photos", "source_shapes", "target_emulations", "task_words"]
+           "sample_photos", "sample_words", "source_shapes", "target_emulations", "task_words"]

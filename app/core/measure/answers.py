@@ -178,13 +178,19 @@ def judge_detections(ref: list[np.ndarray], cand: list[np.ndarray], kind: Output
     dscore: list[float] = []
     answers = []
     for r, c in zip(ref, cand, strict=True):
-        for rb, cb in zip(decode_boxes(r, kind, threshold / 2), decode_boxes(c, kind, threshold / 2), strict=True):
+        # One answer per sample (its first image's boxes, drawn on the photo), its counts over all its images.
+        counts = {"matched": 0, "missed": 0, "extra": 0}
+        for i, (rb, cb) in enumerate(zip(decode_boxes(r, kind, threshold / 2), decode_boxes(c, kind, threshold / 2),
+                                         strict=True)):
             m = match_boxes(rb, cb, threshold, nms_done=kind.kind == "yolo")
             matched, missed, extra = matched + m["matched"], missed + m["missed"], extra + m["extra"]
+            counts = {k: counts[k] + int(m[k]) for k in counts}  # type: ignore[call-overload]
             boundary += m["boundary"]  # type: ignore[operator]
             ious += m["ious"]  # type: ignore[arg-type]
             dscore += m["dscore"]  # type: ignore[arg-type]
-            answers.append({"ref": m["ref"], "cand": m["cand"]})
+            if i == 0:
+                answers.append({"ref": m["ref"], "cand": m["cand"]})
+        answers[-1].update(counts)
     mean_iou = float(np.mean(ious)) if ious else None
     task = {"matched": matched, "missed": missed, "extra": extra, "mean_iou": mean_iou,
             "score_threshold": threshold, "max_score_change": max(dscore) if dscore else None,
@@ -208,7 +214,7 @@ def judge_classes(ref: list[np.ndarray], cand: list[np.ndarray], top: int = 5) -
     answers = []
     for rs, cs in zip(ref, cand, strict=True):
         rr, cc = _rows(rs)[0], _rows(cs)[0]
-        answers.append({"ref": _topk(rr, k), "cand": _topk(cc, k)})
+        answers.append({"ref": _topk(rr, k), "cand": _topk(cc, k), "top1": bool(rr.argmax() == cc.argmax())})
     return TaskResult({"top1": top1, "top5": top5}, {"top1": top1, "top5": top5}, answers,
                       DEFAULT_TASK_TOLERANCES["classes"])
 
@@ -313,10 +319,11 @@ def judge_sequence(ref: list[np.ndarray], cand: list[np.ndarray], kind: OutputKi
         rt, ct = tokens(r, kind), tokens(c, kind)
         agree += int(np.count_nonzero(rt == ct))
         total += rt.size
+        here = 0
         for a, b in zip(rt, ct, strict=True):
-            ra, ca = collapse(a, kind.ctc), collapse(b, kind.ctc)
-            worst = max(worst, edit_distance(ra, ca))
-        answers.append({"ref": collapse(rt[0], kind.ctc), "cand": collapse(ct[0], kind.ctc)})
+            here = max(here, edit_distance(collapse(a, kind.ctc), collapse(b, kind.ctc)))
+        worst = max(worst, here)
+        answers.append({"ref": collapse(rt[0], kind.ctc), "cand": collapse(ct[0], kind.ctc), "edit_distance": here})
     ratio = agree / total if total else None
     return TaskResult({"token_agreement": ratio, "edit_distance": worst, "ctc": kind.ctc},
                       {"token_agreement": ratio, "edit_distance": float(worst)}, answers,
@@ -364,4 +371,23 @@ def task_words(output: dict | None) -> str:
         agree = task.get("token_agreement")
         return "same text" if not dist else f"text differs: edit distance {dist}" + (
             f" ({agree:.1%} of steps agree)" if agree is not None else "")
+    return ""
+
+
+def sample_words(kind: str, answer: dict | None) -> str:
+    """One sample's answer verdict in words (its per-sample facts from a judge), "" when there are none."""
+    a = answer or {}
+    if kind in ("detections", "yolo") and "matched" in a:
+        if not a.get("missed") and not a.get("extra"):
+            return f"this sample: same boxes ({a['matched']} matched)"
+        return f"this sample: {a.get('missed', 0)} missed, {a.get('extra', 0)} extra ({a['matched']} matched)"
+    if kind == "image" and a.get("mask_iou") is not None:
+        return f"this sample: masks overlap {a['mask_iou']:.1%}"
+    if kind == "image" and a.get("psnr_db") is not None:
+        return f"this sample: PSNR {a['psnr_db']:.1f} dB"
+    if kind == "classes" and "top1" in a:
+        return "this sample: same top-1 label" if a["top1"] else "this sample: the top-1 label changed"
+    if kind == "sequence" and "edit_distance" in a:
+        return "this sample: same text" if not a["edit_distance"] else \
+            f"this sample: text differs (edit distance {a['edit_distance']})"
     return ""

@@ -316,7 +316,7 @@ def test_judge_sequence_ctc():
     r = A.judge_sequence([ref], [cand], OutputKind("sequence"))
     assert r.task == {"token_agreement": pytest.approx(3 / 5), "edit_distance": 1, "ctc": True}
     assert r.values == {"token_agreement": pytest.approx(0.6), "edit_distance": 1.0}
-    assert r.answers == [{"ref": [3, 4], "cand": [3, 3, 4]}] and r.defaults == ("edit_distance:0",)
+    assert r.answers == [{"ref": [3, 4], "cand": [3, 3, 4], "edit_distance": 1}] and r.defaults == ("edit_distance:0",)
     plain = A.judge_sequence([ref], [cand], OutputKind.parse("sequence:noctc"))
     assert plain.task["edit_distance"] == 2 and plain.answers[0]["ref"] == [0, 3, 3, 0, 4]
 
@@ -332,7 +332,8 @@ def test_judge_sequence_time_major():
     assert A.tokens(ref, tnv).tolist() == items.tolist()
     r = A.judge_sequence([ref], [cand], tnv)
     assert r.task["token_agreement"] == pytest.approx(7 / 8) and r.task["edit_distance"] == 1
-    assert r.answers == [{"ref": [1, 2, 3], "cand": [1, 2, 3]}]  # the first item is the one shown
+    # the first item is the one shown; the sample's edit distance is its worst item's
+    assert r.answers == [{"ref": [1, 2, 3], "cand": [1, 2, 3], "edit_distance": 1}]
     # read as batch-major, the same array is 4 items of 2 steps
     assert A.tokens(ref, OutputKind("sequence")).shape == (4, 2)
 
@@ -541,3 +542,30 @@ def test_u2netp_mask_picture_is_not_blank(models_dir):
     assert pictures.decode_picture(pics["diff"][0]).size == (320, 320)
     photo = pictures.input_picture(feeds, source.preprocess)
     assert photo is not None and photo.size == (320, 320) and np.asarray(photo).std() > 20
+
+
+def test_each_sample_has_its_own_verdict_facts_and_words():
+    """Per-sample facts (what the Answers tab and the report caption each picture with): counts per image for boxes,
+    the top-1 for labels, the edit distance for text; one answer per sample whatever the batch."""
+    from app.core.measure import sample_words
+    from app.core.measure.answers import judge_classes, judge_detections, judge_sequence
+    from app.core.measure.kinds import OutputKind
+
+    box = [10, 10, 50, 50, 0.9, 1]
+    other = [60, 60, 90, 90, 0.8, 2]
+    ref = [np.array([[box, other], [box, other]], np.float32)]            # one sample, a batch of two images
+    cand = [np.array([[box, [0, 0, 0, 0, 0, 0]], [box, other]], np.float32)]
+    r = judge_detections(ref, cand, OutputKind("detections"))
+    assert len(r.answers) == 1 and r.task["missed"] == 1
+    assert {k: r.answers[0][k] for k in ("matched", "missed", "extra")} == {"matched": 3, "missed": 1, "extra": 0}
+    assert sample_words("detections", r.answers[0]) == "this sample: 1 missed, 0 extra (3 matched)"
+    c = judge_classes([np.array([[0.1, 0.9]]), np.array([[0.6, 0.4]])],
+                      [np.array([[0.2, 0.8]]), np.array([[0.4, 0.6]])])
+    assert [a["top1"] for a in c.answers] == [True, False]
+    assert sample_words("classes", c.answers[1]) == "this sample: the top-1 label changed"
+    logits = np.eye(4, dtype=np.float32)[[0, 3, 3, 0, 2]][None]
+    changed = np.eye(4, dtype=np.float32)[[0, 3, 3, 0, 1]][None]
+    q = judge_sequence([logits, logits], [logits, changed], OutputKind("sequence", layout="ntv"))
+    assert [a["edit_distance"] for a in q.answers] == [0, 1]
+    assert sample_words("sequence", q.answers[0]) == "this sample: same text"
+    assert sample_words("tensor", {}) == ""
