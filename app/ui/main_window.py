@@ -36,7 +36,7 @@ from app.ui.shapes_panel import ShapesPanel
 from app.ui.start_page import StartPage
 from app.ui.summary_panel import SummaryPanel
 from app.ui.window_files import FilesMixin
-from app.ui.window_layout import WorkspaceMixin, output_dims
+from app.ui.window_layout import WorkspaceMixin, output_dims, photo_source
 from app.ui.window_precision import PrecisionWindowMixin
 from app.ui.window_project import ProjectMixin
 
@@ -215,6 +215,7 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         self.summary_panel.show_summary(s, opened.shapes, opened.timings.get("total"))
         self.shapes_panel.set_inputs(s.inputs, opened.input_shapes)
         self.run_panel.set_inputs(s.inputs, opened.input_shapes, s.metadata)
+        self.run_panel.set_photo_source(photo_source(s.inputs, opened.input_shapes))
         self.run_panel.outputs_box.set_model(opened.doc.model, output_dims([o.name for o in s.outputs], opened.shapes),
                                              {i.name: list((opened.input_shapes or {}).get(i.name, i.shape or ()))
                                               for i in s.inputs})

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from app.backends import Availability
 from app.ui.output_kinds_box import OutputKindsBox
 from app.ui.run_backends import DEFAULT_PRECISIONS, BackendRows, PrecisionTicks
+from app.ui.run_inputs import input_source, photo_defaults
 
 SOURCES = [("auto", "Sample photos / random"),
            ("random", "Random data (seeded)"), ("npz", "A .npz / .npy file"), ("folder", "A folder of .npz files"),
@@ -47,6 +48,7 @@ class RunPanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.plan_trivial = True  # the precision plan changes nothing yet (set by the window)
+        self.photo_source = None  # the sample photos fitted to the open model, if it has one image input
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 6, 4, 0)
         outer.setSpacing(4)
@@ -275,8 +277,9 @@ class RunPanel(QWidget):
     def _source_changed(self) -> None:
         kind = self.source.currentData()
         self.path.setEnabled(kind not in ("random", "auto"))
+        photos = kind == "auto" and getattr(self, "photo_source", None) is not None
         for w in self.image_rows:
-            w.setEnabled(kind == "images")
+            w.setEnabled(kind == "images" or photos)
 
     def _browse(self) -> None:
         kind = self.source.currentData()
@@ -288,27 +291,12 @@ class RunPanel(QWidget):
             self.path.setText(path)
 
     def input_source(self) -> dict | None:
-        """The chosen input data as InputSource JSON; None for "auto": trtlab's sample photos for a model with one
-        image input (resized and normalised to it; the Results caption says how), else seeded random data."""
-        kind = self.source.currentData()
-        if kind == "auto":
-            return None
-        src: dict[str, object] = {"kind": kind, "seed": self.seed.value()}
-        if kind != "random":
-            if not self.path.text().strip():
-                raise ValueError("Choose a file or folder for the input data (or use random data).")
-            src["path"] = self.path.text().strip()
-        if kind == "images":
-            pre: dict[str, object] = {"layout": self.layout_combo.currentText(), "color": self.color.currentText(),
-                                      "scale": self.scale.value()}
-            for key, edit in (("mean", self.mean), ("std", self.std)):
-                if edit.text().strip():
-                    try:
-                        pre[key] = [float(v) for v in edit.text().split(",")]
-                    except ValueError as exc:
-                        raise ValueError(f"{key.capitalize()} must be numbers separated by commas.") from exc
-            src["preprocess"] = pre
-        return src
+        """The chosen input data as InputSource JSON (app.ui.run_inputs); None: seeded random data."""
+        return input_source(self)
+
+    def set_photo_source(self, source: object | None) -> None:
+        """The sample photos fitted to the open model (None: it has no single image input)."""
+        photo_defaults(self, source)
 
     # ----------------------------------------------------------------- candidates
     def precisions(self) -> list[str]:

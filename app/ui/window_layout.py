@@ -23,6 +23,18 @@ def output_dims(names: list[str], shapes: object) -> dict[str, list]:
     return out
 
 
+def photo_source(inputs: list, shapes: dict | None) -> object | None:
+    """The sample photos fitted to a model's one image input (an InputSource), or None (no such input, or its
+    shape still open)."""
+    from app.core.errors import TrtlabError
+    from app.core.measure import photo_source_for, resolve_input_shapes
+
+    try:
+        return photo_source_for(inputs, resolve_input_shapes(inputs, dict(shapes or {})))
+    except TrtlabError:
+        return None
+
+
 def fitted_size(avail_w: int, avail_h: int, want: tuple[int, int] = (1400, 900)) -> tuple[int, int]:
     """The first window's size: `want` where the screen has room, else 92 % of what it has on that side."""
     return min(want[0], int(avail_w * 0.92)), min(want[1], int(avail_h * 0.92))

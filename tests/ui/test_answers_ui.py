@@ -97,3 +97,18 @@ def test_a_chosen_kind_is_saved_with_the_run_settings(qtbot, window, models_dir)
     assert box.kinds() == {}
     apply_settings(window.run_panel, saved)
     assert box.kinds() == {"1965": "tensor"} and box.kind_of("1959") == "image:nchw"
+
+
+def test_the_sample_photos_preprocessing_is_shown_and_editable(qtbot, window, models_dir):
+    open_and_wait(qtbot, window, models_dir / "u2netp.onnx")
+    panel = window.run_panel
+    assert panel.source.currentData() == "auto" and panel.layout_combo.isEnabled()
+    # ImageNet's normalisation, filled in from the photos fitted to u2netp's input, in the fields a person edits.
+    assert panel.mean.text() == "0.485,0.456,0.406" and panel.std.text() == "0.229,0.224,0.225"
+    src = panel.input_source()
+    assert src["kind"] == "images" and src["path"].endswith("samples") and src["preprocess"]["mean"][0] == 0.485
+    panel.mean.setText("0.5,0.5,0.5")
+    assert panel.input_source()["preprocess"]["mean"] == [0.5, 0.5, 0.5]
+    # A model with no image input: the default source is random data, and the image fields are off.
+    open_and_wait(qtbot, window, models_dir / "magika_standard_v3_3.onnx")
+    assert panel.input_source() is None and not panel.layout_combo.isEnabled()

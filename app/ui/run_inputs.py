@@ -1,0 +1,52 @@
+"""The Run panel's input data as an InputSource's JSON: random data, sample files, a folder of images, or — the
+default — trtlab's sample photos fitted to an image model, their preprocessing shown in the panel's image fields
+(filled in from the model when it opens) and editable there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def photo_defaults(panel: Any, source: Any | None) -> None:
+    """The sample photos' preprocessing for the open model (an InputSource, or None for a model with no single
+    image input) into the panel's image fields, while the panel's source is the default one."""
+    panel.photo_source = source
+    pre = getattr(source, "preprocess", None)
+    if pre is not None and panel.source.currentData() == "auto":
+        panel.layout_combo.setCurrentText(pre.layout)
+        panel.color.setCurrentText(pre.color)
+        panel.scale.setValue(pre.scale)
+        panel.mean.setText(",".join(f"{v:g}" for v in pre.mean))
+        panel.std.setText(",".join(f"{v:g}" for v in pre.std))
+    panel._source_changed()
+
+
+def _preprocess(panel: Any) -> dict[str, object]:
+    pre: dict[str, object] = {"layout": panel.layout_combo.currentText(), "color": panel.color.currentText(),
+                              "scale": panel.scale.value()}
+    for key, edit in (("mean", panel.mean), ("std", panel.std)):
+        if edit.text().strip():
+            try:
+                pre[key] = [float(v) for v in edit.text().split(",")]
+            except ValueError as exc:
+                raise ValueError(f"{key.capitalize()} must be numbers separated by commas.") from exc
+    return pre
+
+
+def input_source(panel: Any) -> dict | None:
+    """The chosen input data as InputSource JSON. The default source: the sample photos with the preprocessing in
+    the panel's image fields for an image model; None for other models (the job then uses seeded random data)."""
+    kind = panel.source.currentData()
+    if kind == "auto":
+        if getattr(panel, "photo_source", None) is None:
+            return None
+        return {"kind": "images", "path": panel.photo_source.path, "seed": panel.seed.value(),
+                "preprocess": _preprocess(panel)}
+    src: dict[str, object] = {"kind": kind, "seed": panel.seed.value()}
+    if kind != "random":
+        if not panel.path.text().strip():
+            raise ValueError("Choose a file or folder for the input data (or use random data).")
+        src["path"] = panel.path.text().strip()
+    if kind == "images":
+        src["preprocess"] = _preprocess(panel)
+    return src
