@@ -9,10 +9,13 @@ from typing import Any
 
 def photo_defaults(panel: Any, source: Any | None) -> None:
     """The sample photos' preprocessing for the open model (an InputSource, or None for a model with no single
-    image input) into the panel's image fields, while the panel's source is the default one."""
+    image input) into the panel's image fields, while the panel's source is the default one. The same defaults again
+    (the model reloaded with other input shapes) leave the fields as the person edited them."""
+    before = getattr(getattr(panel, "photo_source", None), "preprocess", None)
     panel.photo_source = source
     pre = getattr(source, "preprocess", None)
-    if pre is not None and panel.source.currentData() == "auto":
+    same = before is not None and pre is not None and before.to_json() == pre.to_json()
+    if pre is not None and not same and panel.source.currentData() == "auto":
         panel.layout_combo.setCurrentText(pre.layout)
         panel.color.setCurrentText(pre.color)
         panel.scale.setValue(pre.scale)

@@ -109,6 +109,9 @@ def test_the_sample_photos_preprocessing_is_shown_and_editable(qtbot, window, mo
     assert src["kind"] == "images" and src["path"].endswith("samples") and src["preprocess"]["mean"][0] == 0.485
     panel.mean.setText("0.5,0.5,0.5")
     assert panel.input_source()["preprocess"]["mean"] == [0.5, 0.5, 0.5]
+    window.reload()  # the same model again: the edit stays
+    qtbot.waitUntil(lambda: not window.loader.is_busy(), timeout=30_000)
+    assert panel.mean.text() == "0.5,0.5,0.5"
     # A model with no image input: the default source is random data, and the image fields are off.
     open_and_wait(qtbot, window, models_dir / "magika_standard_v3_3.onnx")
     assert panel.input_source() is None and not panel.layout_combo.isEnabled()
