@@ -21,8 +21,9 @@ import onnx
 from app.core.fileio import atomic_write_bytes, atomic_write_text, cache_root, file_sha256
 from app.core.precision.plan import PlanError, PrecisionPlan
 
-# Bump when a transform changes what it writes: older cached variants are then rebuilt.
-TRANSFORM_VERSION = 8
+# Bump when a transform changes what it writes: older cached variants are then rebuilt. (9: BatchNormalization's
+# parameters follow its data into FP16.)
+TRANSFORM_VERSION = 9
 CACHE_MAX_BYTES = int(float(os.environ.get("TRTLAB_CACHE_MAX_GB", "5")) * 1e9)  # oldest variants go beyond this
 _MAX_PROTO = 1_800_000_000  # protobuf refuses to serialize ≥ 2 GiB; larger variants keep weights outside
 

@@ -128,6 +128,26 @@ def _assert_fp16_close(name: str, model_path: Path, variant_path: Path) -> None:
         assert _cosine(r, g) > FP16_COSINE.get(name, 0.9999), (name, _cosine(r, g))
 
 
+# Ops whose float inputs ONNX Runtime's CUDA provider computes only in one type: a half X beside FP32 parameters has
+# no CUDA kernel, and the node (with its casts) falls back to the CPU.
+ONE_TYPE_OPS = ("BatchNormalization", "LayerNormalization", "InstanceNormalization", "GroupNormalization", "Conv",
+                "ConvTranspose", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div", "PRelu", "Clip", "Where")
+
+
+def assert_one_float_type_per_node(variant: onnx.ModelProto) -> None:
+    """No node of the variant mixes half and FP32 inputs where the runtime wants one type (BatchNormalization's
+    scale, bias, mean and variance follow X)."""
+    shapes = infer_shapes(variant)
+    floats = {"float32", "float16", "bfloat16"}
+    for node in variant.graph.node:
+        if node.op_type not in ONE_TYPE_OPS:
+            continue
+        types = {t for name in node.input if name and (t := _dtype(shapes, name)) in floats}
+        if node.op_type == "Where":
+            types = {t for name in node.input[1:] if name and (t := _dtype(shapes, name)) in floats}
+        assert len(types) <= 1, (node.name, node.op_type, [(n, _dtype(shapes, n)) for n in node.input])
+
+
 def _real_model_case(path: Path, precision: str, tmp_path: Path) -> None:
     model = _named(onnx.load(str(path)))
     variant, report = to_half(model, PrecisionPlan(default=precision), precision)
@@ -136,6 +156,7 @@ def _real_model_case(path: Path, precision: str, tmp_path: Path) -> None:
     onnx.checker.check_model(str(out), full_check=True)
     _assert_initializers_hold_their_data(variant, model)
     assert_types_are_what_the_report_says(model, variant, report)
+    assert_one_float_type_per_node(variant)
     if precision == "fp16":
         assert report.half_nodes, path.stem
         _assert_fp16_close(path.stem, path, out)

@@ -78,3 +78,57 @@ def test_bf16_variant_is_valid_onnx(model_paths):
     onnx.checker.check_model(variant, full_check=True)
     assert len(report.half_nodes) > 50
     assert any(t.data_type == TensorProto.BFLOAT16 for t in variant.graph.initializer)
+
+
+def _bn_model(variance: float) -> onnx.ModelProto:
+    """Conv → BatchNormalization (opset 15: scale/B/mean/var have their own type variables) → Relu → BN."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.normal(0, 0.3, (4, 3, 3, 3)).astype(np.float32), "w")]
+    for tag, var in (("a", variance), ("b", 1.0)):
+        for name, value in (("scale", 1.0), ("bias", 0.1), ("mean", 0.2), ("var", var)):
+            inits.append(numpy_helper.from_array(np.full(4, value, np.float32), f"{tag}_{name}"))
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "a_scale", "a_bias", "a_mean", "a_var"], ["bn_a"],
+                              name="bn_a"),
+             helper.make_node("Relu", ["bn_a"], ["r"], name="relu"),
+             helper.make_node("BatchNormalization", ["r", "b_scale", "b_bias", "b_mean", "b_var"], ["y"],
+                              name="bn_b")]
+    graph = helper.make_graph(nodes, "bn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])
+    model.ir_version = 8
+    return model
+
+
+def test_batchnorm_parameters_follow_the_data_unless_they_overflow():
+    """ONNX Runtime's CUDA provider has no BatchNormalization for FP16 X with FP32 parameters (the node ran on the
+    CPU): the parameters become FP16 with X, and a BN whose variance overflows FP16 stays FP32 as a whole."""
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import TensorProto
+
+    from app.core.model import infer_shapes
+    from app.core.precision import PrecisionPlan
+    from app.core.precision.transforms.half import to_half
+
+    model = _bn_model(variance=1e8)
+    variant, report = to_half(model, PrecisionPlan(default="fp16"), "fp16")
+    onnx.checker.check_model(variant, full_check=True)
+    inits = {t.name: t.data_type for t in variant.graph.initializer}
+    assert all(inits[f"b_{p}"] == TensorProto.FLOAT16 for p in ("scale", "bias", "mean", "var"))
+    assert all(inits[f"a_{p}"] == TensorProto.FLOAT for p in ("scale", "bias", "mean", "var"))
+    assert "bn_b" in report.half_nodes and "bn_a" not in report.half_nodes
+    assert "beyond FP16's range" in report.kept_fp32["bn_a"] and "1e+08" in report.kept_fp32["bn_a"]
+    shapes = infer_shapes(variant)
+    bn_a = next(n for n in variant.graph.node if n.name == "bn_a")
+    assert {shapes.get(i).dtype for i in bn_a.input} == {"float32"}  # FP32 as a whole, casts around it
+    x = np.random.default_rng(1).normal(size=(1, 3, 8, 8)).astype(np.float32)
+
+    def run(m: onnx.ModelProto) -> np.ndarray:
+        return ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+
+    ref, got = run(model), run(variant)
+    assert np.isfinite(got).all() and np.allclose(ref, got, atol=2e-2)

@@ -24,6 +24,7 @@ from app.core.precision.plan_keys import fixed_reason, node_keys
 from app.core.precision.transforms.fold import fold_constants
 from app.core.precision.transforms.half_rules import (
     BF16_OPSET,
+    FOLLOW_DATA,
     HALF,
     KEEP_FP32_OPS,
     graph_reasons,
@@ -141,7 +142,8 @@ def to_half(model: onnx.ModelProto, plan: PrecisionPlan, precision: str = "fp16"
         if fixed_reason(node, shapes) is not None:
             report.fixed += 1
             continue
-        why = by_graph.get(i) or half_skip_reason(node, opset[node.domain], precision)
+        why = by_graph.get(i) or half_skip_reason(node, opset[node.domain], precision) or _params_overflow(
+            node, inits, precision)
         outs = [o for o in node.output if o]
         if why is None and not all(dtype(o) == "float32" for o in outs):
             why = "outputs are not all float32"
@@ -256,6 +258,23 @@ def _rename_free(graph: onnx.GraphProto, renames: dict[str, str]) -> None:
     for o in graph.output:  # body outputs are matched by position: renaming one changes nothing outside
         if o.name in renames and o.name not in local:
             o.name = renames[o.name]
+
+
+def _params_overflow(node: onnx.NodeProto, inits: dict[str, TensorProto], precision: str) -> str | None:
+    """Why a node whose float parameters follow its data (BatchNormalization) stays FP32 as a whole: a parameter
+    beyond FP16's range (a variance of 1e8 in PaddleOCR's detector) would become infinite."""
+    if precision != "fp16":
+        return None
+    for j in FOLLOW_DATA.get(node.op_type, ()):
+        t = inits.get(node.input[j]) if j < len(node.input) else None
+        if t is None or t.data_type != TensorProto.FLOAT:
+            continue
+        arr = numpy_helper.to_array(t)
+        big = float(np.abs(arr[np.isfinite(arr)]).max(initial=0.0))
+        if big > 65504.0:
+            return (f"{node.op_type}'s parameter {node.input[j]!r} reaches {big:.3g}, beyond FP16's range: the node "
+                    "stays FP32 as a whole")
+    return None
 
 
 def _convert_initializer(t: TensorProto, half: int, report: HalfReport) -> None:

