@@ -78,3 +78,28 @@ def format_bench(doc: dict) -> str:
             f"p99 {lat['p99']:.3f}, min {lat['min']:.3f}, max {lat['max']:.3f}; CoV {100 * doc['cov']:.1f}%; "
             f"{doc['throughput_per_s']:.1f}/s over {doc['iterations']} iterations"
             + (f"\nWARNING: {doc['warning']}" if doc.get("warning") else ""))
+
+
+def format_profile(doc: dict, top: int = 15) -> str:
+    """The slowest nodes, time by op type, where the nodes ran, and what the run spent outside kernels."""
+    total = doc.get("total_ms")
+    lines = [f"{doc['backend']}: {num(total, '.3f')} ms per run (median of {doc.get('runs')}), "
+             f"{doc.get('node_count')} nodes, kernels {num(doc.get('kernels_ms'), '.3f')} ms"
+             + (f", {100 * doc['outside_kernels_share']:.1f}% outside kernels"
+                if doc.get("outside_kernels_share") is not None else "")]
+    placement = ", ".join(f"{p.replace('ExecutionProvider', '')} {n}" for p, n in (doc.get("placement") or {}).items())
+    lines.append(f"placement: {placement}")
+    if doc.get("fallback_nodes"):
+        names = doc["fallback_nodes"]
+        lines.append(f"WARNING: {len(names)} compute node(s) ran on the CPU in a GPU session: "
+                     f"{', '.join(names[:8])}{' …' if len(names) > 8 else ''}")
+    if doc.get("casts") or doc.get("copies"):
+        lines.append(f"casts: {doc.get('casts', 0)} ({num(doc.get('cast_ms'), '.3f')} ms); device copies: "
+                     f"{doc.get('copies', 0)} ({num(doc.get('copy_ms'), '.3f')} ms)")
+    lines.append(f"{'node':<44} {'op':<18} {'provider':<10} {'ms':>9} {'share':>6}")
+    for n in (doc.get("nodes") or [])[:top]:
+        share = 100 * n["ms"] / total if total else 0.0
+        where = n["provider"].replace("ExecutionProvider", "")[:10]
+        lines.append(f"{n['node'][:44]:<44} {n['op'][:18]:<18} {where:<10} {n['ms']:>9.3f} {share:>5.1f}%")
+    lines.append("by op: " + ", ".join(f"{op} {ms:.3f}" for op, ms in list((doc.get("by_op") or {}).items())[:8]))
+    return "\n".join(lines)

@@ -19,9 +19,9 @@ from app.core.errors import TrtlabError
 
 # Every subcommand of the public interface; those not built yet say so and exit 2.
 SUBCOMMANDS = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check",
-               "build", "report", "batch")
+               "build", "report", "batch", "profile")
 _BUILT = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check", "build", "batch",
-          "report")
+          "report", "profile")
 _PLANNED = frozenset(SUBCOMMANDS) - set(_BUILT)
 
 
@@ -36,13 +36,15 @@ def _command_modules() -> dict[str, ModuleType]:
         compare_cmd,
         diagnose_cmd,
         fallback_cmd,
+        profile_cmd,
         report_cmd,
         run_cmd,
         variant_cmd,
     )
 
     return {"run": run_cmd, "compare": compare_cmd, "diagnose": diagnose_cmd, "fallback": fallback_cmd,
-            "variant": variant_cmd, "bench": bench_cmd, "build": build_cmd, "check": check_cmd, "batch": batch_cmd,
+            "variant": variant_cmd, "bench": bench_cmd, "profile": profile_cmd,
+            "build": build_cmd, "check": check_cmd, "batch": batch_cmd,
             "report": report_cmd}
 
 

@@ -15,7 +15,7 @@ from app.jobs.child import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "app" / "backends" / "tasks"
-JOBS = ("run", "compare", "bench", "diagnose", "fallback", "variant", "build")
+JOBS = ("run", "compare", "bench", "diagnose", "fallback", "variant", "build", "profile")
 # Each job's module and what it imports from the package: fallback ranks its nodes by diagnose's layer errors.
 IMPORTS = {job: {"common", "specs", job} for job in JOBS} | {"fallback": {"common", "specs", "diagnose", "fallback"}}
 JOB_PATH = re.compile(r"""["'`](app\.backends\.tasks[\w.]*:\w+)["'`]""")
@@ -34,7 +34,7 @@ def _job_paths() -> dict[str, list[str]]:
 
 def test_every_job_path_written_anywhere_resolves_to_its_job():
     paths = _job_paths()
-    # The GUI and the CLI start every job by such a string: all seven must be found, each in its own module.
+    # The GUI and the CLI start every job by such a string: every one must be found, each in its own module.
     assert {p.split(":")[1] for p in paths} >= {f"{job}_task" for job in JOBS}
     for path, where in paths.items():
         module, name = path.split(":")

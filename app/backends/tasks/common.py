@@ -163,12 +163,15 @@ def progress(ctx: object | None, fraction: float | None, message: str) -> None:
 
 
 def open_session(target: Target, path: str, spec: JobInputs, ctx: object | None,
-                 shapes: dict[str, tuple[int, ...]]) -> object:
-    """A backend session on a graph; native TensorRT builds its engine (with progress and Cancel) first."""
+                 shapes: dict[str, tuple[int, ...]], profile_prefix: str | None = None) -> object:
+    """A backend session on a graph; native TensorRT builds its engine (with progress and Cancel) first. With
+    `profile_prefix`, ONNX Runtime's profiler records every node's runs (ONNX Runtime backends only)."""
     options = dict(spec.options)
     if target.backend in ENGINE_BACKENDS:  # trt, trt-rtx
         return get_backend(target.backend).prepare(path, options, ctx=ctx, shapes=shapes)  # type: ignore[call-arg]
     try:
+        if profile_prefix:
+            return get_backend(target.backend).prepare(path, options, profile_prefix=profile_prefix)  # type: ignore[call-arg]
         return get_backend(target.backend).prepare(path, options)
     except BackendUnavailable as exc:
         # ONNX Runtime is here (it raised while loading the graph, not before): the graph is at fault. The user's

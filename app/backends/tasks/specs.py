@@ -2,10 +2,8 @@
 variant, build), made and checked once where the request starts (the CLI's arguments, the GUI's panels), sent to
 the job's process as JSON and parsed back into the same type there.
 
-A spec checks what it can without reading the model (targets, tolerances, counts, budgets, a plan's JSON, input
-sources); what needs the model (input shapes, output paths) is checked by the CLI and the GUI before they make one.
-A key a spec does not know is refused when it is made, naming the settings it has: a misspelt setting never
-reaches a child process.
+A spec checks what it can without the model (targets, tolerances, counts, budgets, a plan, input sources); the
+CLI and the GUI check the rest. An unknown key is refused when the spec is made, naming the settings it has.
 
 Specs can travel to another machine (a batch on a cluster): each says which of its fields are files it reads
 (`input_files`) and writes (`output_files`), its JSON carries `spec_version` (a newer one is refused by name), and
@@ -37,7 +35,6 @@ OPTION_KEYS = ("tf32", "threads", "device_id", "workspace_mb", "opt_level", "pro
 
 class SpecError(InputError):
     """A job asked for with settings it cannot run."""
-
     title = "Invalid job settings"
 
 
@@ -98,8 +95,7 @@ class JobInputs:
                                                 f"{target.backend}:fp16.")
 
     def targets(self) -> list[Target]:
-        """Every target the job runs (reference first)."""
-        return []
+        return []  # every target the job runs, reference first
 
     @property
     def source(self) -> InputSource:
@@ -108,29 +104,18 @@ class JobInputs:
 
     def input_files(self) -> list[str]:
         """The files the job reads: the model (its external data sits beside it), input and calibration data."""
-        files = [self.model]
-        for source in (self.inputs, self.calib):
-            if source is not None and source.path:
-                files.append(source.path)
-        return files
+        return [self.model] + [s.path for s in (self.inputs, self.calib) if s is not None and s.path]
 
-    def output_files(self) -> list[str]:
-        """The files the job writes where it was asked to (its results' `artifacts` name what it really made)."""
+    def output_files(self) -> list[str]:  # where it was asked to write (its `artifacts` name what it made)
         return [str(v) for v in (getattr(self, name) for name in self.outputs) if v]
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "spec_version": SPEC_VERSION}
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, InputSource):
-                value = value.to_json()
-            elif f.name == "shapes":
-                value = {k: list(v) for k, v in value.items()}
-            elif f.name == "output_kinds":
-                value = dict(value)
-            elif isinstance(value, tuple):
-                value = list(value)
-            out[f.name] = value
+            out[f.name] = (value.to_json() if isinstance(value, InputSource) else list(value)
+                           if isinstance(value, tuple) else {k: list(v) for k, v in value.items()}
+                           if f.name == "shapes" else dict(value) if f.name == "output_kinds" else value)
         return out
 
     @classmethod
@@ -147,8 +132,7 @@ class JobInputs:
             raise SpecError(f"A {kind} job's settings were given to the {cls.kind} job.",
                             fix="Start the job that matches its settings.")
         names = [f.name for f in fields(cls)]
-        unknown = sorted(set(d) - set(names))
-        if unknown:
+        if unknown := sorted(set(d) - set(names)):
             raise SpecError(f"The {cls.kind} job has no setting {', '.join(repr(k) for k in unknown)}.",
                             fix=f"Its settings are: {', '.join(names)}.")
         return cls(**d)  # the inputs' and calibration's JSON become InputSources in __post_init__
@@ -159,8 +143,7 @@ class JobInputs:
         return JobSpec(func=self.job, params=self.to_json(), title=title)
 
     def with_(self: S, **changes: Any) -> S:
-        """A copy with some settings changed (checked again)."""
-        return replace(self, **changes)
+        return replace(self, **changes)  # a copy with some settings changed (checked again)
 
 
 S = TypeVar("S", bound=JobInputs)
@@ -326,8 +309,26 @@ class BuildSpec(JobInputs):
         return [Target.parse(self.target)]
 
 
+@dataclass(frozen=True, kw_only=True)
+class ProfileSpec(JobInputs):
+    """`trtlab profile`: per-node times and placement of one target (ONNX Runtime's profiler, engine layers)."""
+
+    target: str
+    iterations: int = 20
+    kind: ClassVar[str] = "profile"
+    job: ClassVar[str] = "app.backends.tasks.profile:profile_task"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "target", _target(self.target))
+        _count(self.iterations, "iterations")
+        super().__post_init__()
+
+    def targets(self) -> list[Target]:
+        return [Target.parse(self.target)]
+
+
 SPECS: dict[str, type[JobInputs]] = {cls.kind: cls for cls in (RunSpec, CompareSpec, BenchSpec, DiagnoseSpec,
-                                                               FallbackSpec, VariantSpec, BuildSpec)}
+                                                               FallbackSpec, VariantSpec, BuildSpec, ProfileSpec)}
 
 
 def spec_from_json(d: Mapping[str, Any]) -> JobInputs:

@@ -28,13 +28,15 @@ from app.core.measure.pictures import (
     output_pictures,
     png_b64,
 )
+from app.core.measure.profile import NodeTime, Profile, parse_ort_profile
 from app.core.measure.samples import SAMPLES_DIR, photo_source_for, sample_photos
 from app.core.measure.tolerance import ELEMENTWISE, METRICS, Tolerance, ToleranceError, fmt_metric
 
 __all__ = ["DEFAULT_TASK_TOLERANCES", "ELEMENTWISE", "IMAGE_NOT_PROBABILITY", "KINDS", "KIND_METRICS", "MAX_OUTPUTS",
            "MAX_SAMPLES", "METRICS", "SAMPLES_DIR", "SCORE_THRESHOLD", "Budget", "CandidateReport", "Emulation",
-           "InputSource", "OutputKind", "OutputKindError", "OutputMetrics", "Tolerance", "ToleranceError",
-           "answer_strips", "compare_report_json", "compare_samples", "decode_picture", "device_of", "emulation",
-           "fmt_metric", "infer_output_kinds", "input_picture", "judge", "make_samples", "measure",
-           "output_pictures", "parse_output_kinds", "photo_source_for", "png_b64", "resolve_input_shapes",
-           "sample_photos", "sample_words", "source_shapes", "target_emulations", "task_words"]
+           "InputSource", "NodeTime", "OutputKind", "OutputKindError", "OutputMetrics", "Profile", "Tolerance",
+           "ToleranceError", "answer_strips", "compare_report_json", "compare_samples", "decode_picture",
+           "device_of", "emulation", "fmt_metric", "infer_output_kinds", "input_picture", "judge", "make_samples",
+           "measure", "output_pictures", "parse_ort_profile", "parse_output_kinds", "photo_source_for", "png_b64",
+           "resolve_input_shapes", "sample_photos", "sample_words", "source_shapes", "target_emulations",
+           "task_words"]

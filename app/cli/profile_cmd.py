@@ -1,0 +1,45 @@
+"""`trtlab profile`: per-node times and placement of one backend and precision (ONNX Runtime's profiler; engine
+layer times on TensorRT)."""
+
+from __future__ import annotations
+
+import argparse
+
+from app.backends.tasks.specs import ProfileSpec
+from app.cli import formats
+from app.cli.args import (
+    add_common,
+    check_available,
+    check_positive,
+    early_checks,
+    emit,
+    input_source,
+    job_options,
+    shapes_arg,
+    target_arg,
+    variant_params,
+)
+from app.cli.jobrun import run_job
+from app.cli.output import EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("profile", help="per-node times and where each node runs")
+    p.add_argument("--backend", required=True, metavar="B[:P]")
+    add_common(p)
+    p.add_argument("--iterations", type=int, default=20, metavar="N", help="profiled runs (default 20, after 3 "
+                                                                          "warm-up runs)")
+    p.add_argument("--top", type=int, default=15, metavar="N", help="nodes listed in the table (default 15)")
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    early_checks(args)
+    target = target_arg(args)
+    check_positive(args.iterations, "--iterations")
+    check_positive(args.top, "--top")
+    check_available(target)
+    spec = ProfileSpec(model=args.model, target=target.name, shapes=shapes_arg(args), inputs=input_source(args),
+                       iterations=args.iterations, options=job_options(args), **variant_params(args, [target]))
+    doc = run_job(spec, f"Profile {target.name}")
+    emit(args, doc, formats.format_profile(doc, args.top))
+    return EXIT_OK
