@@ -77,7 +77,8 @@ def format_bench(doc: dict) -> str:
     return (f"{doc['backend']} ({doc['mode']}): median {lat['median']:.3f} ms, mean {lat['mean']:.3f}, "
             f"p99 {lat['p99']:.3f}, min {lat['min']:.3f}, max {lat['max']:.3f}; CoV {100 * doc['cov']:.1f}%; "
             f"{doc['throughput_per_s']:.1f}/s over {doc['iterations']} iterations"
-            + (f"\nWARNING: {doc['warning']}" if doc.get("warning") else ""))
+            + (f"\nWARNING: {doc['warning']}" if doc.get("warning") else "")
+            + "".join(f"\nWARNING: {n}" for n in doc.get("notes") or [] if "ran on the CPU, not the GPU" in n))
 
 
 def format_profile(doc: dict, top: int = 15) -> str:

@@ -15,8 +15,8 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePol
 from app.core.measure import target_emulations
 from app.ui.answers_view import PictureLabel, pixmap_from_uri
 from app.ui.result_plots import PlotCard, draw_abs_diff
-from app.ui.results_state import RANDOM_CALIBRATION, ResultsState
-from app.ui.scorecard_answers import ReferenceCard, task_verdict
+from app.ui.results_state import ResultsState
+from app.ui.scorecard_answers import ReferenceCard, caveats, slower_because, task_verdict
 
 # The answer verdict's thresholds, on the cosine similarity of the worst output to FP32's, in one place.
 # 0.9999 is what FP16 rounding alone gives on a healthy network (outputs agree to ~4 significant digits, no
@@ -124,23 +124,12 @@ def card_facts(compare: dict, bench: dict[str, dict], reference: str) -> list[Ca
         else:
             speed, speed_tone = speed_verdict(ratio)
             speed_detail = f"{median:.3f} ms per run, FP32 {ref_median:.3f} ms (medians)"
+            why = slower_because(bench.get(reference) or {}, bench.get(target) or {}) if ratio < 1 - SAME_SPEED \
+                else ""
+            if why:
+                speed_detail += f". Slower because {why}"
         out.append(CardFacts(target, precision, speed, speed_tone, speed_detail, ratio, answers, answers_tone,
                              " · ".join(parts), cosine, top1, str(worst.get("name", ""))))
-    return out
-
-
-def caveats(compare: dict, bench: dict[str, dict]) -> list[str]:
-    """What the audience should know before trusting the cards, in a few words each."""
-    out = []
-    if compare.get("random_data"):
-        out.append("Compared on random inputs: real images may differ (choose a folder of images to measure them).")
-    notes = [n for ns in (compare.get("notes") or {}).values() for n in ns]
-    notes += [n for d in bench.values() for n in d.get("notes") or []]
-    if any(RANDOM_CALIBRATION in n for n in notes):
-        out.append("INT8 was calibrated on random data: with real images its answers usually change less.")
-    if any(d.get("unstable") for d in bench.values()):
-        out.append("Run times varied between runs (other programs were busy): small speed differences may be "
-                   "noise.")
     return out
 
 

@@ -7,9 +7,47 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout, QWidget
 
 from app.ui.answers_view import PictureLabel, pixmap_from_uri
-from app.ui.results_state import task_words
+from app.ui.results_state import RANDOM_CALIBRATION, task_words
 
 GOOD, FAIR, BAD = "good", "fair", "bad"  # app.ui.scorecard's tones
+
+
+def caveats(compare: dict, bench: dict[str, dict]) -> list[str]:
+    """What the audience should know before trusting the cards, in a few words each."""
+    out = []
+    if compare.get("random_data"):
+        out.append("Compared on random inputs: real images may differ (choose a folder of images to measure them).")
+    notes = [n for ns in (compare.get("notes") or {}).values() for n in ns]
+    notes += [n for d in bench.values() for n in d.get("notes") or []]
+    if any(RANDOM_CALIBRATION in n for n in notes):
+        out.append("INT8 was calibrated on random data: with real images its answers usually change less.")
+    gpu_cpu = sorted({t for t, d in bench.items() if (d.get("placement") or {}).get("fallback_nodes")}
+                     | {t for t, p in (compare.get("placement") or {}).items() if p.get("fallback_nodes")})
+    if gpu_cpu:
+        out.append(f"{', '.join(gpu_cpu)}: some nodes ran on the CPU, not the GPU (trtlab profile names them).")
+    if any(d.get("unstable") for d in bench.values()):
+        out.append("Run times varied between runs (other programs were busy): small speed differences may be "
+                   "noise.")
+    return out
+
+
+def slower_because(reference: dict, candidate: dict) -> str:
+    """What the profiler saw that makes a candidate slower than its reference, in words ("" when it saw nothing):
+    nodes on the CPU in a GPU session and their copies, casts added, or more kernels to launch."""
+    ref, cand = reference.get("placement") or {}, candidate.get("placement") or {}
+    if not cand:
+        return ""
+    reasons = []
+    if cand.get("fallback_nodes"):
+        reasons.append(f"{len(cand['fallback_nodes'])} node(s) ran on the CPU with {cand.get('copies', 0)} copies "
+                       "between host and device")
+    casts = int(cand.get("casts") or 0) - int(ref.get("casts") or 0)
+    if casts > 0:
+        reasons.append(f"{casts} Cast node(s) were added")
+    more = int(cand.get("node_count") or 0) - int(ref.get("node_count") or 0)
+    if more > 0 and not reasons:
+        reasons.append(f"{more} more kernels run (small kernels: launch-bound)")
+    return "; ".join(reasons)
 
 
 def _perfect(o: dict) -> bool:

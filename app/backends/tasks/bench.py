@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from app.backends import ENGINE_BACKENDS, Target
-from app.backends.tasks.common import Prepared, open_session, prepare_samples, progress, variant_path
+from app.backends.tasks.common import (
+    Prepared,
+    fallback_note,
+    open_session,
+    prepare_samples,
+    progress,
+    variant_path,
+    where_it_ran,
+    workdir,
+)
 from app.backends.tasks.specs import BenchSpec, takes
 
 
@@ -29,11 +38,31 @@ def bench_task(spec: BenchSpec, ctx: object) -> dict:
     finally:
         session.close()
     doc = {"backend": target.name, **stats.to_json()}
+    if target.backend.startswith("ort-"):
+        doc["placement"] = _placement(target, path, spec, prep, ctx)
+        if doc["placement"].get("fallback_nodes"):
+            variant_notes.append(fallback_note(doc["placement"]))
     doc.update({"notes": variant_notes + list(session.notes), "inputs": prep.source_text,
                 "times_ms": [round(float(t), 6) for t in stats.times_ms]})
     if layer_times is not None:
         doc["layer_times"] = layer_times
     return doc
+
+
+PLACEMENT_RUNS = 3  # profiled after the timed runs, in a session of their own: the profiler never slows the timing
+
+
+def _placement(target: Target, path: str, spec: BenchSpec, prep: Prepared, ctx: object | None) -> dict:
+    """Where each node ran, with casts, copies and the node count ONNX Runtime ran (its profiler, a few runs)."""
+    progress(ctx, 0.98, "Reading where each node runs…")
+    prefix = str(workdir(ctx) / "bench_placement")
+    session = open_session(target, path, spec, ctx, prep.shapes, profile_prefix=prefix)
+    try:
+        for _ in range(PLACEMENT_RUNS):
+            session.run(prep.samples[0])  # type: ignore[attr-defined]
+        return where_it_ran(session, path, target.name)
+    finally:
+        session.close()  # type: ignore[attr-defined]
 
 
 def _layer_times(session: object, prep: Prepared, ctx: object | None) -> dict:

@@ -189,18 +189,45 @@ def open_session(target: Target, path: str, spec: JobInputs, ctx: object | None,
 
 
 def run_outputs(target: Target, prep: Prepared, spec: JobInputs, ctx: object | None,
-                span: tuple[float, float] = (0.0, 1.0)) -> tuple[list[dict[str, np.ndarray]], list[str]]:
-    """Run every sample on one target; returns the outputs per sample and the session's notes."""
+                span: tuple[float, float] = (0.0, 1.0), placement: dict | None = None
+                ) -> tuple[list[dict[str, np.ndarray]], list[str]]:
+    """Run every sample on one target; returns the outputs per sample and the session's notes. With `placement`
+    (ONNX Runtime backends), ONNX Runtime's profiler records the runs and `placement` gets where the nodes ran
+    ({"placement": {provider: nodes}, "fallback_nodes": [...]}, app.core.measure.profile)."""
     lo, hi = span
     progress(ctx, lo, f"Preparing {target.name}…")
     path, variant_notes = variant_path(prep.model_path, target, ctx, spec)
-    session = open_session(target, path, spec, ctx, prep.shapes)
+    profiled = placement is not None and target.backend.startswith("ort-")
+    prefix = str(workdir(ctx) / f"placement_{target.name.replace(':', '_')}") if profiled else None
+    session = open_session(target, path, spec, ctx, prep.shapes, profile_prefix=prefix)
     try:
         outs = []
         for i, feeds in enumerate(prep.samples):
             outs.append(session.run(feeds))
             progress(ctx, lo + (hi - lo) * (i + 1) / len(prep.samples),
                       f"{target.name}: sample {i + 1} of {len(prep.samples)}")
+        if profiled:
+            placement.update(where_it_ran(session, path, target.name))  # type: ignore[union-attr]
         return outs, variant_notes + list(session.notes)
     finally:
         session.close()
+
+
+def where_it_ran(session: object, path: str, name: str) -> dict:
+    """Which provider ran each node of a profiled ONNX Runtime session, from its profiler's trace."""
+    import json
+
+    from app.core.measure import parse_ort_profile
+
+    with open(session.end_profiling(), encoding="utf-8") as fh:  # type: ignore[attr-defined]
+        events = json.load(fh)
+    prof = parse_ort_profile(events, onnx.load(path, load_external_data=False).graph, name).to_json()
+    return {k: prof[k] for k in ("placement", "fallback_nodes", "casts", "copies", "node_count")}
+
+
+def fallback_note(placement: dict) -> str:
+    """A GPU target's compute nodes that ran on the CPU, named, as a note every result shows."""
+    names = list(placement.get("fallback_nodes") or [])
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    return (f"{len(names)} compute node(s) ran on the CPU, not the GPU ({shown}); {placement.get('copies', 0)} "
+            "copies between host and device: `trtlab profile` shows where the time goes")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.backends import Target
-from app.backends.tasks.common import output_kinds, prepare_samples, progress, run_outputs
+from app.backends.tasks.common import fallback_note, output_kinds, prepare_samples, progress, run_outputs
 from app.backends.tasks.specs import CompareSpec, takes
 
 
@@ -19,11 +19,13 @@ def compare_task(spec: CompareSpec, ctx: object) -> dict:
     tolerances = [Tolerance.parse(t) for t in spec.tolerances]
     prep = prepare_samples(spec, ctx)
     steps = 1 + len(candidates)
-    ref_out, ref_notes = run_outputs(reference, prep, spec, ctx, (0.0, 1.0 / steps))
+    placements: dict[str, dict] = {reference.name: {}}
+    ref_out, ref_notes = run_outputs(reference, prep, spec, ctx, (0.0, 1.0 / steps), placements[reference.name])
     kinds = output_kinds(spec, prep, ref_out)
     reports, notes, cand_outputs = [], {reference.name: ref_notes}, []
     for k, cand in enumerate(candidates):
-        out, cand_notes = run_outputs(cand, prep, spec, ctx, ((k + 1) / steps, (k + 2) / steps))
+        placements[cand.name] = {}
+        out, cand_notes = run_outputs(cand, prep, spec, ctx, ((k + 1) / steps, (k + 2) / steps), placements[cand.name])
         notes[cand.name] = cand_notes
         progress(ctx, None, f"Comparing {cand.name} with {reference.name}…")
         reports.append(compare_samples(ref_out, out, cand.name, tolerances, kinds=kinds))
@@ -35,6 +37,11 @@ def compare_task(spec: CompareSpec, ctx: object) -> dict:
                 or [f"{t.metric}:{t.value}" for t in tolerances]})
     doc["plots"] = {r.name: plot_data(r) for r in reports}
     doc["output_kinds"] = {name: k.to_json() for name, k in kinds.items()}
+    # Where each target's nodes ran (ONNX Runtime's profiler): a GPU target with compute nodes on the CPU is named.
+    doc["placement"] = {t: p for t, p in placements.items() if p}
+    for t, p in doc["placement"].items():
+        if p.get("fallback_nodes"):
+            notes.setdefault(t, []).append(fallback_note(p))
     progress(ctx, None, "Drawing the answers…")
     doc["answers"] = answer_pictures(prep, kinds, ref_out, reports, cand_outputs)
     return doc

@@ -23,7 +23,8 @@ import onnx
 CPU = "CPUExecutionProvider"
 COPY_OPS = frozenset({"MemcpyFromHost", "MemcpyToHost"})
 SHAPE_OPS = frozenset({"Shape", "Size", "Constant", "ConstantOfShape"})
-_DECORATION = re.compile(r"(^fused |^InsertedPrecisionFreeCast_|_kernel_time$|_nchwc$|_token_\d+$|_fence_(before|after)$|/\w*Fusion$)")
+_DECORATION = re.compile(r"(^fused |^InsertedPrecisionFreeCast_|_kernel_time$|_nchwc$|_token_\d+$"
+                         r"|_fence_(before|after)$|/\w*Fusion$)")
 _INTEGER = ("int64", "int32", "int8", "uint8", "bool")
 
 
