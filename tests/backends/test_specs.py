@@ -42,7 +42,7 @@ def _examples(model: str) -> list:
 
 
 def test_every_job_kind_has_a_spec_whose_job_takes_it():
-    assert set(SPECS) == {"run", "compare", "bench", "diagnose", "fallback", "variant", "build"}
+    assert set(SPECS) == {"run", "compare", "bench", "diagnose", "fallback", "variant", "build", "profile"}
     for kind, cls in SPECS.items():
         fn = resolve(cls.job)
         assert cls.job == f"app.backends.tasks.{kind}:{kind}_task"
