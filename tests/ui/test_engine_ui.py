@@ -74,7 +74,10 @@ def test_the_window_builds_a_real_engine_with_tensorrt_rtx(qtbot, window, model_
     assert result.status == "done", (result.error, result.log_tail)
     assert window.engine is not None and window.engine["target"] == "trt-rtx:plan"
     layers = window.engine["layers"]
-    assert layers and {la["precision"] for la in layers} == {"fp16"}
+    # FP16 layers, and the few whose activations leave FP16's range on the data kept FP32 (magika: 3 nodes), which
+    # TensorRT fuses into mixed layers
+    assert layers and "fp16" in {la["precision"] for la in layers} <= {"fp16", "mixed", "fp32"}
+    assert sum(la["precision"] == "fp16" for la in layers) > len(layers) / 2
     panel = window.engine_panel
     assert panel.table.rowCount() == len(layers)
     assert "trt-rtx" in panel.summary.text() or "RTX" in panel.summary.text()

@@ -18,12 +18,13 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from app.core.errors import InputError
 from app.core.fileio import atomic_write_bytes, atomic_write_text, cache_root, file_sha256
 from app.core.precision.plan import PlanError, PrecisionPlan
 
 # Bump when a transform changes what it writes: older cached variants are then rebuilt. (9: BatchNormalization's
-# parameters follow its data into FP16.)
-TRANSFORM_VERSION = 9
+# parameters follow its data into FP16. 10: FP16 keeps nodes FP32 whose activations leave its safe range.)
+TRANSFORM_VERSION = 10
 CACHE_MAX_BYTES = int(float(os.environ.get("TRTLAB_CACHE_MAX_GB", "5")) * 1e9)  # oldest variants go beyond this
 _MAX_PROTO = 1_800_000_000  # protobuf refuses to serialize ≥ 2 GiB; larger variants keep weights outside
 
@@ -117,7 +118,18 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
         say(None, "Preparing calibration data…")
         samples, random_calib = calib()
         calib_digest = samples_hash(samples)
-    key = variant_key(model_digest(model_path), plan, calib_digest, calib_method if "int8" in used else "")
+    ranged = half == ["fp16"] and calib is not None
+    if ranged and not samples:
+        say(None, "Preparing calibration data…")
+        try:
+            samples, random_calib = calib()
+            calib_digest = samples_hash(samples)
+        except InputError as exc:  # no samples can be made (input shapes left open): FP16 without the range rule
+            ranged = False
+            notes.append(f"fp16: activation ranges not measured ({exc.message}); nodes are kept FP32 by their ops and "
+                         "weights only")
+    method = "+".join(m for m, on in ((calib_method, "int8" in used), ("ranges", ranged)) if on)
+    key = variant_key(model_digest(model_path), plan, calib_digest, method)
     folder = Path(cache_dir) if cache_dir is not None else cache_root() / "variants"
     if not _writable(folder):
         if workdir is None:
@@ -165,8 +177,16 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
         from app.core.precision.transforms.half import to_half
 
         precision = half[0]
+        by_range: dict[str, str] = {}
+        if ranged:
+            by_range = _range_rule(model, plan, samples, random_calib, model_path, calib_digest, say, cancelled, notes)
+            plan = with_overrides(plan, by_range)
+        elif precision == "fp16" and calib is None:
+            notes.append("fp16: no calibration data, so activation ranges are unknown: nodes are kept FP32 by their "
+                         "ops and weights only")
         say(None, f"Converting to {precision.upper()}…")
         model, half_report = to_half(model, plan, precision)
+        half_report.kept_fp32.update(by_range)
         report["half"] = half_report.to_json()
         if not half_report.half_nodes and not (int8_report and int8_report.quantized_nodes) and not allow_no_int8:
             raise nothing_converted(precision, half_report)
@@ -198,6 +218,32 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
                                         "model": model_path}, indent=1))
     prune_cache(folder, keep={out, meta})
     return Variant(str(out), key, notes, report)
+
+
+def with_overrides(plan: PrecisionPlan, keep: dict[str, str]) -> PrecisionPlan:
+    """The plan with the given nodes kept FP32."""
+    if not keep:
+        return plan
+    return PrecisionPlan(default=plan.default, op_rules=dict(plan.op_rules),
+                         overrides={**plan.overrides, **{k: "fp32" for k in keep}}, model_name=plan.model_name)
+
+
+def _range_rule(model: onnx.ModelProto, plan: PrecisionPlan, samples: list, random_calib: bool, model_path: str,
+                calib_digest: str, say: Progress, cancelled: Callable[[], bool] | None, notes: list[str]
+                ) -> dict[str, str]:
+    """The FP16 nodes whose activations on the calibration data leave FP16's safe range (app.core.precision.ranges)."""
+    from app.core.precision.ranges import FP16_ACTIVATION_LIMIT, RANGE_SAMPLES, activation_peaks, keep_fp32_for_range
+
+    say(None, "Measuring activation ranges for FP16…")
+    peaks = activation_peaks(model, samples, cache_key=(model_digest(model_path), calib_digest), cancelled=cancelled)
+    keep = keep_fp32_for_range(model, plan, peaks)
+    data = "random data" if random_calib else "the calibration data"
+    used = min(len(samples), RANGE_SAMPLES)
+    notes.append(f"fp16: {len(keep)} node(s) kept FP32 because their activations exceed {FP16_ACTIVATION_LIMIT:g} on "
+                 f"{data} ({used} sample{'s' if used != 1 else ''})" if keep else
+                 f"fp16: activations stay within {FP16_ACTIVATION_LIMIT:g} on {data} ({used} sample"
+                 f"{'s' if used != 1 else ''}): no node kept FP32 for its range")
+    return keep
 
 
 def nothing_converted(precision: str, report: object) -> PlanError:

@@ -1,0 +1,68 @@
+"""Activation ranges for FP16: which planned-FP16 nodes produce values FP16 cannot hold on real inputs.
+
+FP16's largest value is 65504. A node whose output reaches a large fraction of it on the calibration data (the
+sample photos for image models, `--calib` or the Run panel's data otherwise) is kept in FP32: the next op's sums,
+or a slightly different input, would overflow to Inf, and with no NaN/Inf to warn the answer is simply wrong
+(PaddleOCR's text detector loses its text map this way). ``FP16_ACTIVATION_LIMIT`` (8192, an eighth of the range)
+leaves that headroom; ModelOpt's AutoCast uses a stricter 512 by default, at the cost of more FP32 nodes.
+
+Peaks are measured once per (model, calibration data) in a process: a fallback search that builds many variants
+of one model reads them again from memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import onnx
+
+from app.core.precision.diagnose import expose_all
+from app.core.precision.plan import PrecisionPlan, node_keys
+
+FP16_ACTIVATION_LIMIT = 8192.0
+RANGE_SAMPLES = 8   # calibration samples the FP32 model runs to find its peaks
+_PEAKS: dict[tuple[str, str], dict[str, float]] = {}
+
+
+def activation_peaks(model: onnx.ModelProto, samples: Sequence[dict[str, np.ndarray]], *, cache_key: tuple[str, str]
+                     | None = None, cancelled: Callable[[], bool] | None = None) -> dict[str, float]:
+    """{node key: the largest finite |value| any of its float outputs takes over the samples} of the FP32 model,
+    one sample at a time (every tensor exposed costs memory, not time)."""
+    if cache_key is not None and cache_key in _PEAKS:
+        return _PEAKS[cache_key]
+    import onnxruntime as ort
+
+    exposed, names = expose_all(model)
+    session = ort.InferenceSession(exposed.SerializeToString(), providers=["CPUExecutionProvider"])
+    outputs = [o.name for o in session.get_outputs()]
+    inputs = [i.name for i in session.get_inputs()]
+    producer = {o: key for key, node in zip(node_keys(model.graph), model.graph.node, strict=True) for o in node.output}
+    peaks: dict[str, float] = {}
+    for feeds in list(samples)[:RANGE_SAMPLES]:
+        if cancelled is not None and cancelled():
+            break
+        for name, value in zip(outputs, session.run(outputs, {n: feeds[n] for n in inputs}), strict=True):
+            key = producer.get(name)
+            arr = np.asarray(value)
+            if key is None or arr.dtype.kind != "f" or arr.size == 0:
+                continue
+            finite = np.abs(arr[np.isfinite(arr)]) if not np.isfinite(arr).all() else np.abs(arr)
+            if finite.size:
+                peaks[key] = max(peaks.get(key, 0.0), float(finite.max()))
+    if cache_key is not None:
+        _PEAKS[cache_key] = peaks
+    return peaks
+
+
+def keep_fp32_for_range(model: onnx.ModelProto, plan: PrecisionPlan, peaks: dict[str, float],
+                        limit: float = FP16_ACTIVATION_LIMIT) -> dict[str, str]:
+    """{node key: why} for the nodes the plan puts in FP16 whose activations exceed `limit`. A node the user set to
+    FP16 by name (a plan override) stays FP16: the rule keeps only what the plan's default or op rules converted."""
+    out = {}
+    for key, node in zip(node_keys(model.graph), model.graph.node, strict=True):
+        peak = peaks.get(key, 0.0)
+        if peak > limit and plan.planned(key, node.op_type) == "fp16" and key not in plan.overrides:
+            out[key] = (f"its activations reach {peak:.3g} on the calibration data, beyond {limit:g} of FP16's "
+                        "65504: kept FP32")
+    return out

@@ -1,0 +1,72 @@
+"""FP16 keeps the nodes whose activations leave its range on the calibration data (app.core.precision.ranges):
+weights that fit FP16 can still make values FP16 cannot hold, and then the answer is lost without a NaN to warn."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+from app.core.precision import PrecisionPlan, build_variant
+
+
+def _loud_model(path) -> str:
+    """x → MatMul (weights 300: each fits FP16) → 'loud' reaches ~1e5 → Mul 1e-3 → y (about 100)."""
+    w = np.full((64, 8), 300.0, np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["loud"], name="loud_matmul"),
+         helper.make_node("Mul", ["loud", "s"], ["y"], name="scale")],
+        "loud", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array(1e-3, np.float32), "s")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return str(path)
+
+
+def _samples(n: int = 4) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(0)
+    return [{"x": rng.uniform(4.0, 6.0, (1, 64)).astype(np.float32)} for _ in range(n)]
+
+
+def _run(path: str, feeds: dict) -> np.ndarray:
+    return ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+
+
+def test_a_node_whose_activations_overflow_fp16_stays_fp32(tmp_path):
+    model = _loud_model(tmp_path / "loud.onnx")
+    v = build_variant(model, PrecisionPlan(default="fp16"), calib=lambda: (_samples(), False), cache_dir=tmp_path / "c")
+    kept = v.report["half"]["kept_fp32"]
+    assert "loud_matmul" in kept and "beyond 8192" in kept["loud_matmul"]
+    assert "scale" in v.report["half"]["half_nodes"]
+    assert any("1 node(s) kept FP32 because their activations exceed 8192" in n for n in v.notes)
+    feeds = _samples(1)[0]
+    ref, got = _run(model, feeds), _run(v.path, feeds)
+    assert np.isfinite(got).all() and np.allclose(ref, got, rtol=2e-3)
+
+
+def test_without_data_it_says_the_ranges_are_unknown(tmp_path):
+    model = _loud_model(tmp_path / "loud.onnx")
+    v = build_variant(model, PrecisionPlan(default="fp16"), cache_dir=tmp_path / "c")
+    assert any("activation ranges are unknown" in n for n in v.notes)
+    assert "loud_matmul" in v.report["half"]["half_nodes"]
+    # Its ~1e5 is then an FP16 tensor: Inf on a GPU. (ONNX Runtime's CPU provider computes FP32 between Casts and
+    # removes the Cast pair, so it would not show the overflow here.)
+    from app.core.model import infer_shapes
+
+    assert infer_shapes(onnx.load(v.path)).get("loud").dtype == "float16"
+
+
+def test_the_peaks_are_measured_once_per_model_and_data(tmp_path, monkeypatch):
+    from app.core.precision import ranges
+
+    model = onnx.load(_loud_model(tmp_path / "loud.onnx"))
+    calls = []
+    real = ranges.expose_all
+    monkeypatch.setattr(ranges, "expose_all", lambda m: calls.append(1) or real(m))
+    first = ranges.activation_peaks(model, _samples(), cache_key=("m", "d"))
+    again = ranges.activation_peaks(model, _samples(), cache_key=("m", "d"))
+    assert first is again and len(calls) == 1
+    assert 9e4 < first["loud_matmul"] < 1.2e5 and first["scale"] < 200
