@@ -66,22 +66,11 @@ def _task_value(key: str, v: object) -> str:
 
 def judged_by(c: dict, o: dict, data: dict) -> dict[str, tuple[str, float]]:
     """The tolerances that decided an output's pass/fail, tolerance metric -> ("metric:value", value): the output's
-    own "judged_by" where the result has it; else, for a result made before it, what compare judged by then: the
-    candidate's tolerances on the kind's task metrics or the kind's defaults for an output whose answer was judged
-    (app.core.measure.compare), the candidate's element-wise tolerances for the others."""
+    own "judged_by" (every result that judges answers by kind has it); for a result from before, the candidate's
+    tolerances, which then judged every output element by element."""
     given = o.get("judged_by")
-    if isinstance(given, list):
-        texts = [str(t) for t in given]
-    elif task_of(o) is not None:
-        from app.core.measure import DEFAULT_TASK_TOLERANCES, IMAGE_NOT_PROBABILITY, KIND_METRICS
-
-        kind = str(o.get("kind"))
-        own = KIND_METRICS.get(kind, ())
-        texts = [str(t) for t in c.get("tolerances") or [] if str(t).partition(":")[0] in own] or list(
-            IMAGE_NOT_PROBABILITY if kind == "image" and not (o.get("task") or {}).get("probability")
-            else DEFAULT_TASK_TOLERANCES.get(kind, ()))
-    else:
-        texts = [str(t) for t in c.get("tolerances") or data.get("tolerances") or []]
+    texts = [str(t) for t in given] if isinstance(given, list) else \
+        [str(t) for t in c.get("tolerances") or data.get("tolerances") or []]
     out: dict[str, tuple[str, float]] = {}
     for t in texts:
         metric, _, value = t.partition(":")

@@ -162,8 +162,8 @@ def _head(name: str, prod: Mapping[str, onnx.NodeProto]) -> onnx.NodeProto | Non
     return node
 
 
-def _reaches(name: str, prod: Mapping[str, onnx.NodeProto], ops: set[str], limit: int = 40) -> bool:
-    """Whether any of `ops` is among the nearest `limit` ancestors of a tensor."""
+def _reaches(name: str, prod: Mapping[str, onnx.NodeProto], ops: set[str], limit: int = 40) -> str:
+    """The nearest of `ops` among the `limit` nearest ancestors of a tensor ("" when none is)."""
     seen, todo, count = set(), [name], 0
     while todo and count < limit:
         node = prod.get(todo.pop(0))
@@ -172,9 +172,9 @@ def _reaches(name: str, prod: Mapping[str, onnx.NodeProto], ops: set[str], limit
         seen.add(id(node))
         count += 1
         if node.op_type in ops:
-            return True
+            return node.op_type
         todo.extend(i for i in node.input if i)
-    return False
+    return ""
 
 
 def _softmax_last(node: onnx.NodeProto, rank: int, name: str = "",
@@ -232,8 +232,7 @@ def infer_kind(name: str, dims: Sequence[int | None], elem_type: int, graph: onn
     head = _head(name, prod)
     op = head.op_type if head is not None else ""
     last = d[-1]
-    if rank == 3 and last is not None and 5 <= last <= 64 and _reaches(name, prod, _SELECT):
-        via = next(o for o in ("TopK", "NonMaxSuppression", "GatherElements", "GatherND") if _reaches(name, prod, {o}))
+    if rank == 3 and last is not None and 5 <= last <= 64 and (via := _reaches(name, prod, _SELECT)):
         return OutputKind("detections", reason=f"rows of {last} values made through {via}")
     image_in = _image_input(inputs)
     if rank == 4 and None not in d[1:]:

@@ -49,7 +49,7 @@ def activation_peaks(model: onnx.ModelProto, samples: Sequence[dict[str, np.ndar
             arr = np.asarray(value)
             if key is None or arr.dtype.kind != "f" or arr.size == 0:
                 continue
-            finite = np.abs(arr[np.isfinite(arr)]) if not np.isfinite(arr).all() else np.abs(arr)
+            finite = np.abs(arr[np.isfinite(arr)])
             if finite.size:
                 peaks[key] = max(peaks.get(key, 0.0), float(finite.max()))
     if cache_key is not None:
