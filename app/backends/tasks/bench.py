@@ -19,7 +19,7 @@ from app.backends.tasks.specs import BenchSpec, takes
 @takes(BenchSpec)
 def bench_task(spec: BenchSpec, ctx: object) -> dict:
     """`trtlab bench`: latency statistics of one target."""
-    from app.core.measure import Budget, device_of, measure
+    from app.core.measure import Budget, MeasureCancelled, device_of, measure
 
     target = Target.parse(spec.target)
     mode = spec.mode
@@ -30,10 +30,15 @@ def bench_task(spec: BenchSpec, ctx: object) -> dict:
     try:
         fn = session.timed_runner(prep.samples[0], mode)
         batch = next(iter(prep.shapes.values()), (1,))[0] if prep.shapes else 1
-        stats = measure(fn, Budget.parse(spec.warmup), Budget.parse(spec.iterations), mode=mode, batch=int(batch or 1),
-                        cancel=ctx.cancelled if ctx is not None else None,
-                        progress=(lambda f, m: ctx.progress(f, m)) if ctx is not None else None,
-                        device=device_of(target.backend))
+        try:
+            stats = measure(fn, Budget.parse(spec.warmup), Budget.parse(spec.iterations), mode=mode,
+                            batch=int(batch or 1), cancel=ctx.cancelled if ctx is not None else None,
+                            progress=(lambda f, m: ctx.progress(f, m)) if ctx is not None else None,
+                            device=device_of(target.backend))
+        except MeasureCancelled:
+            if ctx is not None:
+                ctx.check_cancelled()  # the job's own cancel: its log says "cancelled", with no traceback
+            raise
         layer_times = _layer_times(session, prep, ctx) if target.backend in ENGINE_BACKENDS else None
     finally:
         session.close()
