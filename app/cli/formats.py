@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.core.measure import task_words
+from app.core.measure import device_word, task_words
 
 
 def format_fallback(doc: dict) -> str:
@@ -103,4 +103,31 @@ def format_profile(doc: dict, top: int = 15) -> str:
         where = n["provider"].replace("ExecutionProvider", "")[:10]
         lines.append(f"{n['node'][:44]:<44} {n['op'][:18]:<18} {where:<10} {n['ms']:>9.3f} {share:>5.1f}%")
     lines.append("by op: " + ", ".join(f"{op} {ms:.3f}" for op, ms in list((doc.get("by_op") or {}).items())[:8]))
+    if doc.get("against"):
+        lines += ["", *format_profile_delta(doc, top)]
     return "\n".join(lines)
+
+
+def format_profile_delta(doc: dict, top: int = 15) -> list[str]:
+    """Two profiles side by side: the totals, why the target is slower, the nodes that changed most, and the nodes
+    only the target runs."""
+    d, against = doc["delta"], doc["against"]
+    total = f"{num(d.get('reference_ms'), '.3f')} → {num(d.get('candidate_ms'), '.3f')} ms"
+    lines = [f"{doc['backend']} against {against['backend']}: {total} per run "
+             f"({against.get('node_count')} → {doc.get('node_count')} nodes)"]
+    for reason in doc.get("slower_because") or []:
+        lines.append(f"  slower because: {reason}")
+    changed = [n for n in d.get("nodes") or [] if abs(n["delta_ms"]) >= 0.0005][:top]
+    if changed:
+        a, b = against["backend"], doc["backend"]
+        if a.split(":")[0] == b.split(":")[0]:  # one backend: name the columns by precision
+            a, b = a.split(":")[-1], b.split(":")[-1]
+        lines.append(f"{'node':<44} {'op':<18} {a[:10] + ' ms':>10} {b[:10] + ' ms':>10} {'Δ ms':>8}")
+        for n in changed:
+            moved = "" if n["provider"] == n["reference_provider"] else f"  (moved to {device_word(n['provider'])})"
+            lines.append(f"{n['node'][:44]:<44} {n['op'][:18]:<18} {n['reference_ms']:>10.3f} {n['ms']:>10.3f} "
+                         f"{n['delta_ms']:>+8.3f}{moved}")
+    if d.get("added"):
+        lines.append("only in " + doc["backend"] + ": " + ", ".join(
+            f"{v['count']} {op} ({v['ms']:.3f} ms)" for op, v in d["added"].items()))
+    return lines

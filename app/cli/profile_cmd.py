@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from app.backends import Target
 from app.backends.tasks.specs import ProfileSpec
 from app.cli import formats
 from app.cli.args import (
@@ -26,6 +27,8 @@ from app.cli.output import EXIT_OK
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("profile", help="per-node times and where each node runs")
     p.add_argument("--backend", required=True, metavar="B[:P]")
+    p.add_argument("--against", metavar="B[:P]", help="profile this target too and set the two side by side (e.g. "
+                                                       "--backend ort-cuda:fp16 --against ort-cuda)")
     add_common(p)
     p.add_argument("--iterations", type=int, default=20, metavar="N", help="profiled runs (default 20, after 3 "
                                                                           "warm-up runs)")
@@ -38,8 +41,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
     check_positive(args.iterations, "--iterations")
     check_positive(args.top, "--top")
     check_available(target)
-    spec = ProfileSpec(model=args.model, target=target.name, shapes=shapes_arg(args), inputs=input_source(args),
-                       iterations=args.iterations, options=job_options(args), **variant_params(args, [target]))
-    doc = run_job(spec, f"Profile {target.name}")
+    against = Target.parse(args.against) if args.against else None
+    if against is not None:
+        check_available(against)
+    spec = ProfileSpec(model=args.model, target=target.name, against=against.name if against else None,
+                       shapes=shapes_arg(args), inputs=input_source(args), iterations=args.iterations,
+                       options=job_options(args), **variant_params(args, [t for t in (against, target) if t]))
+    doc = run_job(spec, f"Profile {target.name}" + (f" against {against.name}" if against else ""))
     emit(args, doc, formats.format_profile(doc, args.top))
     return EXIT_OK

@@ -29,7 +29,7 @@ from app.core.fileio import atomic_write_bytes, file_sha256
 
 PROJECT_VERSION = 1
 PROJECT_SUFFIX = ".trtlab"
-RESULT_KINDS = ("compare", "bench", "diagnose", "fallback", "build", "variant")
+RESULT_KINDS = ("compare", "bench", "diagnose", "fallback", "build", "variant", "profile")
 _ARRAY_KEY = "__array__"        # {"__array__": NAME} in project.json stands for arrays/NAME.npz
 _PLAN_PLACEHOLDER = "PLAN.json"
 
@@ -270,6 +270,9 @@ def cli_command(spec_json: Mapping[str, Any]) -> str:
             args += ["--budget", f"{float(s['budget_s']):g}s"]
     elif kind == "run":
         args += ["--backend", s["target"]]
+    elif kind == "profile":
+        args += ["--backend", s["target"], *(["--against", s["against"]] if s.get("against") else []),
+                 "--iterations", str(s.get("iterations", 20))]
     else:  # build, variant: a precision or the plan
         backend, _, precision = str(s.get("target", "")).partition(":")
         if kind == "build":

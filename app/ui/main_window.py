@@ -26,6 +26,7 @@ from app.ui.menus import MenusMixin
 from app.ui.plan_controller import PlanController
 from app.ui.precision_panel import PrecisionPanel
 from app.ui.presentation import Presentation
+from app.ui.profile_panel import ProfilePanel
 from app.ui.properties_panel import PropertiesPanel
 from app.ui.readiness_panel import ReadinessPanel
 from app.ui.resources import app_icon
@@ -104,12 +105,15 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         self.engine: dict | None = None
         self.engine_panel = EnginePanel()
         self.engine_dock = self._dock("Engine", self.engine_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.profile_panel = ProfilePanel()
+        self.profile_dock = self._dock("Profile", self.profile_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.jobs = JobBridge(self)
         self.jobs_panel = JobsPanel(self.jobs)
         self.jobs_dock = self._dock("Jobs", self.jobs_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.tabifyDockWidget(self.results_dock, self.jobs_dock)
         self.tabifyDockWidget(self.results_dock, self.precision_dock)
         self.tabifyDockWidget(self.results_dock, self.engine_dock)
+        self.tabifyDockWidget(self.results_dock, self.profile_dock)
         self.tabifyDockWidget(self.results_dock, self.readiness_dock)
         self.run_controller = RunController(self, self)
 
@@ -184,6 +188,9 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         self.readiness_panel.versionChanged.connect(lambda _v: self.run_readiness())
         self.run_panel.profileChanged.connect(self._readiness_timer.start)
         self.engine_panel.saveRequested.connect(self.save_engine_dialog)
+        self.profile_panel.nodeActivated.connect(self._show_key)
+        self.profile_panel.profileRequested.connect(lambda: self.run_controller.start_profile())
+        self.profile_panel.shownChanged.connect(self._apply_colors)
         self.results_view.exported.connect(self.status_label.setText)
         self.results_view.kindChangeRequested.connect(self._change_output_kind)
 
@@ -211,6 +218,7 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
             self.set_diagnosis(None)
             self.precision_panel.show_fallback(None)
             self.set_engine(None)
+            self.set_profile(None)
         s = opened.summary
         self.summary_panel.show_summary(s, opened.shapes, opened.timings.get("total"))
         self.shapes_panel.set_inputs(s.inputs, opened.input_shapes)
@@ -271,6 +279,7 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         self.readiness_panel.set_report(None)
         self.readiness_dock.setWindowTitle("Readiness")
         self.set_engine(None)
+        self.set_profile(None)
         self.set_diagnosis(None)
         self.precision_panel.show_fallback(None)
         self._show_start_page()
@@ -333,7 +342,8 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         has = self.opened is not None
         for act in (self.act_reload, self.act_export_png, self.act_export_svg, self.act_close, self.act_find,
                     self.act_compare, self.act_bench, self.act_diagnose, self.act_save_plan, self.act_load_plan,
-                    self.act_save_variant, self.act_fallback, self.act_build, *self.precision_actions):
+                    self.act_save_variant, self.act_fallback, self.act_build, self.act_profile,
+                    *self.precision_actions):
             act.setEnabled(has)
         self.act_first_bad.setEnabled(bool(self.diagnosis and self.diagnosis.get("first_nonfinite")))
         self.act_worst.setEnabled(bool(self.diagnosis and self.diagnosis.get("worst")))

@@ -114,7 +114,8 @@ class MenusMixin:
         for mode, text, key in (("op", "&Op Type", "Ctrl+Shift+1"), ("precision", "&Planned Precision", "Ctrl+Shift+2"),
                                 ("error", "Diagnosis &Error", "Ctrl+Shift+3"),
                                 ("engine", "Precision That Ran in the &Engine", "Ctrl+Shift+4"),
-                                ("time", "Engine Layer &Time", "Ctrl+Shift+5")):
+                                ("time", "Node &Time (Profile or Engine)", "Ctrl+Shift+5"),
+                                ("device", "&Where Each Node Ran (Profile)", "Ctrl+Shift+6")):
             act = self._action(color_menu, text, lambda _=False, m=mode: self.set_color_mode(m), key, checkable=True)
             self.color_actions[mode] = act
         self.color_actions["op"].setChecked(True)
@@ -142,6 +143,9 @@ class MenusMixin:
         self.act_build = self._action(r, "Build &TensorRT Engine", lambda: self.run_controller.start_build(),
                                       "Ctrl+Shift+B", tip="Build the plan's variant into a TensorRT engine",
                                       icon="build")
+        self.act_profile = self._action(r, "&Profile Nodes", lambda: self.run_controller.start_profile(), "Ctrl+Alt+P",
+                                        icon="profile", tip="Time every node of the first ticked candidate against "
+                                                            "the reference, and see where each ran")
         self._action(r, "Compare &Precisions Step by Step…", lambda: self.guided.begin(),
                      tip="FP16, BF16 and INT8 against FP32 in three steps, then a scorecard")
         self.act_cancel_all = self._action(r, "Cancel &All Jobs", lambda: self.run_controller.cancel_all(), "Ctrl+.",
@@ -185,5 +189,7 @@ go to the worst layer</td></tr>
 <tr><td><b>Ctrl+Shift+F</b></td><td>Find a fallback: nodes to keep in FP32 so the target is met</td></tr>
 <tr><td><b>Ctrl+Shift+B</b>, <b>Ctrl+Shift+4</b></td><td>Build a TensorRT engine; colour the graph by the precision
 that ran in it</td></tr>
+<tr><td><b>Ctrl+Alt+P</b>, <b>Ctrl+Shift+5/6</b></td><td>Profile every node; colour the graph by node time / by where
+each node ran (GPU, CPU, fell back)</td></tr>
 </table>
 """

@@ -92,7 +92,7 @@ def engine_colors(graph: DisplayGraph, ran_of: Sequence[str | None]) -> tuple[li
     return colors, legend
 
 
-TIME_BANDS = (  # (lowest share of the engine's time, label, colour), slowest first
+TIME_BANDS = (  # (lowest share of the time, label, colour), slowest first
     (0.10, "≥ 10 % of the time", QColor("#b2182b")),
     (0.05, "5–10 %", QColor("#ef8a62")),
     (0.02, "2–5 %", QColor("#fddbc7")),
@@ -114,8 +114,10 @@ def node_time_shares(layers: list[dict], times: dict[str, dict]) -> dict[str, fl
     return out
 
 
-def time_colors(graph: DisplayGraph, share_of: Sequence[float | None]) -> tuple[list[QColor], list]:
-    """Per display node colours for the share of a TensorRT engine's time its layers took."""
+def time_colors(graph: DisplayGraph, share_of: Sequence[float | None],
+                untimed: str = "not timed (fused away or not in the engine)") -> tuple[list[QColor], list]:
+    """Per display node colours for the share of the time a node took (a TensorRT engine's layers, split among
+    their nodes, or a profile's nodes); `untimed` names the nodes without a time in the legend."""
     colors, counts = [], {}
     for idx in graph.onnx_index.tolist():
         share = share_of[idx] if 0 <= idx < len(share_of) else None
@@ -129,5 +131,48 @@ def time_colors(graph: DisplayGraph, share_of: Sequence[float | None]) -> tuple[
         counts[k] = counts.get(k, 0) + 1
     legend = [(label, color, counts[k]) for k, (_, label, color) in enumerate(TIME_BANDS) if k in counts]
     if -1 in counts:
-        legend.append(("not timed (fused away or not in the engine)", NOT_MEASURED, counts[-1]))
+        legend.append((untimed, NOT_MEASURED, counts[-1]))
+    return colors, legend
+
+
+DEVICE_COLORS = (  # (label, colour): where a node ran, from a profile
+    ("CUDA (GPU)", QColor("#2f9e44")),
+    ("TensorRT (GPU)", QColor("#1971c2")),
+    ("CPU", QColor("#74c0fc")),
+    ("CPU: shape arithmetic (by design)", QColor("#ffe8cc")),
+    ("CPU: fell back from the GPU", QColor("#e03131")),
+    ("other provider", QColor("#9c36b5")),
+)
+_DEVICE = dict(DEVICE_COLORS)
+
+
+def device_label(provider: str, gpu_session: bool, fallback: bool) -> str:
+    """The legend's words for where a node ran: a CPU node in a GPU session is a fallback unless it only does shape
+    arithmetic (ONNX Runtime keeps that on the CPU on purpose)."""
+    if provider.startswith("CUDA"):
+        return "CUDA (GPU)"
+    if provider.startswith("Tensorrt") or provider.startswith("TensorRT") or provider.startswith("NvTensorRT"):
+        return "TensorRT (GPU)"
+    if provider.startswith("CPU"):
+        if not gpu_session:
+            return "CPU"
+        return "CPU: fell back from the GPU" if fallback else "CPU: shape arithmetic (by design)"
+    return "other provider"
+
+
+def device_colors(graph: DisplayGraph, provider_of: Sequence[str | None], fallback_of: Sequence[bool],
+                  gpu_session: bool) -> tuple[list[QColor], list]:
+    """Per display node colours for the execution provider that ran each ONNX node (a profile's placement)."""
+    colors, counts = [], {}
+    for idx in graph.onnx_index.tolist():
+        p = provider_of[idx] if 0 <= idx < len(provider_of) else None
+        if idx < 0:
+            colors.append(NOT_AN_OP)
+            continue
+        label = device_label(p, gpu_session, fallback_of[idx]) if p else "not run (folded or fused away)"
+        color = _DEVICE.get(label, NOT_MEASURED)
+        colors.append(color)
+        counts[label] = (color, counts.get(label, (color, 0))[1] + 1)
+    order = [label for label, _ in DEVICE_COLORS] + ["not run (folded or fused away)"]
+    legend = [(label, *counts[label]) for label in order if label in counts]
     return colors, legend

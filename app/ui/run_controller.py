@@ -14,6 +14,7 @@ from app.backends.tasks.specs import (
     DiagnoseSpec,
     FallbackSpec,
     JobInputs,
+    ProfileSpec,
     VariantSpec,
 )
 from app.core.errors import TrtlabError
@@ -111,7 +112,7 @@ class RunController(QObject):
             return None
         full = {**params, "model": str(opened.path), "shapes": {k: list(v) for k, v in shapes.items()}}
         targets = [*full.get("candidates", []), full.get("candidate", ""), *full.get("targets", []),
-                   full.get("target", "")]
+                   full.get("target", ""), full.get("against") or ""]
         if any(str(t).split(":")[0] in ("trt", "trt-rtx") for t in targets):
             # TensorRT builds dims sharing a dim_param at one size; ONNX Runtime does not care.
             from app.core.engine import ProfileError, named_dims, profile_from_shapes
@@ -182,6 +183,20 @@ class RunController(QObject):
         if spec is None:
             return None
         return self._start(spec, f"Fallback search for {spec.candidate} ({spec.target})")
+
+    def start_profile(self) -> str | None:
+        """Profile the first ticked candidate against the Run panel's reference (or the reference alone)."""
+        panel = self.w.run_panel
+        params = panel._common()
+        if params is None:
+            return None
+        reference, candidate = panel.reference.currentText(), panel.diagnose_candidate()
+        full = self._base_params({**params, "target": candidate or reference,
+                                  "against": reference if candidate and candidate != reference else None})
+        spec = self._spec(ProfileSpec, full) if full is not None else None
+        if spec is None:
+            return None
+        return self._start(spec, f"Profile {spec.target}" + (f" against {spec.against}" if spec.against else ""))
 
     def start_build(self, force: bool = False) -> str | None:
         """Build the plan's variant into a TensorRT engine (in a job: progress, Cancel, the engine cache).
@@ -333,6 +348,11 @@ class RunController(QObject):
                 return
             if kind == "variant":
                 self.w.status_label.setText(f"Variant saved to {data.get('out', '')}.")
+                return
+            if kind == "profile":
+                self.w.set_profile(data)
+                self.w.status_label.setText(f"Profile of {data.get('backend', '')} finished: "
+                                            f"{data.get('total_ms') or 0:.3f} ms per run.")
                 return
             self.w.results_view.set_model(model)
             if kind == "compare":

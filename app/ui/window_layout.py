@@ -10,7 +10,8 @@ from app.ui.resources import icon
 
 LAYOUT_VERSION = 2  # bump when the set of docks changes: an older saved layout is then ignored
 DOCK_ICONS = {"summary": "summary", "properties": "properties", "run": "run", "results": "results",
-              "precision": "precision", "readiness": "readiness", "engine": "engine", "jobs": "jobs"}
+              "precision": "precision", "readiness": "readiness", "engine": "engine", "jobs": "jobs",
+              "profile": "profile"}
 
 
 def output_dims(names: list[str], shapes: object) -> dict[str, list]:
@@ -81,7 +82,7 @@ class WorkspaceMixin:
         for dock in (self.summary_dock, self.properties_dock, self.run_dock, self.precision_dock,
                      self.readiness_dock):
             dock.show()
-        for dock in (self.results_dock, self.jobs_dock, self.engine_dock):
+        for dock in (self.results_dock, self.jobs_dock, self.engine_dock, self.profile_dock):
             dock.hide()
         self.properties_dock.raise_()
         self.precision_dock.raise_()
@@ -124,7 +125,7 @@ class WorkspaceMixin:
 
     def _model_docks(self) -> list[QDockWidget]:
         return [self.summary_dock, self.properties_dock, self.run_dock, self.precision_dock, self.results_dock,
-                self.jobs_dock, self.engine_dock, self.readiness_dock]
+                self.jobs_dock, self.engine_dock, self.profile_dock, self.readiness_dock]
 
     # ----------------------------------------------------------------- construction
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:

@@ -141,8 +141,11 @@ class PrecisionWindowMixin:
         if mode == "error" and not self.diagnosis:
             self.status_label.setText("No diagnosis yet: Run ▸ Diagnose Layers (Ctrl+D) measures each layer.")
             mode = self.color_mode
-        if mode == "time" and not (self.engine and self.engine_panel.times):
-            self.status_label.setText("No engine timing yet: benchmark the trt backend (Ctrl+B) after a build.")
+        if mode == "time" and not (self.engine and self.engine_panel.times) and not self.profile_panel.has(mode):
+            self.status_label.setText("No node times yet: Run ▸ Profile Nodes (Ctrl+Alt+P) times every node.")
+            mode = self.color_mode
+        if mode == "device" and not self.profile_panel.has(mode):
+            self.status_label.setText("No profile yet: Run ▸ Profile Nodes (Ctrl+Alt+P) shows where each node ran.")
             mode = self.color_mode
         if mode == "engine" and not (self.engine and self.engine.get("ran")):
             self.status_label.setText("No engine yet: Run ▸ Build TensorRT Engine (Ctrl+Shift+B) builds one.")
@@ -171,6 +174,10 @@ class PrecisionWindowMixin:
             colors, legend = error_colors(pic.graph, by_index)
             item.set_node_fill(colors)
             self.view.legend.set_entries(f"Error of {self.diagnosis.get('candidate', '')}", legend)
+        elif mode in ("time", "device") and self.profile_panel.has(mode):
+            colors, legend, title = self.profile_panel.colors(mode, pic.graph, [r.key for r in self.plan.rows])
+            item.set_node_fill(colors)
+            self.view.legend.set_entries(title, legend)
         elif mode == "time" and self.engine and self.engine_panel.times:
             shares = node_time_shares(self.engine.get("layers", []), self.engine_panel.times)
             colors, legend = time_colors(pic.graph, [shares.get(r.key) for r in self.plan.rows])
@@ -280,6 +287,19 @@ class PrecisionWindowMixin:
             if node is not None:
                 badges[node] = SEVERITY_COLORS[sev]
         item.set_badges(badges)
+
+    def set_profile(self, doc: dict | None) -> None:
+        """Show a profile: its nodes in the Profile dock, the graph coloured by where they ran when some fell back to
+        the CPU, else by their time."""
+        self.profile_panel.set_profile(doc)
+        if doc:
+            self.profile_dock.show()
+            self.profile_dock.raise_()
+            if self.profile_dock.height() < self.height() * 0.35:  # the reasons and a dozen rows in sight
+                self.resizeDocks([self.profile_dock], [int(self.height() * 0.42)], Qt.Orientation.Vertical)
+            self.set_color_mode("device" if doc.get("fallback_nodes") else "time")
+        elif self.color_mode in ("time", "device") and not (self.engine and self.engine_panel.times):
+            self.set_color_mode("op")
 
     def set_engine(self, doc: dict | None) -> None:
         """Show a TensorRT build: its layers in the Engine dock, the graph coloured by what ran."""

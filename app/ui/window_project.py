@@ -278,6 +278,7 @@ class ProjectMixin(AutosaveMixin):
         self.set_diagnosis(latest.get("diagnose"))
         self.precision_panel.show_fallback(latest.get("fallback"))
         self.set_engine(latest.get("build"))
+        self.set_profile(latest.get("profile"))
         entries = [(r.kind, r.data) for r in project.results if r.kind in ("compare", "bench")]
         self.results_view.set_model(str(self.opened.path))
         self.results_view.restore(entries, s.get("bench_reference"),

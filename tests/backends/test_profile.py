@@ -88,3 +88,93 @@ def test_compare_and_bench_carry_where_the_nodes_ran(model_paths):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["placement"]["placement"].keys() == {"CPUExecutionProvider"}
 
+
+
+def test_profile_against_sets_fp16_beside_fp32(model_paths):
+    """`--against`: both targets profiled the same way, each node's time in both, the Casts only FP16 runs."""
+    r = subprocess.run([sys.executable, "-m", "app", "profile", str(model_paths["u2netp"]), "--backend", "ort-cpu:fp16",
+                        "--against", "ort-cpu", "--iterations", "2", "--top", "5", "--json", "-"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    against, delta = doc["against"], doc["delta"]
+    assert doc["backend"] == "ort-cpu:fp16" and against["backend"] == "ort-cpu:fp32"
+    assert delta["reference"] == "ort-cpu:fp32" and delta["candidate"] == "ort-cpu:fp16"
+    # Casts only the variant has are "added", counted as many as the variant's profile has more than FP32's.
+    assert delta["added"]["Cast"]["count"] == doc["casts"] - against["casts"] > 0
+    ref_names = {n["node"] for n in against["nodes"]}
+    assert delta["nodes"] and all(n["node"] in ref_names for n in delta["nodes"])
+    row = delta["nodes"][0]
+    assert abs(row["delta_ms"] - (row["ms"] - row["reference_ms"])) < 1e-5
+    assert [n["delta_ms"] for n in delta["nodes"]] == sorted((n["delta_ms"] for n in delta["nodes"]), reverse=True)
+    # Reasons are given only when FP16 is slower (the CPU provider computes FP32 between Casts: it usually is).
+    assert (doc["slower_because"] != []) == (doc["total_ms"] > against["total_ms"])
+    assert "ort-cpu:fp16 against ort-cpu:fp32" in r.stderr and "only in ort-cpu:fp16:" in r.stderr
+    assert "fp32 ms" in r.stderr and "fp16 ms" in r.stderr  # one backend: the columns are named by precision
+
+
+def _doc(backend: str, nodes: list[tuple[str, str, str, float]], total: float, **extra) -> dict:
+    """A profile document as profile_task writes it (nodes: name, op, provider, ms)."""
+    rows = [{"node": n, "op": op, "provider": p, "ms": ms, "model_node": True} for n, op, p, ms in nodes]
+    kernels = sum(ms for *_, ms in nodes)
+    placement: dict[str, int] = {}
+    for _n, _op, p, _ms in nodes:
+        placement[p] = placement.get(p, 0) + 1
+    return {"backend": backend, "total_ms": total, "kernels_ms": kernels, "nodes": rows, "node_count": len(rows),
+            "placement": placement, "casts": sum(op == "Cast" for _, op, _, _ in nodes),
+            "cast_ms": sum(ms for _, op, _, ms in nodes if op == "Cast"), "fallback_nodes": [], "copies": 0,
+            "copy_ms": 0.0, **extra}
+
+
+CUDA, CPU_EP = "CUDAExecutionProvider", "CPUExecutionProvider"
+
+
+def test_slower_reasons_name_the_measured_causes_most_costly_first():
+    from app.core.measure import profile_delta, slower_reasons
+
+    ref = _doc("ort-cuda:fp32", [("conv1 + relu1", "Conv", CUDA, 0.20), ("bn", "BatchNormalization", CUDA, 0.01),
+                                 ("gemm", "Gemm", CUDA, 0.05)], total=0.30)
+    cand = _doc("ort-cuda:fp16", [("conv1 + relu1", "Conv", CUDA, 0.21), ("bn", "BatchNormalization", CPU_EP, 0.90),
+                                  ("gemm", "Gemm", CUDA, 0.05), ("Memcpy_token_1", "MemcpyFromHost", CUDA, 0.30),
+                                  ("cast_in", "Cast", CUDA, 0.004), ("cast_out", "Cast", CUDA, 0.004)],
+                total=1.60, fallback_nodes=["bn"], copies=1, copy_ms=0.30)
+    reasons = slower_reasons(ref, cand)
+    assert reasons[0].startswith("1 node(s) ran on the CPU (bn), 0.900 ms, with 1 copies between host and device "
+                                 "(0.300 ms)")
+    assert any(r.startswith("2 Cast node(s) were added (0.008 ms per run)") for r in reasons)
+    assert not any(r.startswith("BatchNormalization took") for r in reasons)  # a fallback, not a slow kernel
+    delta = profile_delta(ref, cand)
+    assert delta["delta_ms"] == 1.3 and set(delta["added"]) == {"MemcpyFromHost", "Cast"}
+    assert delta["nodes"][0]["node"] == "bn" and delta["nodes"][0]["reference_provider"] == CUDA
+    # The same verdict from compare's placement (counts only, no times): the nodes and the copies.
+    counts = {k: cand[k] for k in ("placement", "fallback_nodes", "casts", "copies", "node_count")}
+    ref_counts = {k: ref[k] for k in ("placement", "fallback_nodes", "casts", "copies", "node_count")}
+    assert slower_reasons(ref_counts, counts)[0] == ("1 node(s) ran on the CPU (bn), with 1 copies between host and "
+                                                     "device")
+    assert slower_reasons(ref, ref) == []
+
+
+def test_slower_reasons_see_launch_bound_runs_and_slower_kernels():
+    from app.core.measure import slower_reasons
+
+    ref = _doc("ort-cuda:fp32", [(f"conv{k}", "Conv", CUDA, 0.10) for k in range(10)], total=1.2)
+    # FP16: the same convolutions, each slower, and 40 tiny Casts whose launches cost far more than they compute.
+    nodes = [(f"conv{k}", "Conv", CUDA, 0.13) for k in range(10)] + [(f"c{k}", "Cast", CUDA, 0.002) for k in range(40)]
+    cand = _doc("ort-cuda:fp16", nodes, total=2.5)
+    reasons = slower_reasons(ref, cand)
+    outside = next(r for r in reasons if "outside kernels" in r)
+    assert outside.startswith("0.920 ms more outside kernels per run with 40 more kernels (40 of 50 take under 20 µs")
+    assert "Conv took 1.300 ms against 1.000 ms (1.3×" in " ".join(reasons)
+    assert reasons.index(outside) < next(k for k, r in enumerate(reasons) if r.startswith("Conv took"))
+
+
+def test_node_shares_split_fusions_and_devices_follow_them():
+    from app.core.measure import node_devices, node_shares
+
+    doc = _doc("ort-cuda:fp16", [("conv + relu", "Conv", CUDA, 0.3), ("bn", "BatchNormalization", CPU_EP, 0.1)],
+               total=0.5)
+    doc["nodes"].append({"node": "801_nchwc", "op": "ReorderInput", "provider": CPU_EP, "ms": 0.1,
+                         "model_node": False})
+    shares = node_shares(doc)
+    assert shares == {"conv": 0.3 / 0.5 / 2, "relu": 0.3 / 0.5 / 2, "bn": 0.1 / 0.5}  # of all node time
+    assert node_devices(doc) == {"conv": CUDA, "relu": CUDA, "bn": CPU_EP}

@@ -1,5 +1,7 @@
 """`trtlab profile`: where each node of one target runs and how long it takes, from the runtime's own profiler
-(ONNX Runtime's trace for ort-* backends; per engine layer times, mapped to ONNX nodes, for TensorRT)."""
+(ONNX Runtime's trace for ort-* backends; per engine layer times, mapped to ONNX nodes, for TensorRT). With
+`against`, a second target is profiled the same way first and the two are set side by side: which nodes got slower,
+which nodes only the target runs, and the measured reasons it is slower."""
 
 from __future__ import annotations
 
@@ -17,41 +19,61 @@ WARMUP_RUNS = 3  # not profiled into the medians: first runs allocate and pick k
 @takes(ProfileSpec)
 def profile_task(spec: ProfileSpec, ctx: object) -> dict:
     """Per-node medians over `spec.iterations` runs of the first sample, by node, by op type and by device."""
+    from app.core.measure import profile_delta, slower_reasons
+
+    prep = prepare_samples(spec.with_(samples=1), ctx)
+    targets = spec.targets()
+    docs = []
+    for k, target in enumerate(targets):
+        span = (k / len(targets), (k + 1) / len(targets))
+        docs.append(_profile_one(target, spec, prep, ctx, span))
+    doc = docs[-1]
+    if len(docs) == 2:
+        against = docs[0]
+        doc["against"] = against
+        doc["delta"] = profile_delta(against, doc)
+        slower = (doc.get("total_ms") or 0) > (against.get("total_ms") or 0)
+        doc["slower_because"] = slower_reasons(against, doc) if slower else []
+    doc.update({"inputs": prep.source_text, "random_data": prep.random_data, "model": spec.model})
+    return doc
+
+
+def _profile_one(target: Target, spec: ProfileSpec, prep: object, ctx: object, span: tuple[float, float]) -> dict:
     from app.core.measure import parse_ort_profile
 
-    target = Target.parse(spec.target)
-    prep = prepare_samples(spec.with_(samples=1), ctx)
-    progress(ctx, 0.0, f"Preparing {target.name}…")
-    path, notes = variant_path(prep.model_path, target, ctx, spec)
+    lo, hi = span
+    progress(ctx, lo, f"Preparing {target.name}…")
+    path, notes = variant_path(prep.model_path, target, ctx, spec)  # type: ignore[attr-defined]
     graph = onnx.load(path, load_external_data=False).graph
     engine = target.backend in ENGINE_BACKENDS
-    prefix = None if engine else str(workdir(ctx) / "ort_profile")
-    session = open_session(target, path, spec, ctx, prep.shapes, profile_prefix=prefix)
+    prefix = None if engine else str(workdir(ctx) / f"ort_profile_{target.name.replace(':', '_')}")
+    session = open_session(target, path, spec, ctx, prep.shapes, profile_prefix=prefix)  # type: ignore[attr-defined]
     runs = WARMUP_RUNS + spec.iterations
+    sample = prep.samples[0]  # type: ignore[attr-defined]
     try:
         if engine:
             from app.core.engine import per_layer_times
 
-            progress(ctx, 0.5, "Timing each engine layer…")
-            times = per_layer_times(session.profile_layers(prep.samples[0], runs=spec.iterations))  # type: ignore[attr-defined]
+            progress(ctx, (lo + hi) / 2, f"{target.name}: timing each engine layer…")
+            times = per_layer_times(session.profile_layers(sample, runs=spec.iterations))  # type: ignore[attr-defined]
             profile = _engine_profile(target.name, times, spec.iterations)
         else:
             for k in range(runs):
-                session.run(prep.samples[0])  # type: ignore[attr-defined]
-                progress(ctx, (k + 1) / runs, f"{target.name}: run {k + 1} of {runs}")
+                session.run(sample)  # type: ignore[attr-defined]
+                progress(ctx, lo + (hi - lo) * (k + 1) / runs, f"{target.name}: run {k + 1} of {runs}")
             with open(session.end_profiling(), encoding="utf-8") as fh:  # type: ignore[attr-defined]
                 events = json.load(fh)
             profile = parse_ort_profile(events, graph, target.name, skip_runs=WARMUP_RUNS)
     finally:
         session.close()  # type: ignore[attr-defined]
     doc = profile.to_json()
-    doc.update({"notes": notes + list(getattr(session, "notes", [])), "inputs": prep.source_text,
-                "random_data": prep.random_data, "model": spec.model})
+    doc["notes"] = notes + list(getattr(session, "notes", []))
     return doc
 
 
 def _engine_profile(name: str, times: dict, runs: int) -> object:
     from app.core.measure import NodeTime, Profile
 
-    nodes = [NodeTime(layer, "engine layer", "TensorRT", t.median_ms, runs) for layer, t in times.items()]
+    nodes = [NodeTime(layer, "engine layer", "TensorRT", t.median_ms, runs, model_node=False)
+             for layer, t in times.items()]
     return Profile(name, runs, sum(n.ms for n in nodes) or None, nodes)

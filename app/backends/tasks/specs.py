@@ -1,6 +1,6 @@
-"""What each job is asked to do: one frozen dataclass per job kind (run, compare, bench, diagnose, fallback,
-variant, build), made and checked once where the request starts (the CLI's arguments, the GUI's panels), sent to
-the job's process as JSON and parsed back into the same type there.
+"""What each job is asked to do: one frozen dataclass per job kind (run, compare, bench, diagnose, fallback, variant,
+build, profile), made and checked once where the request starts (the CLI's arguments, the GUI's panels), sent to the
+job's process as JSON and parsed back into the same type there.
 
 A spec checks what it can without the model (targets, tolerances, counts, budgets, a plan, input sources); the
 CLI and the GUI check the rest. An unknown key is refused when the spec is made, naming the settings it has.
@@ -28,8 +28,7 @@ if TYPE_CHECKING:
 SPEC_VERSION = 1   # raised when a spec's JSON changes meaning; a process refuses specs newer than it knows
 CALIB_METHODS = ("minmax", "entropy", "percentile")
 TIMING_MODES = ("end_to_end", "device_only")
-# Backend options: TF32 on CUDA; ONNX Runtime's threads and device; a TensorRT build's workspace, optimization level,
-# profiles and (TensorRT for RTX) target GPUs.
+# Backend options: CUDA's TF32, ONNX Runtime's threads and device, TensorRT's workspace, level, profiles, targets
 OPTION_KEYS = ("tf32", "threads", "device_id", "workspace_mb", "opt_level", "profiles", "targets")
 
 
@@ -314,17 +313,19 @@ class ProfileSpec(JobInputs):
     """`trtlab profile`: per-node times and placement of one target (ONNX Runtime's profiler, engine layers)."""
 
     target: str
+    against: str | None = None   # a second target profiled the same way, side by side (e.g. FP32 for FP16)
     iterations: int = 20
     kind: ClassVar[str] = "profile"
     job: ClassVar[str] = "app.backends.tasks.profile:profile_task"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "target", _target(self.target))
+        object.__setattr__(self, "against", _target(self.against) if self.against else None)
         _count(self.iterations, "iterations")
         super().__post_init__()
 
     def targets(self) -> list[Target]:
-        return [Target.parse(self.target)]
+        return [Target.parse(t) for t in (self.against, self.target) if t]
 
 
 SPECS: dict[str, type[JobInputs]] = {cls.kind: cls for cls in (RunSpec, CompareSpec, BenchSpec, DiagnoseSpec,

@@ -29,14 +29,15 @@ from app.core.measure.pictures import (
     png_b64,
 )
 from app.core.measure.profile import NodeTime, Profile, parse_ort_profile
+from app.core.measure.profile_diff import device_word, node_devices, node_shares, profile_delta, slower_reasons
 from app.core.measure.samples import SAMPLES_DIR, photo_source_for, sample_photos
 from app.core.measure.tolerance import ELEMENTWISE, METRICS, Tolerance, ToleranceError, fmt_metric
 
 __all__ = ["DEFAULT_TASK_TOLERANCES", "ELEMENTWISE", "IMAGE_NOT_PROBABILITY", "KINDS", "KIND_METRICS", "MAX_OUTPUTS",
            "MAX_SAMPLES", "METRICS", "SAMPLES_DIR", "SCORE_THRESHOLD", "Budget", "CandidateReport", "Emulation",
-           "InputSource", "MeasureCancelled", "NodeTime", "OutputKind", "OutputKindError", "OutputMetrics",
-           "Profile", "Tolerance", "ToleranceError", "answer_strips", "compare_report_json", "compare_samples",
-           "decode_picture", "device_of", "emulation", "fmt_metric", "infer_output_kinds", "input_picture", "judge",
-           "make_samples", "measure", "output_pictures", "parse_ort_profile", "parse_output_kinds",
-           "photo_source_for", "png_b64", "resolve_input_shapes", "sample_photos", "sample_words", "source_shapes",
-           "target_emulations", "task_words"]
+           "InputSource", "MeasureCancelled", "NodeTime", "OutputKind", "OutputKindError", "OutputMetrics", "Profile",
+           "Tolerance", "ToleranceError", "answer_strips", "compare_report_json", "compare_samples", "decode_picture",
+           "device_of", "device_word", "emulation", "fmt_metric", "infer_output_kinds", "input_picture", "judge",
+           "make_samples", "measure", "node_devices", "node_shares", "output_pictures", "parse_ort_profile",
+           "parse_output_kinds", "photo_source_for", "png_b64", "profile_delta", "resolve_input_shapes",
+           "sample_photos", "sample_words", "slower_reasons", "source_shapes", "target_emulations", "task_words"]
