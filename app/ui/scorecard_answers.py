@@ -6,6 +6,7 @@ from __future__ import annotations
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout, QWidget
 
+from app.core.measure import slower_reasons
 from app.ui.answers_view import PictureLabel, pixmap_from_uri
 from app.ui.results_state import RANDOM_CALIBRATION, task_words
 
@@ -33,21 +34,11 @@ def caveats(compare: dict, bench: dict[str, dict]) -> list[str]:
 
 def slower_because(reference: dict, candidate: dict) -> str:
     """What the profiler saw that makes a candidate slower than its reference, in words ("" when it saw nothing):
-    nodes on the CPU in a GPU session and their copies, casts added, or more kernels to launch."""
-    ref, cand = reference.get("placement") or {}, candidate.get("placement") or {}
-    if not cand:
+    nodes on the CPU in a GPU session and their copies, casts added, or more kernels to launch
+    (app.core.measure.slower_reasons, on the placement compare and bench record)."""
+    if not candidate.get("placement"):
         return ""
-    reasons = []
-    if cand.get("fallback_nodes"):
-        reasons.append(f"{len(cand['fallback_nodes'])} node(s) ran on the CPU with {cand.get('copies', 0)} copies "
-                       "between host and device")
-    casts = int(cand.get("casts") or 0) - int(ref.get("casts") or 0)
-    if casts > 0:
-        reasons.append(f"{casts} Cast node(s) were added")
-    more = int(cand.get("node_count") or 0) - int(ref.get("node_count") or 0)
-    if more > 0 and not reasons:
-        reasons.append(f"{more} more kernels run (small kernels: launch-bound)")
-    return "; ".join(reasons)
+    return "; ".join(slower_reasons(reference.get("placement") or {}, candidate.get("placement") or {}))
 
 
 def _perfect(o: dict) -> bool:

@@ -122,9 +122,10 @@ def test_the_scorecard_says_why_a_precision_is_slower():
 
     ref = {"placement": {"placement": {"CUDAExecutionProvider": 76, "CPUExecutionProvider": 2}, "fallback_nodes": [],
                          "casts": 0, "copies": 0, "node_count": 78}}
-    before = {"placement": {"fallback_nodes": ["BatchNormalization.0"] * 27, "casts": 56, "copies": 54,
-                            "node_count": 213}}
-    assert slower_because(ref, before) == ("27 node(s) ran on the CPU with 54 copies between host and device; "
+    before = {"placement": {"fallback_nodes": [f"BatchNormalization.{k}" for k in range(27)], "casts": 56,
+                            "copies": 54, "node_count": 213}}
+    assert slower_because(ref, before) == ("27 node(s) ran on the CPU (BatchNormalization.0, BatchNormalization.1, "
+                                           "BatchNormalization.2 …), with 54 copies between host and device; "
                                            "56 Cast node(s) were added")
     more = {"placement": {"fallback_nodes": [], "casts": 0, "copies": 0, "node_count": 120}}
     assert slower_because(ref, more) == "42 more kernels run (small kernels: launch-bound)"
