@@ -236,3 +236,17 @@ SHARED_FEEDS = {
     "magika_standard_v3_3": lambda r: {"bytes": r.integers(0, 257, (1, 2048)).astype(np.int32)},
     "g2p_bert_mlm": lambda r: {"input_1": r.integers(0, 32, (1, 32)).astype(np.int64)},
 }
+
+
+def cubic_u2netp(models_dir: Path, out: Path) -> Path:
+    """u2netp with its 38 bilinear Resizes made bicubic: a real network with nodes FP16 keeps in FP32 by their op
+    (a cubic Resize), for the tests of plans whose variant runs some nodes otherwise than planned."""
+    model = onnx.load(str(models_dir / "u2netp.onnx"))
+    for node in model.graph.node:
+        if node.op_type == "Resize":
+            for a in node.attribute:
+                if a.name == "mode":
+                    a.s = b"cubic"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(out))
+    return out

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QLabel
 
 from app.ui.plan_controller import PRECISION_COLORS
 from app.ui.precision_panel import COL_NOTE, COL_PREC, COL_SOURCE
+from tests.conftest import cubic_u2netp
 from tests.ui.conftest import open_and_wait
 
 WORDS = {"FP32": "fp32", "FP16": "fp16", "BF16": "bf16", "INT8": "int8", "fixed": "fixed"}
@@ -64,8 +65,8 @@ def _display_node(window, op: str) -> int:
     return next(i for i in range(g.node_count) if g.titles[i] == op and g.onnx_index[i] >= 0)
 
 
-def test_fp16_plan_shows_resize_kept_fp32_everywhere(qtbot, window, models_dir):
-    open_and_wait(qtbot, window, models_dir / "u2netp.onnx")
+def test_fp16_plan_shows_resize_kept_fp32_everywhere(qtbot, window, models_dir, tmp_path):
+    open_and_wait(qtbot, window, cubic_u2netp(models_dir, tmp_path / "u2netp.onnx"))
     _set_default(window, "fp16")
     window.color_actions["precision"].trigger()   # Ctrl+Shift+2
     assert window.color_mode == "precision"
@@ -76,7 +77,7 @@ def test_fp16_plan_shows_resize_kept_fp32_everywhere(qtbot, window, models_dir):
     for r in resizes:
         prec, source, note = rows[r.key]
         assert prec == "FP32 (kept)" and source == "default"
-        assert note.startswith("planned FP16, runs FP32: Resize is kept in FP32")
+        assert note.startswith("planned FP16, runs FP32: Resize in cubic mode is kept in FP32")
     # Set apart: italic, and a tooltip that names what was planned and why it is not what runs.
     m = window.precision_panel.model
     kept_row = resizes[0].index
@@ -108,7 +109,7 @@ def test_fp16_plan_shows_resize_kept_fp32_everywhere(qtbot, window, models_dir):
 
 
 def test_asking_fp16_of_a_kept_node_records_it_but_shows_fp32(qtbot, window, models_dir, tmp_path):
-    open_and_wait(qtbot, window, models_dir / "u2netp.onnx")
+    open_and_wait(qtbot, window, cubic_u2netp(models_dir, tmp_path / "u2netp.onnx"))
     box = _display_node(window, "Resize")
     key = window.plan.key_of(int(window.graph_page.picture.graph.onnx_index[box]))
     window.view.selection.set([box])
@@ -117,7 +118,7 @@ def test_asking_fp16_of_a_kept_node_records_it_but_shows_fp32(qtbot, window, mod
     assert window.plan.plan.overrides == {key: "fp16"}
     row = next(r for r in _table(window) if r[0] == key)
     assert row[1:3] == ("FP32 (kept)", "node")
-    assert "1 of them runs FP32: Resize is kept in FP32" in window.status_label.text()
+    assert "1 of them runs FP32: Resize in cubic mode is kept in FP32" in window.status_label.text()
     assert window.view.item.node_fill[box].name() == PRECISION_COLORS["fp32"].name()
     table, legend, summary = _counts_everywhere(window)
     assert table == legend == summary and table["fp32"] == len(window.plan.rows) - table["fixed"]

@@ -24,7 +24,7 @@ from app.core.precision.plan import PlanError, PrecisionPlan
 
 # Bump when a transform changes what it writes: older cached variants are then rebuilt. (9: BatchNormalization's
 # parameters follow its data into FP16. 10: FP16 keeps nodes FP32 whose activations leave its safe range.)
-TRANSFORM_VERSION = 10
+TRANSFORM_VERSION = 11
 CACHE_MAX_BYTES = int(float(os.environ.get("TRTLAB_CACHE_MAX_GB", "5")) * 1e9)  # oldest variants go beyond this
 _MAX_PROTO = 1_800_000_000  # protobuf refuses to serialize ≥ 2 GiB; larger variants keep weights outside
 

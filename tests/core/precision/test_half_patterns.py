@@ -176,7 +176,7 @@ def test_float_math_that_computes_a_resize_size_stays_fp32(tmp_path, precision):
     m = _model(nodes, [_vi("x", F32, [1, 2, 8, 8])], [_vi("y", F32, [1, 2, None, None])], [k, starts, ends, head])
     variant, report, path = _variant(m, precision, tmp_path)
     assert report.kept_fp32["scale"] == SHAPE_REASON and report.kept_fp32["floor"] == SHAPE_REASON
-    assert report.half_nodes == ["relu"]
+    assert report.half_nodes == ["relu", "resize"]  # a nearest Resize converts; its sizes stay exact integers
     rows = {r.key: r for r in PrecisionPlan(default=precision).resolve(m.graph, infer_shapes(m), model_opsets(m))}
     assert rows["scale"].kept and rows["scale"].reason == SHAPE_REASON and rows["relu"].precision == precision
     x = np.random.default_rng(6).standard_normal((1, 2, 8, 8)).astype(np.float32)

@@ -15,7 +15,7 @@ from app.core.precision.transforms.half import half_inputs, to_half
 from app.core.precision.transforms.int8 import Int8Error, to_int8
 from app.core.precision.variants import build_variant
 from benchmarks.synthetic_graphs import make
-from tests.conftest import SHARED_FEEDS
+from tests.conftest import SHARED_FEEDS, cubic_u2netp
 
 # Every model in the shared folder, with inputs that run (small spatial sizes: calibration time is the cost).
 FEEDS = {
@@ -118,10 +118,10 @@ def test_int8_rows_are_what_the_int8_variant_runs(models_dir, name):
 
 
 def test_a_mixed_plan_through_build_variant(models_dir, tmp_path):
-    """INT8 convolutions, FP16 elsewhere, on u2netp: the variant the Run panel builds, row by row."""
-    model = _load(models_dir, "u2netp")
-    path = tmp_path / "u2netp.onnx"
-    onnx.save(model, str(path))
+    """INT8 convolutions, FP16 elsewhere, on u2netp (its Resizes bicubic, which FP16 keeps in FP32): the variant the
+    Run panel builds, row by row."""
+    path = cubic_u2netp(models_dir, tmp_path / "u2netp.onnx")
+    model = onnx.load(str(path))
     plan = PrecisionPlan(default="fp16", op_rules={"Conv": "int8"})
     rows = plan.resolve(model.graph, infer_shapes(model), model_opsets(model))
     variant = build_variant(path, plan, calib=lambda: ([FEEDS["u2netp"](np.random.default_rng(0))], True),
@@ -149,14 +149,18 @@ def test_a_mixed_plan_through_build_variant(models_dir, tmp_path):
         {k: why for k, why in kept.items() if next(r for r in rows if r.key == k).planned == "fp16"}
 
 
-def test_resize_in_u2netp_runs_fp32_and_says_why(models_dir):
-    model = _load(models_dir, "u2netp")
+def test_cubic_resize_runs_fp32_and_says_why(models_dir, tmp_path):
+    """A bicubic Resize stays FP32 in an FP16 plan and says so; u2netp's own bilinear Resizes convert."""
+    linear = _load(models_dir, "u2netp")
+    rows = PrecisionPlan(default="fp16").resolve(linear.graph, infer_shapes(linear), model_opsets(linear))
+    assert all(r.precision == "fp16" and not r.kept for r in rows if r.op_type == "Resize")
+    model = onnx.load(str(cubic_u2netp(models_dir, tmp_path / "u2netp.onnx")))
     shapes = infer_shapes(model)
     plan = PrecisionPlan(default="fp16")
     rows = plan.resolve(model.graph, shapes, model_opsets(model))
     resizes = [r for r in rows if r.op_type in ("Resize", "Upsample")]
     assert resizes and all(r.precision == "fp32" and r.planned == "fp16" and r.kept for r in resizes)
-    assert all("kept in FP32" in r.reason for r in resizes)
+    assert all(r.reason.startswith("Resize in cubic mode is kept in FP32") for r in resizes)
     convs = [r for r in rows if r.op_type == "Conv"]
     assert convs and all(r.precision == "fp16" and not r.differs and r.reason == "" for r in convs)
 

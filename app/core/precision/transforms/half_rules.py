@@ -24,7 +24,11 @@ BF16_OPSET = 22  # where Conv, Relu, MaxPool, BatchNormalization… gain bfloat1
 HALF_NAME = {TensorProto.FLOAT16: "tensor(float16)", TensorProto.BFLOAT16: "tensor(bfloat16)"}
 # Ops whose half-precision results are known to go wrong (accumulations, ranges, random generators).
 KEEP_FP32_OPS = frozenset({"Range", "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-                           "Multinomial", "CumSum", "NonMaxSuppression", "RoiAlign", "Resize", "Upsample"})
+                           "Multinomial", "CumSum", "NonMaxSuppression", "RoiAlign"})
+# Resize and Upsample convert in nearest and linear modes (a pick or a 2-tap blend: on u2netp's 38 bilinear Resizes,
+# FP16 matched FP32 as closely as keeping them FP32 did, without 76 Casts); cubic mode, a 16-tap sum with negative
+# weights, stays FP32. Their roi/scales/sizes are shape inputs and stay FP32 in every mode.
+CUBIC_REASON = "{op} in cubic mode is kept in FP32 (a 16-tap sum with negative weights; nearest and linear convert)"
 # Ops TensorRT for RTX's ONNX parser refuses in BF16 though their schema admits it from opset 22 (measured with
 # tensorrt-rtx 1.7.1 on opset-raised models: GRU builds a float constant into a BF16 subtraction, HardSwish takes
 # FP32/FP16/INT8 only), and those its support matrix lists with FP16 but without BF16.
@@ -97,6 +101,8 @@ def op_skip_reason(node: onnx.NodeProto, opset: int, precision: str) -> str | No
     """Why a node planned FP16/BF16 stays FP32 by its op alone (None: the op converts)."""
     if node.op_type in KEEP_FP32_OPS:
         return f"{node.op_type} is kept in FP32 (known to lose accuracy or break in half precision)"
+    if node.op_type in ("Resize", "Upsample") and any(a.name == "mode" and a.s == b"cubic" for a in node.attribute):
+        return CUBIC_REASON.format(op=node.op_type)
     if precision == "bf16" and node.op_type in NO_TRT_BF16_OPS:
         return f"{node.op_type} is kept in FP32 for BF16 (TensorRT's ONNX parser takes no BF16 {node.op_type})"
     if node.op_type in SUBGRAPH_OPS or any(True for _ in node_subgraphs(node)):
