@@ -35,7 +35,8 @@ def test_build_writes_the_plan_and_prints_its_layers(model_paths, tmp_path):
     assert doc["ok"] and doc["target"] == "trt-rtx:fp16" and doc["targets"] == ["8.6", "8.9"]
     assert doc["trt_version"] == "1.7.1.116" and doc["flavour"] == "rtx" and doc["layer_source"] == "builder log"
     fp16 = [la for la in doc["layers"] if la["precision"] == "fp16"]
-    assert len(fp16) > 200 and all({"name", "type", "onnx_nodes", "inputs", "outputs"} <= set(la) for la in fp16)
+    # u2netp in FP16 (its Resizes too, no Casts around them) builds into about 190 FP16 layers
+    assert len(fp16) > 150 and all({"name", "type", "onnx_nodes", "inputs", "outputs"} <= set(la) for la in fp16)
     assert doc["ran"]["Conv_2"] == "fp16" and doc["ran"]["MaxPool_4"] == "fp16"
     assert out.stat().st_size > 1_000_000
     side = json.loads(Path(f"{out}.json").read_text())

@@ -24,7 +24,7 @@ from app.core.precision.plan import PlanError, PrecisionPlan
 
 # Bump when a transform changes what it writes: older cached variants are then rebuilt. (9: BatchNormalization's
 # parameters follow its data into FP16. 10: FP16 keeps nodes FP32 whose activations leave its safe range.)
-TRANSFORM_VERSION = 11
+TRANSFORM_VERSION = 12
 CACHE_MAX_BYTES = int(float(os.environ.get("TRTLAB_CACHE_MAX_GB", "5")) * 1e9)  # oldest variants go beyond this
 _MAX_PROTO = 1_800_000_000  # protobuf refuses to serialize ≥ 2 GiB; larger variants keep weights outside
 
@@ -177,6 +177,8 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
         from app.core.precision.transforms.half import to_half
 
         precision = half[0]
+        if precision == "fp16":
+            model = _raise_for_fp16(model, samples, notes)
         by_range: dict[str, str] = {}
         if ranged:
             by_range = _range_rule(model, plan, samples, random_calib, model_path, calib_digest, say, cancelled, notes)
@@ -218,6 +220,31 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
                                         "model": model_path}, indent=1))
     prune_cache(folder, keep={out, meta})
     return Variant(str(out), key, notes, report)
+
+
+# ONNX Runtime's CUDA provider registers FP16 kernels for some ops only from a later opset than the model's (Clip
+# from 12: at opset 11 PaddleOCR's classifier ran 56 nodes of its FP16 variant on the CPU of an H200, Clip and the
+# nodes around it, and was 1.5× slower than FP32). ModelOpt's AutoCast raises FP16 models to 13 as well.
+FP16_OPSET = 13
+
+
+def _raise_for_fp16(model: onnx.ModelProto, samples: list, notes: list[str]) -> onnx.ModelProto:
+    """The model at FP16_OPSET when ONNX's version converter takes it there unchanged (same nodes, same FP32
+    outputs on two calibration samples); else the model as it is, with a note saying why."""
+    from app.core.precision.transforms.opset import OpsetRaiseError, default_opset, raise_opset
+
+    current = default_opset(model)
+    if current >= FP16_OPSET:
+        return model
+    try:
+        raised, note = raise_opset(model, FP16_OPSET, list(samples)[:2] or None)
+    except OpsetRaiseError as exc:
+        notes.append(f"fp16: the opset stays {current} ({exc.message}); some ops may have no FP16 kernel on "
+                     "ONNX Runtime's CUDA provider there and run on the CPU (trtlab profile shows where)")
+        return model
+    notes.append(f"fp16: {note}: ONNX Runtime's CUDA provider has FP16 kernels for some ops (Clip) only from "
+                 "opset 12")
+    return raised
 
 
 def with_overrides(plan: PrecisionPlan, keep: dict[str, str]) -> PrecisionPlan:
