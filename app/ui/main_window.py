@@ -145,11 +145,14 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         # then takes its place back).
         self.guided = GuidedFlow(self)
         self._refresh_recent()
-        geom = self.settings.value("window/geometry")
-        if isinstance(geom, QByteArray):
-            self.restoreGeometry(geom)
         self._layout_shown = False
         self._show_start_page()
+        # Sized again once the docks are hidden: while they all stood side by side (just made) their minimum widths
+        # set the window's, and a window sized then stayed 1583 px wide whatever it was asked.
+        self.layout().activate()
+        geom = self.settings.value("window/geometry")
+        if not (isinstance(geom, QByteArray) and self.restoreGeometry(geom)):
+            self._fit_to_screen()
 
     def _show_start_page(self) -> None:
         """The start page stands alone: the model docks have nothing to show yet."""

@@ -434,7 +434,7 @@ def test_plan_nodes_that_cannot_change():
     shape = numpy_helper.from_array(np.array([2, 2, 1], np.int64), "shape")
     scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
     m = model([helper.make_node("Shape", ["x"], ["s"], name="shape_of"),
-               helper.make_node("Resize", ["x", "", "scales"], ["r"], name="resize", mode="nearest"),
+               helper.make_node("Resize", ["x", "", "scales"], ["r"], name="resize", mode="cubic"),
                helper.make_node("Relu", ["r"], ["y"], name="relu"),
                helper.make_node("Reshape", ["x", "shape"], ["z"], name="reshape")],
               inputs=[vi("x", [1, 1, 2, 2])], inits=[shape, scales],
