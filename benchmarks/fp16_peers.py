@@ -4,7 +4,8 @@ Converters (each on the same FP32 model):
 - `trtlab`: `build_variant(MODEL, PrecisionPlan(default="fp16"), calib=...)`, as `trtlab variant MODEL --precision
   fp16 --shapes ...` builds it: the activation-range rule measures the FP32 model on trtlab's calibration data (the
   sample photos, preprocessed as trtlab does, for a model with one image input; else 16 seeded random samples, seed
-  7919, of which the rule reads 8) and keeps nodes whose activations exceed 8192 in FP32.
+  7919, of which the rule reads 8) and keeps nodes whose activations exceed 512 (AutoCast's limit too) or whose
+  ReduceMean sums exceed 8192 in FP32.
 - `occ`: onnxconverter-common, `float16.convert_float_to_float16(model, keep_io_types=True)`.
 - `autocast`: NVIDIA ModelOpt AutoCast, `modelopt.onnx.autocast.convert_to_mixed_precision(path, "fp16",
   calibration_data=DIR, keep_io_types=True)`, every other setting its default (data_max 512, init_max 65504, the CPU

@@ -1,12 +1,17 @@
-"""Activation ranges for FP16: which planned-FP16 nodes produce values FP16 cannot hold on real inputs.
+"""Activation ranges for FP16: the planned-FP16 nodes whose values FP16 cannot hold, or computes badly, on real inputs.
 
-FP16's largest value is 65504. A node whose output reaches a large fraction of it on the calibration data (the
-sample photos for image models, `--calib` or the Run panel's data otherwise) is kept in FP32: the next op's sums,
-or a slightly different input, would overflow to Inf, and with no NaN/Inf to warn the answer is simply wrong
-(PaddleOCR's text detector loses its text map this way). ``FP16_ACTIVATION_LIMIT`` (8192, an eighth of the range)
-leaves that headroom; ModelOpt's AutoCast uses a stricter 512 by default, at the cost of more FP32 nodes. The nodes
-that read such a tensor stay FP32 too: the Cast to FP16 before them would turn the value into Inf (seen on an H200:
-keeping only the producer FP32 gave Inf where plain FP16 did not, as ONNX Runtime fused that MatMul with its Mul).
+A node whose output (or input) passes ``FP16_ACTIVATION_LIMIT`` on the calibration data (the sample photos for image
+models, `--calib` or the Run panel's data otherwise) is kept in FP32, with the nodes that read such a tensor. 512 is
+ModelOpt AutoCast's default, and measured: on an H200 (ONNX Runtime's CUDA provider) PaddleOCR's text detector keeps
+a text-map IoU of 0.994 with 512 and 0.992 with 8192, the same as with 2048 or 1024. ONNX Runtime's CPU provider
+cannot show that difference (it computes FP32 between Casts: both limits give 0.995 there), so the limit is not
+tuned on the CPU. Above FP16's largest value, 65504, the Cast to FP16 before any reader turns a value into Inf
+(seen on an H200: keeping only the producer FP32 gave Inf where plain FP16 did not, as ONNX Runtime fused that MatMul
+with its Mul), so readers stay FP32 too.
+
+Sums are checked as well: a ReduceMean (or ReduceL2) whose sum over the reduced values passes ``FP16_SUM_LIMIT`` is
+kept FP32 though its mean is small. ONNX Runtime's CUDA provider sums in FP16 there: tesseranet's FP16 variant gave
+Inf at a ReduceMean over a 112×112 map on an H200 (107,168 non-finite outputs; none in FP32), with AutoCast's too.
 
 Peaks are measured once per (model, calibration data) in a process: a fallback search that builds many variants
 of one model reads them again from memory.
@@ -22,7 +27,10 @@ import onnx
 from app.core.precision.diagnose import expose_all
 from app.core.precision.plan import PrecisionPlan, node_keys
 
-FP16_ACTIVATION_LIMIT = 8192.0
+FP16_ACTIVATION_LIMIT = 512.0
+FP16_SUM_LIMIT = 8192.0  # an eighth of 65504: headroom for inputs larger than the calibration data's
+SUM_OPS = {"ReduceMean": 1, "ReduceL2": 2}  # op -> the power of its output that its internal sum reaches
+_SUM = "\x00sum"  # peaks[key + _SUM]: the largest |sum| a ReduceMean/ReduceL2 node forms inside
 RANGE_SAMPLES = 8   # calibration samples the FP32 model runs to find its peaks
 _PEAKS: dict[tuple[str, str], dict[str, float]] = {}
 
@@ -30,7 +38,9 @@ _PEAKS: dict[tuple[str, str], dict[str, float]] = {}
 def activation_peaks(model: onnx.ModelProto, samples: Sequence[dict[str, np.ndarray]], *, cache_key: tuple[str, str]
                      | None = None, cancelled: Callable[[], bool] | None = None) -> dict[str, float]:
     """{node key: the largest finite |value| any of its float outputs takes over the samples} of the FP32 model,
-    one sample at a time (every tensor exposed costs memory, not time)."""
+    one sample at a time (every tensor exposed costs memory, not time). For ReduceMean/ReduceL2 nodes also the
+    largest sum they form (key + ``_SUM``): the mean times the count of values reduced into each output, or the
+    square of the L2 norm."""
     if cache_key is not None and cache_key in _PEAKS:
         return _PEAKS[cache_key]
     import onnxruntime as ort
@@ -39,12 +49,16 @@ def activation_peaks(model: onnx.ModelProto, samples: Sequence[dict[str, np.ndar
     session = ort.InferenceSession(exposed.SerializeToString(), providers=["CPUExecutionProvider"])
     outputs = [o.name for o in session.get_outputs()]
     inputs = [i.name for i in session.get_inputs()]
-    producer = {o: key for key, node in zip(node_keys(model.graph), model.graph.node, strict=True) for o in node.output}
+    keyed = list(zip(node_keys(model.graph), model.graph.node, strict=True))
+    producer = {o: key for key, node in keyed for o in node.output}
+    sums = [(key, node.input[0], node.output[0], SUM_OPS[node.op_type]) for key, node in keyed
+            if node.op_type in SUM_OPS and not node.domain and node.input and node.output]
     peaks: dict[str, float] = {}
     for feeds in list(samples)[:RANGE_SAMPLES]:
         if cancelled is not None and cancelled():
             break
-        for name, value in zip(outputs, session.run(outputs, {n: feeds[n] for n in inputs}), strict=True):
+        values = dict(zip(outputs, session.run(outputs, {n: feeds[n] for n in inputs}), strict=True))
+        for name, value in values.items():
             key = producer.get(name)
             arr = np.asarray(value)
             if key is None or arr.dtype.kind != "f" or arr.size == 0:
@@ -52,6 +66,14 @@ def activation_peaks(model: onnx.ModelProto, samples: Sequence[dict[str, np.ndar
             finite = np.abs(arr[np.isfinite(arr)])
             if finite.size:
                 peaks[key] = max(peaks.get(key, 0.0), float(finite.max()))
+        for key, src, dst, power in sums:
+            x, y = values.get(src, feeds.get(src)), values.get(dst)
+            if x is None or y is None or np.size(y) == 0 or np.asarray(y).dtype.kind != "f":
+                continue
+            finite = np.abs(np.asarray(y)[np.isfinite(y)])
+            if finite.size:
+                total = float(finite.max()) ** power * (np.size(x) // np.size(y) if power == 1 else 1)
+                peaks[key + _SUM] = max(peaks.get(key + _SUM, 0.0), total)
     if cache_key is not None:
         _PEAKS[cache_key] = peaks
     return peaks
@@ -73,16 +95,20 @@ def keep_fp32_for_range(model: onnx.ModelProto, plan: PrecisionPlan, peaks: dict
 
     out: dict[str, str] = {}
     for key, node in nodes.items():
+        total = peaks.get(key + _SUM, 0.0)
+        if total > FP16_SUM_LIMIT and free(key):
+            out[key] = (f"the sum inside this {node.op_type} reaches {total:.3g} on the calibration data, beyond "
+                        f"{FP16_SUM_LIMIT:g} of FP16's 65504 (ONNX Runtime's CUDA provider sums in FP16): kept FP32")
         peak = peaks.get(key, 0.0)
         if peak <= limit:
             continue
         if free(key):
-            out[key] = (f"its activations reach {peak:.3g} on the calibration data, beyond {limit:g} of FP16's "
-                        "65504: kept FP32")
+            out[key] = (f"its activations reach {peak:.3g} on the calibration data, beyond {limit:g}: kept FP32 "
+                        "(FP16 has 65504 at most and is coarse there; GPU FP16 kernels lose the answer)")
         # A value FP16 cannot hold is lost in the Cast before any FP16 reader, whoever computed it: readers too.
         for name in node.output:
             for reader in readers.get(name, []):
                 if reader not in out and free(reader):
                     out[reader] = (f"it reads '{name}', whose values reach {peak:.3g} on the calibration data, "
-                                   f"beyond {limit:g} of FP16's 65504: kept FP32")
+                                   f"beyond {limit:g}: kept FP32")
     return out

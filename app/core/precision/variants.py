@@ -23,8 +23,9 @@ from app.core.fileio import atomic_write_bytes, atomic_write_text, cache_root, f
 from app.core.precision.plan import PlanError, PrecisionPlan
 
 # Bump when a transform changes what it writes: older cached variants are then rebuilt. (9: BatchNormalization's
-# parameters follow its data into FP16. 10: FP16 keeps nodes FP32 whose activations leave its safe range.)
-TRANSFORM_VERSION = 12
+# parameters follow its data into FP16. 10: FP16 keeps nodes FP32 whose activations leave its safe range. 13: that
+# range is AutoCast's 512, sums of ReduceMean count, a MatMul after Transpose(perm=[1, 0, 2]) stays FP32.)
+TRANSFORM_VERSION = 13
 CACHE_MAX_BYTES = int(float(os.environ.get("TRTLAB_CACHE_MAX_GB", "5")) * 1e9)  # oldest variants go beyond this
 _MAX_PROTO = 1_800_000_000  # protobuf refuses to serialize ≥ 2 GiB; larger variants keep weights outside
 
@@ -259,17 +260,25 @@ def _range_rule(model: onnx.ModelProto, plan: PrecisionPlan, samples: list, rand
                 calib_digest: str, say: Progress, cancelled: Callable[[], bool] | None, notes: list[str]
                 ) -> dict[str, str]:
     """The FP16 nodes whose activations on the calibration data leave FP16's safe range (app.core.precision.ranges)."""
-    from app.core.precision.ranges import FP16_ACTIVATION_LIMIT, RANGE_SAMPLES, activation_peaks, keep_fp32_for_range
+    from app.core.precision.ranges import (
+        FP16_ACTIVATION_LIMIT,
+        FP16_SUM_LIMIT,
+        RANGE_SAMPLES,
+        activation_peaks,
+        keep_fp32_for_range,
+    )
 
     say(None, "Measuring activation ranges for FP16…")
     peaks = activation_peaks(model, samples, cache_key=(model_digest(model_path), calib_digest), cancelled=cancelled)
     keep = keep_fp32_for_range(model, plan, peaks)
     data = "random data" if random_calib else "the calibration data"
     used = min(len(samples), RANGE_SAMPLES)
-    notes.append(f"fp16: {len(keep)} node(s) kept FP32 because their activations exceed {FP16_ACTIVATION_LIMIT:g} on "
-                 f"{data} ({used} sample{'s' if used != 1 else ''})" if keep else
-                 f"fp16: activations stay within {FP16_ACTIVATION_LIMIT:g} on {data} ({used} sample"
-                 f"{'s' if used != 1 else ''}): no node kept FP32 for its range")
+    sums = sum(1 for why in keep.values() if why.startswith("the sum inside"))
+    rule = f"activations beyond {FP16_ACTIVATION_LIMIT:g}" + (f" or sums beyond {FP16_SUM_LIMIT:g}" if sums else "")
+    samples_text = f"{used} sample{'s' if used != 1 else ''}"
+    notes.append(f"fp16: {len(keep)} node(s) kept FP32 for their ranges ({rule}) on {data} ({samples_text})" if keep
+                 else f"fp16: activations stay within {FP16_ACTIVATION_LIMIT:g} on {data} ({samples_text}): no node "
+                      "kept FP32 for its range")
     return keep
 
 

@@ -40,10 +40,10 @@ def test_a_node_whose_activations_overflow_fp16_stays_fp32(tmp_path):
     model = _loud_model(tmp_path / "loud.onnx")
     v = build_variant(model, PrecisionPlan(default="fp16"), calib=lambda: (_samples(), False), cache_dir=tmp_path / "c")
     kept = v.report["half"]["kept_fp32"]
-    assert "loud_matmul" in kept and "beyond 8192" in kept["loud_matmul"]
+    assert "loud_matmul" in kept and "beyond 512" in kept["loud_matmul"]
     # Its reader too: the Cast to FP16 in front of it would make the value Inf, whoever computed it.
     assert "scale" in kept and "reads 'loud'" in kept["scale"]
-    assert any("2 node(s) kept FP32 because their activations exceed 8192" in n for n in v.notes)
+    assert any("2 node(s) kept FP32 for their ranges (activations beyond 512)" in n for n in v.notes)
     assert v.report["half"]["half_nodes"] == ["scale_again"]
     feeds = _samples(1)[0]
     ref, got = _run(model, feeds), _run(v.path, feeds)
@@ -73,3 +73,39 @@ def test_the_peaks_are_measured_once_per_model_and_data(tmp_path, monkeypatch):
     again = ranges.activation_peaks(model, _samples(), cache_key=("m", "d"))
     assert first is again and len(calls) == 1
     assert 9e4 < first["loud_matmul"] < 1.2e5 and first["scale"] < 200 and first["scale_again"] < 1
+
+
+def _mean_model(path) -> str:
+    """Two ReduceMeans over a 64×64 map: 'loud_mean' reads x × 4 (mean ~12, its sum ~5e4 nears FP16's 65504),
+    'quiet_mean' reads x / 4 (mean ~0.75, sum ~3e3). Neither mean passes 512."""
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "four"], ["x4"], name="times_four"),
+         helper.make_node("ReduceMean", ["x4"], ["m4"], axes=[2, 3], keepdims=0, name="loud_mean"),
+         helper.make_node("Div", ["x", "four"], ["xq"], name="quarter"),
+         helper.make_node("ReduceMean", ["xq"], ["mq"], axes=[2, 3], keepdims=0, name="quiet_mean"),
+         helper.make_node("Add", ["m4", "mq"], ["y"], name="add")],
+        "means", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 64, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])],
+        [numpy_helper.from_array(np.array(4.0, np.float32), "four")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return str(path)
+
+
+def test_a_reduce_mean_whose_sum_overflows_fp16_stays_fp32(tmp_path):
+    """ONNX Runtime's CUDA provider sums a FP16 ReduceMean in FP16: tesseranet's gave Inf on an H200 though every
+    mean was small. The rule reads the sum (mean × values reduced) and keeps that node FP32, not the quiet one."""
+    model = _mean_model(tmp_path / "means.onnx")
+    rng = np.random.default_rng(1)
+    samples = [{"x": rng.uniform(2.0, 4.0, (1, 2, 64, 64)).astype(np.float32)} for _ in range(2)]
+    from app.core.precision import ranges
+
+    peaks = ranges.activation_peaks(onnx.load(model), samples)
+    assert 4.8e4 < peaks["loud_mean" + ranges._SUM] < 5e4 and peaks["loud_mean"] < 13
+    assert 3e3 < peaks["quiet_mean" + ranges._SUM] < 3.2e3
+    v = build_variant(model, PrecisionPlan(default="fp16"), calib=lambda: (samples, False), cache_dir=tmp_path / "c")
+    kept = v.report["half"]["kept_fp32"]
+    assert kept["loud_mean"].startswith("the sum inside this ReduceMean reaches 4.9") and "quiet_mean" not in kept
+    assert "quiet_mean" in v.report["half"]["half_nodes"]
+    assert any("or sums beyond 8192" in n for n in v.notes)

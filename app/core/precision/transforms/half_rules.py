@@ -41,6 +41,11 @@ CAST_REASON = "a Cast of the model's own keeps its target type (float32)"
 # two-node graph, FP32 and other perms load.
 ORT_TRANSPOSE_REASON = ("Transpose(perm=[1, 0, 2]) before a MatMul is kept FP32: ONNX Runtime's CPU optimiser "
                         "crashes on it in FP16")
+# The MatMul reading it stays FP32 too: with the Transpose alone kept FP32, ONNX Runtime 1.31's CUDA provider refuses
+# the session (transformer_memcpy.cc ProcessInitializers, under ORT_ENABLE_ALL; measured on an H200 on the BiGRU
+# tagger lac-bigru); with the MatMul FP32 as well it loads and runs.
+ORT_TRANSPOSE_MATMUL_REASON = ("a MatMul reading a Transpose(perm=[1, 0, 2]) is kept FP32: ONNX Runtime's CUDA "
+                               "provider cannot load the FP16 MatMul there")
 SUBGRAPH_REASON = "{op}'s body (a subgraph) is not converted: the node and its body stay FP32"
 _FLOAT = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE})
 _FLOAT_NAMES = frozenset({"float32", "float16", "bfloat16", "float64"})
@@ -133,10 +138,15 @@ def graph_reasons(graph: onnx.GraphProto, dtype: Callable[[str], str | None]) ->
     for node in graph.node:
         for name in node.input:
             readers.setdefault(name, set()).add(node.op_type)
+    transposed: set[str] = set()
     for i, node in enumerate(graph.node):
         if i not in out and node.op_type == "Transpose" and _perm(node) == [1, 0, 2] and any(
                 "MatMul" in readers.get(o, ()) for o in node.output):
             out[i] = ORT_TRANSPOSE_REASON
+            transposed.update(node.output)
+    for i, node in enumerate(graph.node):
+        if i not in out and node.op_type == "MatMul" and transposed.intersection(node.input):
+            out[i] = ORT_TRANSPOSE_MATMUL_REASON
     return out
 
 
