@@ -34,6 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(default: RTX's portable set 8.0, 8.6, 8.9, 12.x)")
     p.add_argument("--workspace", type=int, default=None, metavar="MB", help="builder workspace limit")
     p.add_argument("--opt-level", type=int, default=3, metavar="0-5", help="builder optimization level (default 3)")
+    p.add_argument("--force", action="store_true",
+                   help="build even when the profile's min/opt/max make the graph's shapes disagree (a build that "
+                        "is refused otherwise, before it starts)")
     p.add_argument("-o", "--out", required=True, metavar="ENGINE", help="where to save the engine")
 
 
@@ -43,6 +46,27 @@ def _check_can_build(backend: str) -> None:
     if not can:
         reason = a.build_reason or a.reason
         raise BackendUnavailable(f"{backend}: {reason}", fix=a.install_hint)
+
+
+def _check_profile_shapes(model_path: str, profile: object, shapes: dict) -> None:
+    """Refuse (exit 2) a profile whose min, opt or max make the graph's shapes disagree, before the build starts:
+    TensorRT would fail after minutes ("Profile kMAX values are not self-consistent"), or build an engine that fails
+    at those sizes."""
+    import onnx
+
+    from app.core.readiness.shape_range import analyse_profile
+
+    report = analyse_profile(onnx.load(model_path, load_external_data=False), profile, shapes, sample=False)
+    if not report.breaks:
+        return
+    which, first = report.breaks[0]
+    corners = {w: {**shapes, **profile.shapes(w)} for w in ("min", "opt", "max")}  # type: ignore[attr-defined]
+    fixes = report.fixes(corners[which])
+    raise CliInputError(f"The profile's {which} makes the graph's shapes disagree: {first.text()}. TensorRT would "
+                        "fail to build it, or build an engine that fails at those sizes.",
+                        fix=("Use " + "; ".join(fixes) + " in --profile" if fixes else
+                             "Change the profile's sizes so that these dims agree")
+                        + ", or pass --force to build anyway. `trtlab check MODEL --profile …` lists every finding.")
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -64,6 +88,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
         shapes = {k: list(v) for k, v in parse_shape_spec(args.shapes, inputs).items()}
     profile = parse_profile_args(args.profile, inputs, shapes)  # names, ranks and min ≤ opt ≤ max checked here
+    if not args.force:
+        _check_profile_shapes(args.model, profile, shapes)
     config = BuildConfig(workspace_mb=args.workspace, optimization_level=args.opt_level, tf32=bool(args.tf32),
                          profiles=[profile], targets=targets)
     _check_can_build(backend)

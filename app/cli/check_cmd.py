@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", metavar="MODEL")
     p.add_argument("--plan", metavar="PLAN.json", help="a precision plan: check its FP16/BF16 weights and nodes")
     p.add_argument("--shapes", metavar="SPEC", help="input shapes, e.g. x:1x3x224x224[,y:...]")
+    p.add_argument("--profile", action="append", default=[], metavar="NAME:MIN:OPT:MAX",
+                   help="an optimization profile for a dynamic input, as `trtlab build` takes it: its min, opt, max "
+                        "and sizes inside the range are checked for shapes that disagree")
     p.add_argument("--trt-version", choices=("10", "11", "rtx"), default="11",
                    help="TensorRT 10 or 11, or rtx for TensorRT for RTX (default 11)")
     p.add_argument("--target-cc", default=None, metavar="CC[,CC...]",
@@ -109,8 +112,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     from app.core.engine import parse_targets
 
     targets = parse_targets(args.target_cc)  # exit 2 on a compute capability RTX cannot build for
+    profile = None
+    if args.profile:
+        from app.core.engine import parse_profile_args
+        from app.core.model import summarize
+
+        inputs = summarize(doc).inputs
+        profile = parse_profile_args(args.profile, inputs, {k: list(v) for k, v in (shapes or {}).items()})
     report = check_model(doc.model, plan=plan, shapes=shapes, trt_version=args.trt_version, model_path=doc.path,
-                         targets=targets or None)
+                         targets=targets or None, profile=profile)
     text = format_report(report, Path(doc.path).name)
     if args.json:
         write_json(report.to_json(str(doc.path)), args.json)

@@ -15,7 +15,7 @@ from app.core.precision import PrecisionPlan
 from app.core.readiness import graph_checks
 from app.core.readiness.context import build_index
 from app.core.readiness.findings import Report, sort_findings
-from app.core.readiness.input_checks import check_dim_names, check_inputs, valid_shapes
+from app.core.readiness.input_checks import check_dim_names, check_inputs, check_shape_range, valid_shapes
 from app.core.readiness.plan_checks import check_plan
 from app.core.readiness.support import SupportTable, check_version, load_support_table
 from app.core.readiness.type_checks import check_mixed_types
@@ -54,6 +54,8 @@ def check_model(model: onnx.ModelProto, *, plan: PrecisionPlan | None = None,
     findings += graph_checks.check_io_types(index)
     findings += check_inputs(index, shapes, profile)
     findings += check_dim_names(index, shapes, profile)
+    if not any(f.severity == "error" for f in findings if f.code.startswith(("shape", "profile", "input"))):
+        findings += check_shape_range(model, valid_shapes(index, shapes), profile)
     findings += check_values(index, table, cache, path)
     if shape_result is None:  # types for the mixed-type check, shapes for the plan's: one inference for both
         shape_result = infer_shapes(model, valid_shapes(index, shapes))

@@ -119,3 +119,41 @@ def check_dim_names(index: GraphIndex, shapes: Mapping[str, Sequence[int]] | Non
             nodes = sorted({k for inp in inputs for k in index.reader_keys(inp)}, key=lambda k: index.order.get(k, 0))
             out.append(Finding("error", "dim-param-conflict", nodes, problem, fix))
     return out
+
+
+def check_shape_range(model: object, shapes: Mapping[str, Sequence[int]] | None,
+                      profile: OptimizationProfile | None) -> list[Finding]:
+    """Where the given shapes, or the profile's min/opt/max and sizes inside its ranges, make the graph's shapes
+    disagree (app.core.readiness.shape_range), with the rule on the input dims and the nearest valid sizes."""
+    from app.core.readiness.shape_range import analyse, analyse_profile
+
+    if profile is not None and profile.inputs:
+        report = analyse_profile(model, profile, shapes)  # type: ignore[arg-type]
+        corners = {w: {**dict(shapes or {}), **profile.shapes(w)} for w in ("min", "opt", "max")}
+    elif shapes:
+        report = analyse(model, shapes=shapes)  # type: ignore[arg-type]
+        corners = {"shapes": dict(shapes)}
+    else:
+        return []
+    where = {"shapes": "At the given shapes", "min": "At the profile's min", "opt": "At the profile's opt",
+             "max": "At the profile's max"}
+    out = []
+    for which, b in report.breaks:
+        fixes = report.fixes(corners[which])
+        fix = ("Use " + "; ".join(fixes) + "." if fixes else
+               "Change the input sizes so that these dims agree (no single rule on one input dim explains it).")
+        rules = "; ".join(r.text() for r in report.rules
+                          if r.input in corners[which] and not r.ok(int(corners[which][r.input][r.axis])))
+        out.append(Finding("error", "shape-break", [b.node],
+                           f"{where[which]}, the graph's shapes disagree: {b.text()}." + (f" Rule: {rules}." if rules
+                                                                                           else ""),
+                           fix + (" The build fails or its engine fails at these sizes." if which != "shapes" else
+                                  " ONNX Runtime and TensorRT both fail at these sizes.")))
+    for name, axis, value, b in report.inside:
+        rule = report.rule_for(name, axis)
+        out.append(Finding("warning", "profile-range-breaks", [b.node],
+                           f"Inside the profile's range, {name} dim {axis} = {value} makes the graph's shapes disagree:"
+                           f" {b.text()}." + (f" Rule: {rule.text()}." if rule else ""),
+                           "The engine builds, but a run at such a size fails: feed only sizes that keep the rule"
+                           + (f" ({rule.text()})" if rule else "") + ", or narrow the range."))
+    return out

@@ -263,3 +263,46 @@ def _assert_initializers_hold_their_data(variant: onnx.ModelProto, model: onnx.M
         n = int(np.prod(t.dims, dtype=np.int64)) if t.dims else 1
         assert numpy_helper.to_array(t).size == n, t.name  # never raw_data=b"" for a non-empty tensor
         assert n > 0 or t.name in had_empty, t.name
+
+
+def _qdq_model(opset: int) -> onnx.ModelProto:
+    """x → Relu → Q → DQ → MatMul(DQ(int8 weights)) → y: a quantized layer as exporters write it."""
+    wq = numpy_helper.from_array(np.random.default_rng(3).integers(-100, 100, (8, 5)).astype(np.int8), "wq")
+    inits = [wq, numpy_helper.from_array(np.array(0.01, np.float32), "ws"),
+             numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
+             numpy_helper.from_array(np.array(0, np.int8), "zp")]
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("QuantizeLinear", ["r", "xs", "zp"], ["rq"], name="q"),
+             helper.make_node("DequantizeLinear", ["rq", "xs", "zp"], ["rd"], name="dq"),
+             helper.make_node("DequantizeLinear", ["wq", "ws"], ["w"], name="dq_w"),
+             helper.make_node("MatMul", ["rd", "w"], ["y"], name="matmul")]
+    return _model(nodes, [_vi("x", F32, [2, 8])], [_vi("y", F32, [2, 5])], inits, opset=opset)
+
+
+def test_qdq_nodes_follow_their_data_into_fp16_from_opset_19(tmp_path):
+    """From opset 19 Q/DQ take FP16 data and scales: no Cast on either side of each pair (smart-turn had 192)."""
+    model = _qdq_model(19)
+    variant, report, path = _variant(model, "fp16", tmp_path)
+    assert {"relu", "matmul"} <= set(report.half_nodes) and report.qdq_half == 3  # Q/DQ are no plan rows
+    assert report.casts_added == 2  # the input and the output only
+    scales = {t.name: t.data_type for t in variant.graph.initializer}
+    assert scales["xs"] == F16 and scales["ws"] == F16 and scales["wq"] == TensorProto.INT8
+    x = np.random.default_rng(4).uniform(0, 2, (2, 8)).astype(np.float32)
+    _assert_close(model, path, {"x": x}, "fp16")
+    # Below 19 they keep FP32 scales, with Casts around them.
+    (tmp_path / "17").mkdir()
+    _, old, _ = _variant(_qdq_model(17), "fp16", tmp_path / "17")
+    assert old.qdq_half == 0 and old.casts_added > 2
+
+
+def test_a_qdq_model_is_raised_to_opset_19_for_fp16(tmp_path):
+    from app.core.precision import PrecisionPlan, build_variant
+
+    src = tmp_path / "qdq17.onnx"
+    onnx.save(_qdq_model(17), str(src))
+    rng = np.random.default_rng(5)
+    samples = [{"x": rng.uniform(0, 2, (2, 8)).astype(np.float32)} for _ in range(2)]
+    v = build_variant(src, PrecisionPlan(default="fp16"), calib=lambda: (samples, False), cache_dir=tmp_path / "c")
+    assert any("opset raised from 17 to 19" in n and "QuantizeLinear/DequantizeLinear" in n for n in v.notes)
+    assert v.report["half"]["casts_added"] == 2
+

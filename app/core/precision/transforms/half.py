@@ -12,6 +12,7 @@ place; overflow (> 65504) and flush-to-zero counts are reported per initializer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -45,6 +46,7 @@ class HalfReport:
     half_nodes: list[str] = field(default_factory=list)
     kept_fp32: dict[str, str] = field(default_factory=dict)        # node key -> why (planned half, kept FP32)
     fixed: int = 0                                                  # planned half but integer/shape/Q-DQ: unchanged
+    qdq_half: int = 0                                               # the model's Q/DQ nodes given FP16 data/scales
     casts_added: int = 0
     folded_constants: int = 0
     overflow: dict[str, int] = field(default_factory=dict)         # initializer -> values beyond the half range
@@ -78,7 +80,8 @@ class HalfReport:
 
     def to_json(self) -> dict:
         return {"precision": self.precision, "half_nodes": list(self.half_nodes), "kept_fp32": self.kept_fp32,
-                "fixed": self.fixed, "casts_added": self.casts_added, "folded_constants": self.folded_constants,
+                "fixed": self.fixed, "qdq_half": self.qdq_half, "casts_added": self.casts_added,
+                "folded_constants": self.folded_constants,
                 "overflow": self.overflow, "flushed": self.flushed, "control_flow": self.control_flow,
                 "subgraph_nodes_untouched": self.subgraph_nodes_untouched, "opset": self.opset,
                 "opset_blocked": self.opset_blocked, "unchanged": self.unchanged}
@@ -111,8 +114,10 @@ def half_inputs(node: onnx.NodeProto, opset: int, precision: str) -> list[int] |
     return None if pos is None else list(pos[0])
 
 
-def to_half(model: onnx.ModelProto, plan: PrecisionPlan, precision: str = "fp16") -> tuple[onnx.ModelProto, HalfReport]:
-    """Apply the plan's FP16 (or BF16) nodes to a copy of the model; other precisions stay FP32."""
+def to_half(model: onnx.ModelProto, plan: PrecisionPlan, precision: str = "fp16", *, qdq_half: bool = True
+            ) -> tuple[onnx.ModelProto, HalfReport]:
+    """Apply the plan's FP16 (or BF16) nodes to a copy of the model; other precisions stay FP32. With `qdq_half`
+    the model's own Q/DQ nodes follow their data into FP16 where the opset allows (not the Q/DQ of trtlab's INT8)."""
     half = HALF[precision]
     work, folded = fold_constants(model)
     report = HalfReport(precision, folded_constants=folded, opset=_opset(work, ""))
@@ -138,6 +143,12 @@ def to_half(model: onnx.ModelProto, plan: PrecisionPlan, precision: str = "fp16"
         if body:
             report.control_flow[key] = body
         if plan.planned(key, node.op_type) != precision:
+            continue
+        qdq = _qdq_half_positions(node, opset[node.domain], precision, dtype) if qdq_half else None
+        if qdq is not None:  # Q/DQ follow their data into FP16 where the opset lets their scales be FP16
+            half_in[i] = [j for j in qdq[0] if j < len(node.input) and node.input[j]]
+            half_tensors |= {node.output[k] for k in qdq[1]}
+            report.qdq_half += 1
             continue
         if fixed_reason(node, shapes) is not None:
             report.fixed += 1
@@ -234,6 +245,23 @@ def to_half(model: onnx.ModelProto, plan: PrecisionPlan, precision: str = "fp16"
     del g.value_info[:]  # stale types; inference recomputes them
     work = onnx.shape_inference.infer_shapes(work, strict_mode=False)
     return work, report
+
+
+QDQ_HALF_OPSET = 19  # QuantizeLinear/DequantizeLinear take FP16 data and scales from here
+
+
+def _qdq_half_positions(node: onnx.NodeProto, opset: int, precision: str, dtype: Callable[[str], str | None]
+                        ) -> tuple[list[int], list[int]] | None:
+    """(inputs, outputs) of a QuantizeLinear/DequantizeLinear that turn FP16 in an FP16 variant, or None: from opset
+    19 the scale (and Q's data, DQ's output) may be FP16, which spares a Cast on each side of every Q/DQ pair (as
+    ModelOpt AutoCast does). BF16 is left as it is: TensorRT takes BF16 scales only for some quantization types."""
+    if node.op_type not in ("QuantizeLinear", "DequantizeLinear") or (node.domain or "") not in ("", "ai.onnx"):
+        return None
+    if precision != "fp16" or opset < QDQ_HALF_OPSET:
+        return None
+    if node.op_type == "DequantizeLinear":
+        return ([1], [0]) if node.output and dtype(node.output[0]) == "float32" else None
+    return ([0, 1], []) if node.input and dtype(node.input[0]) == "float32" else None
 
 
 def _reads_any_type(node: onnx.NodeProto, j: int) -> bool:
