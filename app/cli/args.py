@@ -9,7 +9,7 @@ from pathlib import Path
 
 from app.backends import BackendUnavailable, Target, get_backend
 from app.cli.checks import CliInputError, check_outputs
-from app.cli.output import write_json
+from app.cli.output import add_model, write_json
 
 _IMAGE_EXT = {".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm"}
 
@@ -246,5 +246,6 @@ def emit(args: argparse.Namespace, doc: dict, text: str) -> None:
     The document says which command wrote it ("kind"): `trtlab report` reads it back."""
     doc.setdefault("kind", args.command)
     if args.json:
+        add_model(doc, getattr(args, "model", None))
         write_json(doc, args.json)
     (sys.stderr if args.json == "-" else sys.stdout).write(text + "\n")

@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 from app.cli.checks import CliInputError, check_outputs
-from app.cli.output import EXIT_NOT_MET, EXIT_OK, write_json
+from app.cli.output import EXIT_NOT_MET, EXIT_OK, add_model, write_json
 from app.core.readiness import SEVERITIES, Report, check_model, load_support_table
 
 _DIMS = re.compile(r"\d+(x\d+)*")
@@ -123,6 +123,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                          targets=targets or None, profile=profile)
     text = format_report(report, Path(doc.path).name)
     if args.json:
-        write_json(report.to_json(str(doc.path)), args.json)
+        out = report.to_json(str(doc.path))
+        add_model(out, str(doc.path))
+        write_json(out, args.json)
     (sys.stderr if args.json == "-" else sys.stdout).write(text + "\n")
     return EXIT_NOT_MET if report.errors else EXIT_OK

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from app.cli.checks import check_outputs
-from app.cli.output import EXIT_OK, write_json
+from app.cli.output import EXIT_OK, add_model, write_json
 from app.core.model import ModelSummary, load_model, summarize
 from app.core.units import human_bytes, human_count
 
@@ -36,7 +36,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     check_outputs(args, doc)  # never onto the model or its data, never into a folder that is not there
     summary = summarize(doc)
     if args.json:
-        write_json(summary.to_json(), args.json)
+        out = summary.to_json()
+        add_model(out, args.model)
+        write_json(out, args.json)
         if args.json != "-":
             print(format_summary(summary))
     else:

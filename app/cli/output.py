@@ -30,3 +30,16 @@ def write_json(doc: object, target: str) -> None:
     except OSError as exc:
         raise TrtlabError(f"Cannot write the JSON file '{target}': {exc.strerror or exc}.",
                           fix="Give --json a path in a folder you can write to, or '-' for stdout.") from exc
+
+
+def add_model(doc: dict, model: str | None) -> None:
+    """Every command's JSON names its model: the path as given (kept where the command wrote one) and the file's
+    SHA-256, so that a report made from the JSON says what it is about and a CI log can tell two models apart."""
+    from pathlib import Path
+
+    if not model or not Path(model).is_file():
+        return
+    from app.core.fileio import file_sha256
+
+    doc.setdefault("model", str(Path(model).resolve()))
+    doc.setdefault("model_sha256", file_sha256(model))

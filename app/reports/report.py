@@ -233,7 +233,8 @@ def report_context(items: list[ReportItem], project: object | None, environment:
                 for i in items if i.command or i.source]
     return {
         "title": title or (f"trtlab report: {Path(model).name}" if model else "trtlab report"),
-        "model": model, "model_sha256": getattr(project, "model_sha256", "") if project is not None else "",
+        "model": model, "model_sha256": (getattr(project, "model_sha256", "") if project is not None else "")
+        or next((str(i.data["model_sha256"]) for i in items if i.data.get("model_sha256")), ""),
         "when": when,
         "scorecard": _scorecard(compares, benches, speed_ref, speedups, diagnoses, fallbacks, engines),
         "caveats": _caveats(items, benches),

@@ -36,11 +36,12 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("tensorrt_rtx_bindings"
 PARSE_TIME = frozenset({
     "unsupported-op", "unlisted-op", "custom-domain", "onnx-ml-op", "dynamic-quantization", "qoperator-format",
     "qdq-domain", "qdq-zero-point-not-zero", "qdq-scale-not-positive", "qdq-axis", "qdq-int32-bias",
-    "op-restriction", "io-dtype", "mixed-input-types"})
+    "op-restriction", "io-dtype", "mixed-input-types", "rtx-nonzero-plugin"})
 NOT_PARSER_REFUSALS = frozenset({
     # refused when TensorRT builds, from the shapes, the profile or the targets
     "dim-param-conflict", "rtx-squeeze-no-axes", "rtx-fp8-target", "rtx-turing-bf16", "rtx-turing-fp32-gemm",
     "shape-unknown-input", "shape-mismatch", "profile-unknown-input", "profile-mismatch", "plan-mixed-half",
+    "shape-break",
     # TensorRT's Q/DQ rules (TENSORRT.md §4) that RTX 1.7.1's parser takes (measured on test_readiness's cases)
     "qdq-zero-point-type", "qdq-input-type", "qdq-uint8-output", "qdq-scale-not-constant",
     "qdq-per-axis-activation", "qdq-axis-opset"})
@@ -148,6 +149,7 @@ def _rule_models() -> list:
             for kw, code in base.test_each_qdq_rule.pytestmark[0].args[1]]
     out.append(pytest.param(base.qdq(zp=np.int8(0)), id="qdq-conforming"))
     out.append(pytest.param(rules.scatter_add(), id="scatter-elements-add"))
+    out.append(pytest.param(rules.nonzero(), id="nonzero"))
     return out
 
 

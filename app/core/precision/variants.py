@@ -102,6 +102,11 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
     say(None, "Reading the model…")
     model = onnx.load(model_path)
     notes: list[str] = []
+    from app.core.precision.transforms.fold import topo_sort
+
+    if topo_sort(model.graph):
+        notes.append("the nodes were put in dependency order (the model's own order is not one: ONNX requires it, "
+                     "ONNX Runtime sorts for itself)")
     used = precisions_used(model, plan)
     half = sorted(used & {"fp16", "bf16"})
     if len(half) > 1:
@@ -208,6 +213,9 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
             notes.append(f"{sum(half_report.overflow.values())} weight values overflow {precision} (clamped)")
         if half_report.flushed:
             notes.append(f"{sum(half_report.flushed.values())} small weight values flush to zero in {precision}")
+    from app.core.precision.transforms.fold import topo_sort
+
+    topo_sort(model.graph)  # the transforms keep the order they are given; this is a guarantee, not a step
     say(None, "Saving the variant…")
     save_model(model, out)
     say(None, "Checking the variant (ONNX checker, ONNX Runtime, TensorRT parser)…")

@@ -7,6 +7,11 @@
   is refused too (its dequantized operands are FP32); FP16 GEMMs build.
 - ``rtx-squeeze-no-axes``: a Squeeze without axes over a dynamic dim: RTX fixes the output rank at build time and
   refuses when that dim may be 1 ("ISqueezeLayer without an axes input requires dimension 0 to not be 1").
+- ``rtx-nonzero-plugin``: the parser imports NonZero through a plugin RTX does not ship ("NonZero plugin creator
+  version 1 was not found in plugin registry"), though ``supports_operator("NonZero")`` says True (a Piper TTS model,
+  and a two-node graph in the tests).
+- ``rtx-if-builder`` (warning): RTX 1.7's builder stopped with an internal error on Silero VAD, whose If branches
+  hold the model's two sample-rate paths; a small If builds. Said so that a failure there is not a surprise.
 
 Dynamic-quantization ops (``dynamic-quantization``) and dims that share a ``dim_param`` (``dim-param-conflict``)
 are checked for every target elsewhere; RTX refuses both the same way.
@@ -138,6 +143,21 @@ def check_rtx(index: GraphIndex, *, targets: tuple[str, ...], plan: PrecisionPla
                                "TensorRT for RTX cannot compile for Turing (compute capability 7.5): 'FP32 GEMM is "
                                "not supported'.",
                                "Leave 7.5 out of --target-cc, or plan these MatMul/Gemm nodes in FP16."))
+    nonzero = [index.keys[i] for i in sorted({n.owner for n in index.nodes if n.node.op_type == "NonZero"})]
+    if nonzero:
+        out.append(Finding("error", "rtx-nonzero-plugin", nonzero,
+                           f"{len(nonzero)} NonZero node(s): TensorRT for RTX's ONNX parser imports NonZero through a "
+                           "plugin that TensorRT for RTX does not ship ('NonZero plugin creator version 1 was not "
+                           "found in plugin registry'), so the parse fails.",
+                           "Export a fixed-size form instead of NonZero (a mask multiplied in, or TopK over a padded "
+                           "score), run that part outside the engine, or build with TensorRT 10/11 (--backend trt)."))
+    ifs = [index.keys[i] for i in sorted({n.owner for n in index.nodes if n.node.op_type == "If"})]
+    if ifs:
+        out.append(Finding("warning", "rtx-if-builder", ifs,
+                           f"{len(ifs)} If node(s): TensorRT for RTX 1.7's builder has stopped with an internal error "
+                           "on a model whose If branches hold alternative paths (Silero VAD); small If graphs build.",
+                           "If the build fails inside an If, export one branch (fix the condition's input, e.g. the "
+                           "sample rate) so that the If folds away, or build with TensorRT 10/11."))
     squeezes, sure = _squeeze_without_axes(index, shapes)
     if squeezes:
         out.append(Finding(

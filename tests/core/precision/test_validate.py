@@ -77,8 +77,8 @@ def test_build_variant_never_reports_an_invalid_variant(model_paths, tmp_path, m
     node — exit 4 in the CLI — and leaves no file in the cache to be picked up as a variant later."""
     real = half_mod.to_half
 
-    def broken(model, plan, precision="fp16"):
-        work, report = real(model, plan, precision)
+    def broken(model, plan, precision="fp16", **kwargs):
+        work, report = real(model, plan, precision, **kwargs)
         g = work.graph
         first_half = next(n for n in g.node if n.op_type == "Cast" and n.output[0].endswith("__to_fp16"))
         g.node.append(helper.make_node("Add", [first_half.input[0], first_half.output[0]], ["planted_out"],
@@ -92,3 +92,17 @@ def test_build_variant_never_reports_an_invalid_variant(model_paths, tmp_path, m
     assert "FP16 variant fails ONNX's full check at node 'planted_add'" in info.value.message
     assert info.value.user_error is False
     assert not list(tmp_path.glob("*.onnx")) and not list(tmp_path.glob("*.json"))
+
+
+def test_the_same_refusal_at_another_node_number_is_the_models_own():
+    """A parser names nodes by number; a variant with Q/DQ nodes added numbers the same NonZero differently (a Piper
+    TTS model's INT8 variant was blamed on the transform that way)."""
+    from app.core.precision.transforms.validate import Gate, _same_failure
+
+    msg = "While parsing node number {}: NonZero plugin creator version 1 was not found in plugin registry."
+    model = Gate("TensorRT for RTX's ONNX parser", False, msg.format(812), "node 812")
+    variant = Gate("TensorRT for RTX's ONNX parser", False, msg.format(1304), "node 1304")
+    assert _same_failure(model, variant)
+    other = Gate("TensorRT for RTX's ONNX parser", False, "While parsing node number 1304: Unsupported datatype INT4",
+                 "node 1304")
+    assert not _same_failure(model, other)

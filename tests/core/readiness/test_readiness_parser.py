@@ -358,7 +358,15 @@ ERROR_CODES = {
                                            targets="7.5"),
     "rtx-turing-fp32-gemm": lambda: check_model(_gemm(), trt_version="rtx", targets="7.5"),
     "rtx-squeeze-no-axes": lambda: check_model(_squeeze(), trt_version="rtx", shapes={"x": (1, 1, 4)}),
+    "rtx-nonzero-plugin": lambda: check_model(nonzero(), trt_version="rtx"),
+    "shape-break": lambda: check_model(_fpn(), trt_version="11", shapes={"x": (1, 1, 64, 42)}),
 }
+
+
+def _fpn() -> onnx.ModelProto:
+    from tests.core.readiness.test_shape_range import fpn
+
+    return fpn()
 
 
 @pytest.mark.parametrize("code", sorted(ERROR_CODES))
@@ -388,3 +396,17 @@ def test_the_severity_table_covers_every_error_code_in_the_sources():
               "qoperator-format", "qdq-domain"}  # check_ops picks the code in a variable
     assert {"op-restriction", "dim-param-conflict", "rtx-squeeze-no-axes", "mixed-input-types"} <= found  # it reads
     assert found <= set(ERROR_CODES), sorted(found - set(ERROR_CODES))
+
+
+def nonzero() -> onnx.ModelProto:
+    """x → NonZero → Cast: TensorRT for RTX's parser says it supports NonZero, then fails to find its plugin."""
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"], name="nz"),
+             helper.make_node("Cast", ["nz"], ["y"], to=F, name="to_float")]
+    return model(nodes, inputs=[vi("x", [4, 4])], outputs=[vi("y", [2, "n"])])
+
+
+def test_nonzero_is_refused_for_rtx_only():
+    """A Piper TTS model failed this way; TensorRT 10/11 ship the plugin."""
+    rtx = check_model(nonzero(), trt_version="rtx")
+    assert "rtx-nonzero-plugin" in codes(rtx) and only(rtx, "rtx-nonzero-plugin").nodes == ["nz"]
+    assert "rtx-nonzero-plugin" not in codes(check_model(nonzero(), trt_version="11"))

@@ -40,3 +40,48 @@ def fold_constants(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
     del g.node[:]
     g.node.extend(keep)
     return out, folded
+
+
+def topo_sort(graph: onnx.GraphProto, outer: frozenset[str] = frozenset()) -> bool:
+    """Order `graph`'s nodes (and its subgraphs') so that each comes after the nodes it reads, keeping the given
+    order wherever it already is one; returns whether anything moved. ONNX requires the order, ONNX Runtime does not
+    (it sorts for itself): models that load in ONNX Runtime can arrive unsorted (an SVTRv2 recognizer and an
+    openWakeWord model did), and a variant written in their order failed the ONNX checker. A cycle, or a name that
+    nothing produces, leaves those nodes at the end in their order (the checker then names them)."""
+    import heapq
+
+    from app.core.precision.transforms.half_rules import outer_names
+
+    moved = False
+    available = set(outer) | {i.name for i in graph.input} | {t.name for t in graph.initializer} | {""}
+    for node in graph.node:
+        for attr in node.attribute:
+            subs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+            for sub in subs:
+                moved |= topo_sort(sub, frozenset(available | {o for n in graph.node for o in n.output}))
+    nodes = list(graph.node)
+    producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
+    needs = [{producer[x] for x in (*n.input, *outer_names(n)) if x not in available and x in producer
+              and producer[x] != i} for i, n in enumerate(nodes)]
+    readers: dict[int, list[int]] = {}
+    for i, deps in enumerate(needs):
+        for d in deps:
+            readers.setdefault(d, []).append(i)
+    waiting = [len(d) for d in needs]
+    ready = [i for i, w in enumerate(waiting) if w == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for r in readers.get(i, []):
+            waiting[r] -= 1
+            if waiting[r] == 0:
+                heapq.heappush(ready, r)
+    placed = set(order)
+    order += [i for i in range(len(nodes)) if i not in placed]
+    if order != list(range(len(nodes))):
+        del graph.node[:]
+        graph.node.extend(nodes[i] for i in order)
+        moved = True
+    return moved

@@ -53,7 +53,7 @@ from app.core.precision.calibration import (
     check_method,
     ort_method,
 )
-from app.core.precision.transforms.fold import fold_constants
+from app.core.precision.transforms.fold import fold_constants, topo_sort
 from app.core.precision.transforms.int8_fixup import (
     fix_scales,
     fold_computed_weights,
@@ -157,6 +157,7 @@ def to_int8(model: onnx.ModelProto, plan: PrecisionPlan, samples: Iterable[Mappi
 
     work = onnx.ModelProto()
     work.CopyFrom(model)
+    topo_sort(work.graph)  # a model ONNX Runtime loads may be unsorted; the quantized copy must not be
     shapes = infer_shapes(work)
     resolved = plan.resolve(work.graph, shapes)
     for node, row in zip(work.graph.node, resolved, strict=True):  # names = plan keys from here on
@@ -237,6 +238,8 @@ def to_int8(model: onnx.ModelProto, plan: PrecisionPlan, samples: Iterable[Mappi
                                 + "; ".join(sorted(set(report.skipped.values()))[:2]) + ".",
                                 fix="Check that the calibration samples reach those nodes, or plan other nodes "
                                     "INT8.")
+    # ONNX Runtime's quantizer orders nodes without the tensors If/Loop bodies read from outside: put them back
+    topo_sort(quantized.graph)
     _validate(quantized)
     say(1.0, f"INT8: {len(report.quantized_nodes)} node(s) quantized")
     return quantized, report
@@ -387,9 +390,11 @@ def _validate(q: onnx.ModelProto) -> None:
         try:
             onnx.checker.check_model(q, full_check=True)
         except Exception as exc:
+            from app.core.precision.transforms.validate import InvalidVariant, node_in
+
             msg = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-            raise Int8Error(f"The INT8 model is not valid ONNX: {msg}",
-                            fix="Plan the node named in the message FP32 and quantize again.") from exc
+            # trtlab wrote it: its fault (exit 4), not the user's input
+            raise InvalidVariant("the ONNX checker", msg, node_in(msg), "int8") from exc
     problems = check_trt_qdq(q)
     if problems:
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
