@@ -26,10 +26,15 @@ import numpy as np
 
 from app.core.errors import TrtlabError
 from app.core.fileio import atomic_write_bytes, file_sha256
+from app.core.safe_read import UnsafeFile, check_archive, load_json, load_npz, read_member
 
 PROJECT_VERSION = 1
 PROJECT_SUFFIX = ".trtlab"
 RESULT_KINDS = ("compare", "bench", "diagnose", "fallback", "build", "variant", "profile")
+# What a project may hold: results and plans as JSON (a few MB in practice), arrays of inputs and outputs
+JSON_LIMIT = 64 * 2**20
+ARRAY_LIMIT = 1 * 2**30
+PROJECT_LIMIT = 4 * 2**30
 _ARRAY_KEY = "__array__"        # {"__array__": NAME} in project.json stands for arrays/NAME.npz
 _PLAN_PLACEHOLDER = "PLAN.json"
 
@@ -140,9 +145,10 @@ def load_project(path: str | os.PathLike[str]) -> Project:
             if "project.json" not in names:
                 raise ProjectError(f"'{p.name}' is a ZIP archive but not a trtlab project (it has no project.json).",
                                    fix="Open a .trtlab file saved by File ▸ Save Project.")
+            check_archive(zf, "project", member_limit=ARRAY_LIMIT, total_limit=PROJECT_LIMIT)
             try:
-                doc = json.loads(zf.read("project.json").decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                doc = load_json(read_member(zf, "project.json", "project", JSON_LIMIT), "project.json")
+            except (UnicodeDecodeError, ValueError) as exc:
                 raise ProjectError(f"The project file '{p.name}' is damaged: its project.json is not valid JSON "
                                    f"({exc}).", fix="Open an earlier copy of the project, or the model itself and "
                                                     "run the jobs again.") from exc
@@ -161,6 +167,8 @@ def load_project(path: str | os.PathLike[str]) -> Project:
     except zipfile.BadZipFile as exc:
         raise ProjectError(f"The project file '{p.name}' is damaged ({exc}).",
                            fix="Open an earlier copy of the project, or the model itself.") from exc
+    except UnsafeFile as exc:
+        raise ProjectError(f"'{p.name}' is refused: {exc.message}", fix=exc.fix) from exc
     try:
         return Project.from_json(doc)
     except (TypeError, ValueError) as exc:
@@ -189,8 +197,9 @@ def _push_arrays(value: Any, zf: zipfile.ZipFile, names: set[str]) -> Any:
                 raise ProjectError(f"The project names an array '{member}' it does not hold.",
                                    fix="Open an earlier copy of the project, or the model itself.")
             try:
-                with np.load(io.BytesIO(zf.read(member)), allow_pickle=False) as npz:
-                    return npz["array"]
+                arrays = load_npz(read_member(zf, member, "project", ARRAY_LIMIT), f"project's {member}",
+                                  member_limit=ARRAY_LIMIT, total_limit=ARRAY_LIMIT)
+                return arrays["array"]
             except (ValueError, KeyError, OSError) as exc:
                 raise ProjectError(f"The array '{member}' in the project is damaged ({exc}).",
                                    fix="Open an earlier copy of the project, or the model itself.") from exc

@@ -29,8 +29,11 @@ def load_result(path: str | os.PathLike[str]) -> JobResult:
 
 
 def load_arrays(npz_path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    """All arrays of an ``.npz`` file, loaded without pickle (object arrays are refused)."""
-    import numpy as np
+    """All arrays of an ``.npz`` file, loaded without pickle (object arrays are refused), sizes checked first."""
+    from app.core.safe_read import load_npz
 
-    with np.load(npz_path, allow_pickle=False) as data:
-        return {k: data[k] for k in data.files}
+    return load_npz(str(npz_path), "job's result arrays", member_limit=RESULT_ARRAYS_LIMIT,
+                    total_limit=RESULT_ARRAYS_LIMIT)
+
+
+RESULT_ARRAYS_LIMIT = 8 * 2**30  # a job's outputs for every sample: large models' outputs, not a bomb

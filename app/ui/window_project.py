@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QTimer
+from PySide6.QtCore import QByteArray, QEventLoop, QTimer
 from PySide6.QtWidgets import QFileDialog
 
 from app.core.project import (
@@ -159,16 +161,63 @@ class ProjectMixin(AutosaveMixin):
         if path:
             self.open_project(Path(path))
 
+    def read_project(self, path: Path) -> tuple[Project, bool]:
+        """The project at `path` and whether its model changed since it was saved, read on a worker thread (the
+        archive, its arrays, the model's SHA-256) while the window keeps painting and says how long it has been
+        reading. ProjectError as load_project raises it."""
+        out: dict[str, object] = {}
+
+        def work() -> None:
+            try:
+                project = load_project(path)
+                out["changed"] = Path(project.model).is_file() and model_changed(project)
+                out["project"] = project
+            except ProjectError as exc:
+                out["error"] = exc
+            except Exception as exc:  # noqa: BLE001 - a fault of ours: shown, never a dead window
+                log.exception("reading %s failed", path)
+                out["error"] = ProjectError(f"Reading the project {path.name} failed: {exc}",
+                                            fix="This is a fault in trtlab; please report it with the file.")
+
+        worker = threading.Thread(target=work, name="read-project", daemon=True)
+        started = time.monotonic()
+        worker.start()
+        worker.join(0.05)  # most projects are read by now
+        if worker.is_alive():
+            loop = QEventLoop()
+            timer = QTimer()
+            timer.setInterval(50)
+
+            def poll() -> None:
+                if not worker.is_alive():
+                    loop.quit()
+                else:
+                    self.status_label.setText(f"Reading the project {path.name}… "
+                                              f"{time.monotonic() - started:.0f} s")
+            timer.timeout.connect(poll)
+            timer.start()
+            loop.exec()
+            timer.stop()
+        if "error" in out:
+            raise out["error"]  # type: ignore[misc]
+        return out["project"], bool(out["changed"])  # type: ignore[return-value]
+
     def open_project(self, path: str | Path, project_path: Path | None = None) -> bool:
         """Open a project: its model (with its shapes), then everything else once the model is shown.
         `project_path`: the file the work belongs to when `path` is its autosave."""
         p = Path(path)
+        if getattr(self, "_reading_project", False):
+            self.status_label.setText(f"Still reading a project; open {p.name} once it is open")
+            return False
+        self._reading_project = True
         try:
-            project = load_project(p)
+            project, changed = self.read_project(p)
         except ProjectError as exc:
             self.show_error(exc)
             self.status_label.setText(f"Could not open the project {p.name}")
             return False
+        finally:
+            self._reading_project = False
         self._pending_project_path = project_path if project_path is not None else p
         if not Path(project.model).is_file():
             self._pending_project = project
@@ -178,7 +227,6 @@ class ProjectMixin(AutosaveMixin):
                 [("Locate model…", self._locate_model)])
             self.status_label.setText(f"The model of {p.name} is missing.")
             return False
-        changed = model_changed(project)
         self._start_project(project)
         if changed:
             self.project_banner.offer(
@@ -246,11 +294,11 @@ class ProjectMixin(AutosaveMixin):
         if not auto.is_file():
             return
         try:
-            project = load_project(auto)
+            project, changed = self.read_project(auto)
         except ProjectError as exc:
             log.warning("ignoring a damaged autosaved project %s: %s", auto, exc.message)
             return
-        if not _same_file(project.model, model_path) or model_changed(project):
+        if not _same_file(project.model, model_path) or changed:
             return  # work on another version of the file: it would not match this one
         shapes = {k: tuple(v) for k, v in project.shapes.items()}
         if shapes and shapes != dict(self.opened.input_shapes or {}):

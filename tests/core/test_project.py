@@ -106,7 +106,7 @@ def test_arrays_go_to_npz_and_come_back_without_pickle(tmp_path):
     with zipfile.ZipFile(path) as src, zipfile.ZipFile(bad, "w") as dst:
         for n in src.namelist():
             dst.writestr(n, json.dumps(doc) if n == "project.json" else src.read(n))
-    with pytest.raises(ProjectError, match="damaged"):
+    with pytest.raises(ProjectError, match="holds Python objects"):
         load_project(bad)
 
 

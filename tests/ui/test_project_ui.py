@@ -371,3 +371,23 @@ def test_saving_uses_the_hash_the_loader_made_not_the_gui_thread(qtbot, window, 
     saved = tmp_path / "p.trtlab"
     assert window.save_project_to(saved)
     assert load_project(saved).model_sha256 == window.opened.sha256
+
+
+def test_a_project_bomb_is_refused_at_once_and_the_window_keeps_working(qtbot, window, tmp_path):
+    """A 1 MB project whose project.json inflates to 512 MB: before, the window read it whole on the GUI thread
+    (black for 15 s at 2 GB). Now it is read off the GUI thread, and refused from its declared size."""
+    import time
+    import zipfile
+
+    bomb = tmp_path / "bomb.trtlab"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        with zf.open("project.json", "w") as fh:
+            for _ in range(32):
+                fh.write(b" " * (16 * 2**20))
+    assert bomb.stat().st_size < 2 * 2**20
+    t0 = time.perf_counter()
+    assert window.open_project(bomb) is False
+    assert time.perf_counter() - t0 < 1.0
+    assert window.banner.isVisible() and "(to 512.0 MB): a ZIP bomb" in window.banner.message
+    window.open_demo()  # the window still works
+    qtbot.waitUntil(lambda: window.opened is not None and not window.loader.is_busy(), timeout=60_000)

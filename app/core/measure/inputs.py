@@ -289,6 +289,9 @@ def _check_array(info: TensorInfo, arr: np.ndarray, shape: tuple[int, ...], wher
     return arr.astype(target, copy=False)
 
 
+INPUT_FILE_LIMIT = 4 * 2**30  # one sample's arrays: a batch of 4K frames fits; a claimed 37 GB does not
+
+
 def _load_file(path: Path, inputs: list[TensorInfo], shapes: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
     arrays = _read_arrays(path, inputs)
     return {i.name: _check_array(i, arrays[i.name], shapes[i.name], f"'{path.name}'") for i in inputs}
@@ -298,16 +301,23 @@ def _read_arrays(path: Path, inputs: list[TensorInfo]) -> dict[str, np.ndarray]:
     """The arrays of one sample file, one per model input (names checked, shapes not)."""
     if not path.is_file():
         raise InputError(f"Input file '{path}' does not exist.", fix="Check the path and the file name.")
-    try:
-        loaded = np.load(path, allow_pickle=False)  # no pickles: a data file must not run code
-        if isinstance(loaded, np.ndarray):
+    from app.core.safe_read import UnsafeFile, load_npz, read_npy
+
+    try:  # sizes checked before anything is allocated; no pickles: a data file must not run code
+        with open(path, "rb") as fh:
+            is_zip = fh.read(4) == b"PK\x03\x04"
+        if not is_zip:
             if len(inputs) != 1:
                 raise InputError(f"'{path.name}' is a .npy file (one array) but the model has {len(inputs)} "
                                  "inputs.", fix=f"Save a .npz with one array per input: {_real_inputs(inputs)}.")
-            arrays = {inputs[0].name: loaded}
+            with open(path, "rb") as fh:
+                arrays = {inputs[0].name: read_npy(fh, path.stat().st_size, f"input file '{path.name}'",
+                                                   INPUT_FILE_LIMIT)}
         else:
-            with loaded:
-                arrays = {k: loaded[k] for k in loaded.files}
+            arrays = load_npz(str(path), f"input file '{path.name}'", member_limit=INPUT_FILE_LIMIT,
+                              total_limit=INPUT_FILE_LIMIT)
+    except UnsafeFile as exc:
+        raise InputError(exc.message, fix=exc.fix) from exc
     except (OSError, ValueError, EOFError) as exc:
         raise InputError(f"'{path.name}' is not a readable .npz/.npy file ({exc}).",
                          fix="Save input samples with numpy.savez (one array per input name) or numpy.save.") from exc

@@ -117,6 +117,9 @@ class GraphFacts:
         return self._consts
 
 
+PLAN_FILE_LIMIT = 64 * 2**20
+
+
 @dataclass
 class PrecisionPlan:
     """What precision each node should compute in; pure data, observable by whoever edits it."""
@@ -237,8 +240,14 @@ class PrecisionPlan:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> PrecisionPlan:
         try:
+            size = os.path.getsize(path)
+            if size > PLAN_FILE_LIMIT:  # a plan is a few keys per node: even 50k nodes stay far below this
+                raise PlanError(f"Plan file '{path}' is {size / 2**20:.0f} MB, more than a plan can be "
+                                f"({PLAN_FILE_LIMIT // 2**20} MB).", fix="Check that this is a plan saved by trtlab.")
             with open(path, encoding="utf-8") as fh:
                 data = json.load(fh)
+        except RecursionError as exc:
+            raise PlanError(f"Plan file '{path}' nests deeper than any plan.", fix="Check the file.") from exc
         except FileNotFoundError as exc:
             raise PlanError(f"Plan file '{path}' does not exist.", fix="Check the path.") from exc
         except json.JSONDecodeError as exc:
