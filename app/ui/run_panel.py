@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from app.backends import Availability
 from app.ui.output_kinds_box import OutputKindsBox
+from app.ui.profile_editor import ProfileEditor
 from app.ui.run_backends import DEFAULT_PRECISIONS, BackendRows, PrecisionTicks
 from app.ui.run_inputs import input_source, photo_defaults
 
@@ -72,12 +73,8 @@ class RunPanel(QWidget):
         self.outputs_box = OutputKindsBox()
         col.addWidget(self.outputs_box)
         self._build_calibration(col)
-        self.profile_box = QGroupBox("TensorRT profile (dynamic inputs)")
-        self.profile_form = QFormLayout(self.profile_box)
-        self.profile_edits: dict[str, QLineEdit] = {}
-        self.profile_box.setToolTip("MIN:OPT:MAX shapes for each dynamic input, e.g. 1x3x224x224:8x3x224x224:"
-                                    "32x3x224x224; empty: the engine takes exactly the input shapes set above")
-        self.profile_box.hide()
+        self.profile_box = ProfileEditor()
+        self.profile_box.changed.connect(self.profileChanged)
         col.addWidget(self.profile_box)
         col.addWidget(self._build_engine_box())
         self._build_tolerance(col)
@@ -243,36 +240,17 @@ class RunPanel(QWidget):
         self._update_summary()
 
     def set_inputs(self, inputs: list, shapes: dict | None = None, metadata: dict | None = None) -> None:
-        """One MIN:OPT:MAX field per input with a dynamic dim (for TensorRT engine builds).
-
-        The placeholder is a range built from the model's own dims and the input shapes set (``shapes``);
-        ``metadata`` (the model's metadata) may give an image size.
-        """
-        from app.core.engine import shape_text, suggest_profile
-        from app.core.model import dynamic_dims
-
-        while self.profile_form.rowCount():
-            self.profile_form.removeRow(0)
-        self.profile_edits = {}
+        """One MIN:OPT:MAX field per input with a dynamic dim (for TensorRT engine builds): ProfileEditor."""
         self.inputs = list(inputs)
-        suggested = suggest_profile(self.inputs, shapes, metadata)
-        for info in inputs:
-            if not dynamic_dims(info):
-                continue
-            edit = QLineEdit()
-            p = suggested[info.name]
-            example = ":".join(shape_text(s) for s in (p.min, p.opt, p.max))
-            edit.setPlaceholderText(f"MIN:OPT:MAX, e.g. {example}")
-            edit.setToolTip(f"Shapes '{info.name}' may take in the engine ({info.shape_text()}), as MIN:OPT:MAX, "
-                            f"e.g. {example}")
-            edit.editingFinished.connect(self.profileChanged)
-            self.profile_form.addRow(QLabel(info.name), edit)
-            self.profile_edits[info.name] = edit
-        self.profile_box.setVisible(bool(self.profile_edits))
+        self.profile_box.set_inputs(self.inputs, shapes, metadata)
+
+    @property
+    def profile_edits(self) -> dict[str, QLineEdit]:
+        return self.profile_box.edits
 
     def profile_args(self) -> list[str]:
         """The typed ranges as `--profile` arguments (NAME:MIN:OPT:MAX)."""
-        return [f"{name}:{edit.text().strip()}" for name, edit in self.profile_edits.items() if edit.text().strip()]
+        return self.profile_box.profile_args()
 
     def _source_changed(self) -> None:
         kind = self.source.currentData()

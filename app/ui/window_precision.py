@@ -265,6 +265,7 @@ class PrecisionWindowMixin:
             self.readiness_panel.summary.setText(f"The readiness check failed: {exc}")
             return None
         self.readiness = report
+        self.run_panel.profile_box.set_problems(report.profile_fixes)  # bad ranges marked, with their fix
         self.readiness_panel.set_report(report)
         self._apply_badges()
         self.readiness_dock.setWindowTitle(f"Readiness ({report.errors} ✗, {report.warnings} ⚠)"

@@ -228,3 +228,28 @@ def test_a_build_in_the_window_shows_progress_and_cancel_stops_it(qtbot, window,
         qtbot.mouseClick(jobs.cancel_button(job), Qt.MouseButton.LeftButton)
     assert sig.args[1].status == "cancelled", (sig.args[1].status, sig.args[1].error)
     assert window.engine is None and "cancelled" in window.status_label.text().lower()
+
+
+def test_a_profile_whose_sizes_break_the_graph_is_marked_with_a_one_click_fix(qtbot, window, tmp_path):
+    """A stride-4 FPN: max 1×1×128×130 makes its Add disagree (33 vs 32). The range is marked, the Readiness panel
+    names the Add, and 'Use …' puts in 128 (the nearest multiple of 4 below 130)."""
+    from tests.core.readiness.test_shape_range import fpn
+
+    path = tmp_path / "fpn.onnx"
+    onnx.save(fpn(), str(path))
+    open_and_wait(qtbot, window, path)
+    window.shapes_panel.edits["x"].setText("1x1x64x64")
+    window.shapes_panel.apply()
+    qtbot.waitUntil(lambda: not window.loader.is_busy(), timeout=30_000)
+    editor = window.run_panel.profile_box
+    edit, fix = editor.edits["x"], editor.fix_buttons["x"]
+    edit.setText("1x1x32x32:1x1x64x64:1x1x128x130")
+    edit.editingFinished.emit()
+    qtbot.waitUntil(lambda: fix.isVisible(), timeout=10_000)
+    assert "#b3261e" in edit.styleSheet() and "fpn_add" in edit.toolTip()
+    assert fix.text() == "Use 1x1x32x32:1x1x64x64:1x1x128x128"
+    assert any(f.code == "shape-break" and f.nodes == ["fpn_add"] for f in window.readiness.findings)
+    qtbot.mouseClick(fix, Qt.MouseButton.LeftButton)
+    assert edit.text() == "1x1x32x32:1x1x64x64:1x1x128x128"
+    qtbot.waitUntil(lambda: not fix.isVisible(), timeout=10_000)
+    assert edit.styleSheet() == "" and not any(f.code == "shape-break" for f in window.readiness.findings)

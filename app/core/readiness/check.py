@@ -54,8 +54,9 @@ def check_model(model: onnx.ModelProto, *, plan: PrecisionPlan | None = None,
     findings += graph_checks.check_io_types(index)
     findings += check_inputs(index, shapes, profile)
     findings += check_dim_names(index, shapes, profile)
+    fixes: dict[str, tuple[str, str]] = {}
     if not any(f.severity == "error" for f in findings if f.code.startswith(("shape", "profile", "input"))):
-        findings += check_shape_range(model, valid_shapes(index, shapes), profile)
+        findings += check_shape_range(model, valid_shapes(index, shapes), profile, fixes)
     findings += check_values(index, table, cache, path)
     if shape_result is None:  # types for the mixed-type check, shapes for the plan's: one inference for both
         shape_result = infer_shapes(model, valid_shapes(index, shapes))
@@ -70,7 +71,7 @@ def check_model(model: onnx.ModelProto, *, plan: PrecisionPlan | None = None,
     if plan is not None:
         findings += check_plan(index, plan, shape_result, cache, path)
     report = Report(findings=sort_findings(_merge_unscanned(findings), index.order), trt_version=version,
-                    targets=rtx_targets)
+                    targets=rtx_targets, profile_fixes=fixes)
     report.seconds = time.perf_counter() - started
     return report
 

@@ -44,6 +44,7 @@ class Report:
     trt_version: str = "11"
     seconds: float = 0.0
     targets: tuple[str, ...] = ()   # TensorRT for RTX compute capabilities checked (() for its default set)
+    profile_fixes: dict[str, tuple[str, str]] = field(default_factory=dict)  # input -> (problem, MIN:OPT:MAX fixed)
 
     @property
     def errors(self) -> int:

@@ -122,13 +122,16 @@ def check_dim_names(index: GraphIndex, shapes: Mapping[str, Sequence[int]] | Non
 
 
 def check_shape_range(model: object, shapes: Mapping[str, Sequence[int]] | None,
-                      profile: OptimizationProfile | None) -> list[Finding]:
+                      profile: OptimizationProfile | None, fixes: dict | None = None) -> list[Finding]:
     """Where the given shapes, or the profile's min/opt/max and sizes inside its ranges, make the graph's shapes
-    disagree (app.core.readiness.shape_range), with the rule on the input dims and the nearest valid sizes."""
-    from app.core.readiness.shape_range import analyse, analyse_profile
+    disagree (app.core.readiness.shape_range), with the rule on the input dims and the nearest valid sizes.
+    `fixes` receives, per profile input that breaks, the problem and the range with valid sizes."""
+    from app.core.readiness.shape_range import analyse, analyse_profile, profile_fixes
 
     if profile is not None and profile.inputs:
         report = analyse_profile(model, profile, shapes)  # type: ignore[arg-type]
+        if fixes is not None:
+            fixes.update(profile_fixes(report, profile))
         corners = {w: {**dict(shapes or {}), **profile.shapes(w)} for w in ("min", "opt", "max")}
     elif shapes:
         report = analyse(model, shapes=shapes)  # type: ignore[arg-type]

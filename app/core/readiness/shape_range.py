@@ -383,3 +383,25 @@ def analyse_profile(model: onnx.ModelProto, profile: object, shapes: Shapes | No
     ranges = {(n, a): (int(p.min[a]), int(p.max[a])) for n, p in inputs.items() for a in range(len(p.min))
               if p.min[a] != p.max[a]}
     return analyse(model, corners=corners, ranges=ranges, sample=sample)
+
+
+def profile_fixes(report: RangeReport, profile: object) -> dict[str, tuple[str, str]]:
+    """Per profile input whose min, opt or max breaks a rule: (the problem, the MIN:OPT:MAX text with each such dim
+    moved to the nearest valid size: down for max, up for min, the nearer for opt)."""
+    out: dict[str, tuple[str, str]] = {}
+    breaks = {which: b for which, b in report.breaks}
+    for name, p in (getattr(profile, "inputs", {}) or {}).items():
+        rules = [r for r in report.rules if r.input == name]
+        corners = {w: list(getattr(p, w)) for w in ("min", "opt", "max")}
+        wrong = [(w, r) for w in corners for r in rules if not r.ok(int(corners[w][r.axis]))]
+        if not wrong or not any(w in breaks for w, _ in wrong):
+            continue
+        for w, r in wrong:
+            v = int(corners[w][r.axis])
+            near = r.nearest(v) or [v]
+            corners[w][r.axis] = (min(near) if w == "max" else max(near) if w == "min" else
+                                  min(near, key=lambda x: (abs(x - v), x)))
+        first = next(breaks[w] for w, _ in wrong if w in breaks)
+        problem = f"{first.text()}; " + "; ".join(dict.fromkeys(r.text() for _, r in wrong))
+        out[name] = (problem, ":".join("x".join(map(str, corners[w])) for w in ("min", "opt", "max")))
+    return out
