@@ -132,7 +132,40 @@ def parse_matrix(doc: object, path: Path) -> Matrix:
         raise MatrixError("The batch matrix names no models.", fix="Add a 'models:' list of paths or globs.")
     matrix = Matrix(path=path.resolve(), doc=doc, models=models)
     expand(matrix)  # every setting checked now, before anything runs
+    for model in models:
+        _check_shapes(doc, model)
     return matrix
+
+
+def _check_shapes(doc: dict, model: dict) -> None:
+    """Refuse a model whose shapes, or whose build profile's min/opt/max, make its graph's shapes disagree: every
+    job of it would fail, after the batch has spent its time on the others (app.core.readiness.shape_range)."""
+    import onnx
+
+    from app.core.readiness.shape_range import analyse, analyse_profile
+
+    shapes = _shapes(model.get("shapes", doc.get("shapes")) or {}, model["path"])
+    if not shapes and not model.get("profile"):
+        return
+    try:
+        graph = onnx.load(model["path"], load_external_data=False)
+    except Exception:  # noqa: BLE001 - a model that does not load fails its own jobs, with their own message
+        return
+    if model.get("profile"):
+        from app.core.engine import OptimizationProfile
+
+        profile = OptimizationProfile.from_json(_profile(model))
+        report, corners = analyse_profile(graph, profile, shapes, sample=False), {
+            w: {**shapes, **profile.shapes(w)} for w in ("min", "opt", "max")}
+    else:
+        report, corners = analyse(graph, shapes=shapes), {"shapes": shapes}
+    if report.breaks:
+        which, first = report.breaks[0]
+        fixes = report.fixes(corners[which])
+        where = "its shapes" if which == "shapes" else f"its profile's {which}"
+        raise MatrixError(f"{Path(model['path']).name}: at {where} the graph's shapes disagree: {first.text()}.",
+                          fix=("Use " + "; ".join(fixes) + " in the matrix." if fixes else
+                               "Change the sizes in the matrix so that these dims agree."))
 
 
 def expand(matrix: Matrix) -> list[BatchJob]:

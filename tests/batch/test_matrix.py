@@ -139,3 +139,22 @@ steps: [compare, bench]
     bad = _write(tmp_path, path.read_text().replace("steps: [build]", "steps: [deploy]"), "bad.yaml")
     with pytest.raises(MatrixError, match="deploy"):
         load_matrix(bad)
+
+
+def test_shapes_or_a_profile_that_break_the_graph_are_refused_with_the_fix(tmp_path):
+    """Every job of such a model would fail after the others ran: the matrix is refused first, with the sizes."""
+    import onnx
+
+    from tests.core.readiness.test_shape_range import fpn
+
+    onnx.save(fpn(), str(tmp_path / "fpn.onnx"))
+    with pytest.raises(MatrixError) as info:
+        load_matrix(_write(tmp_path, "models:\n  - path: fpn.onnx\n    shapes: {x: [1, 1, 64, 42]}\n"))
+    assert "fpn.onnx: at its shapes the graph's shapes disagree: Add 'fpn_add'" in info.value.message
+    assert "x dim 3: 40 or 44 instead of 42" in info.value.fix
+    with pytest.raises(MatrixError) as info:
+        load_matrix(_write(tmp_path, "models:\n  - path: fpn.onnx\n    shapes: {x: [1, 1, 64, 64]}\n"
+                                     "    profile: ['x:1x1x32x32:1x1x64x64:1x1x128x130']\nsteps: [build]\n"
+                                     "backends: [trt-rtx]\n", "p.yaml"))
+    assert "at its profile's max" in info.value.message and "128 or 132 instead of 130" in info.value.fix
+    assert load_matrix(_write(tmp_path, "models:\n  - path: fpn.onnx\n    shapes: {x: [1, 1, 64, 44]}\n", "ok.yaml"))
