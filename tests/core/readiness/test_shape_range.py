@@ -152,3 +152,20 @@ def test_check_takes_a_profile(tmp_path, capsys):
     code = main(["check", path, "--trt-version", "rtx", "--profile", "x:1x1x32x32:1x1x64x64:1x1x128x130"])
     out = capsys.readouterr().out
     assert code == 1 and "[shape-break] At the profile's max" in out and "[profile-range-breaks]" in out
+
+
+def skip_concat() -> onnx.ModelProto:
+    """x[1,1,H,W] → Conv s2 → Resize ×2 → Concat(x, up) on channels: H and W must be even."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["d"], strides=[2, 2], name="down"),
+             helper.make_node("Resize", ["d", "", "scales"], ["up"], mode="nearest", name="up"),
+             helper.make_node("Concat", ["x", "up"], ["y"], axis=1, name="skip_concat")]
+    inits = [_w("w", [1, 1, 1, 1]), numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]
+    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, "H", "W"])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, "H", "W"])], inits)
+
+
+def test_a_concat_of_a_resampled_branch_needs_even_sizes():
+    (b,) = shape_breaks(skip_concat(), {"x": (1, 1, 31, 32)})
+    assert b.node == "skip_concat" and b.message == "inputs disagree on axis 2 (31 ≠ 32); only axis 1 may differ"
+    rule = dim_rule(skip_concat(), {"x": (1, 1, 32, 32)}, "x", 2, 31)
+    assert rule is not None and rule.multiple == 2 and rule.nearest(31) == [30, 32]

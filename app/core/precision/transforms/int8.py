@@ -386,17 +386,17 @@ def _with_stdout(fn: Callable | None, stream) -> Callable | None:
 
 
 def _validate(q: onnx.ModelProto) -> None:
+    """trtlab wrote `q`: a checker's refusal or a broken Q/DQ rule is its own fault (InvalidVariant, exit 4), not
+    the user's input (an SVTRv2 recognizer's INT8 graph was once refused with exit 2 and advice to re-plan)."""
+    from app.core.precision.transforms.validate import InvalidVariant, node_in
+
     if q.ByteSize() < _LARGE_MODEL:
         try:
             onnx.checker.check_model(q, full_check=True)
         except Exception as exc:
-            from app.core.precision.transforms.validate import InvalidVariant, node_in
-
             msg = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-            # trtlab wrote it: its fault (exit 4), not the user's input
             raise InvalidVariant("the ONNX checker", msg, node_in(msg), "int8") from exc
     problems = check_trt_qdq(q)
     if problems:
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-        raise Int8Error("The INT8 model breaks TensorRT's Q/DQ rules: " + "; ".join(problems[:3]) + more + ".",
-                        fix="Plan the nodes named here FP32 or FP16 and quantize again.")
+        raise InvalidVariant("TensorRT's Q/DQ rules", "; ".join(problems[:3]) + more, None, "int8")
