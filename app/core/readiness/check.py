@@ -54,12 +54,12 @@ def check_model(model: onnx.ModelProto, *, plan: PrecisionPlan | None = None,
     findings += graph_checks.check_io_types(index)
     findings += check_inputs(index, shapes, profile)
     findings += check_dim_names(index, shapes, profile)
-    fixes: dict[str, tuple[str, str]] = {}
-    if not any(f.severity == "error" for f in findings if f.code.startswith(("shape", "profile", "input"))):
-        findings += check_shape_range(model, valid_shapes(index, shapes), profile, fixes)
     findings += check_values(index, table, cache, path)
     if shape_result is None:  # types for the mixed-type check, shapes for the plan's: one inference for both
         shape_result = infer_shapes(model, valid_shapes(index, shapes))
+    fixes: dict[str, tuple[str, str]] = {}
+    if not any(f.severity == "error" for f in findings if f.code.startswith(("shape", "profile", "input"))):
+        findings += check_shape_range(model, valid_shapes(index, shapes), profile, fixes, shape_result)
     findings += check_mixed_types(index, shape_result)
     if targets and version != "rtx":
         raise ValueError("compute-capability targets are a TensorRT for RTX setting; check with trt_version='rtx'")

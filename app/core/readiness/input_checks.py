@@ -122,7 +122,8 @@ def check_dim_names(index: GraphIndex, shapes: Mapping[str, Sequence[int]] | Non
 
 
 def check_shape_range(model: object, shapes: Mapping[str, Sequence[int]] | None,
-                      profile: OptimizationProfile | None, fixes: dict | None = None) -> list[Finding]:
+                      profile: OptimizationProfile | None, fixes: dict | None = None,
+                      shape_result: object | None = None) -> list[Finding]:
     """Where the given shapes, or the profile's min/opt/max and sizes inside its ranges, make the graph's shapes
     disagree (app.core.readiness.shape_range), with the rule on the input dims and the nearest valid sizes.
     `fixes` receives, per profile input that breaks, the problem and the range with valid sizes."""
@@ -134,7 +135,7 @@ def check_shape_range(model: object, shapes: Mapping[str, Sequence[int]] | None,
             fixes.update(profile_fixes(report, profile))
         corners = {w: {**dict(shapes or {}), **profile.shapes(w)} for w in ("min", "opt", "max")}
     elif shapes:
-        report = analyse(model, shapes=shapes)  # type: ignore[arg-type]
+        report = analyse(model, shapes=shapes, result=shape_result)  # type: ignore[arg-type]
         corners = {"shapes": dict(shapes)}
     else:
         return []

@@ -142,11 +142,26 @@ def _check_node(node: onnx.NodeProto, ins: list[tuple[int, ...] | None], outs: l
     return None
 
 
+_MEMO: dict[tuple, list[ShapeBreak]] = {}  # (model id, node count, shapes) -> breaks: the GUI re-checks per edit
+_MEMO_SIZE = 256
+
+
 def shape_breaks(model: onnx.ModelProto, input_shapes: Shapes, result: ShapeResult | None = None
                  ) -> list[ShapeBreak]:
-    """Where these concrete input shapes make the top-level graph's shapes disagree, in graph order."""
+    """Where these concrete input shapes make the top-level graph's shapes disagree, in graph order. Answers for a
+    model object and shapes are remembered (the Readiness check runs again after every plan edit)."""
     shapes = {k: tuple(int(x) for x in v) for k, v in input_shapes.items()}
-    result = result if result is not None else infer_shapes(model, shapes)
+    memo = (id(model), len(model.graph.node), tuple(sorted(shapes.items())))
+    if memo in _MEMO:
+        return list(_MEMO[memo])
+    found = _breaks(model, shapes, result if result is not None else infer_shapes(model, shapes))
+    if len(_MEMO) >= _MEMO_SIZE:
+        _MEMO.pop(next(iter(_MEMO)))
+    _MEMO[memo] = found
+    return list(found)
+
+
+def _breaks(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]], result: ShapeResult) -> list[ShapeBreak]:
     g = model.graph
     consts: dict[str, onnx.TensorProto] = {t.name: t for t in g.initializer}
     for n in g.node:
@@ -337,15 +352,17 @@ def _rounded(shapes: Shapes, dynamic: Mapping[str, Sequence[int]], k: int) -> di
 
 
 def analyse(model: onnx.ModelProto, shapes: Shapes | None = None, corners: Mapping[str, Shapes] | None = None,
-            ranges: Mapping[tuple[str, int], tuple[int, int]] | None = None, sample: bool = True) -> RangeReport:
-    """Check the user's `shapes`, or a profile's `corners` ({"min": shapes, "opt": …, "max": …}) and sizes sampled
-    inside its `ranges` ({(input, axis): (lo, hi)}), and find the rule behind each break."""
+            ranges: Mapping[tuple[str, int], tuple[int, int]] | None = None, sample: bool = True,
+            result: ShapeResult | None = None) -> RangeReport:
+    """Check the user's `shapes` (`result`: their shape inference, when the caller has it), or a profile's `corners`
+    ({"min": shapes, "opt": …, "max": …}) and sizes sampled inside its `ranges` ({(input, axis): (lo, hi)}), and
+    find the rule behind each break."""
     report = RangeReport()
     dyn = dynamic_axes(model)
     sets = dict(corners or {}) if corners else ({"shapes": shapes} if shapes else {})
     ok: dict[str, bool] = {}
     for which, s in sets.items():
-        found = shape_breaks(model, s)
+        found = shape_breaks(model, s, result if which == "shapes" else None)
         ok[which] = not found
         report.breaks += [(which, b) for b in found[:3]]
     passing = [sets[w] for w in ("opt", "min", "max", "shapes") if ok.get(w)]
