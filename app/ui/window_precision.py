@@ -259,7 +259,7 @@ class PrecisionWindowMixin:
                                  profile=profile, targets=targets,
                                  trt_version=version,
                                  model_path=str(self.opened.path), shape_result=self.opened.shapes,
-                                 cache=self._readiness_cache)
+                                 cache=self._readiness_cache, shape_budget_s=0.5)
         except Exception as exc:  # a check must never take the window down
             log.exception("readiness check failed")
             self.readiness_panel.summary.setText(f"The readiness check failed: {exc}")

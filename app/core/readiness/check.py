@@ -26,7 +26,8 @@ def check_model(model: onnx.ModelProto, *, plan: PrecisionPlan | None = None,
                 shapes: Mapping[str, Sequence[int]] | None = None, trt_version: str = "11",
                 profile: OptimizationProfile | None = None, model_path: str | os.PathLike[str] | None = None,
                 shape_result: ShapeResult | None = None, cache: ScanCache | None = None,
-                table: SupportTable | None = None, targets: Sequence[str] | str | None = None) -> Report:
+                table: SupportTable | None = None, targets: Sequence[str] | str | None = None,
+                shape_budget_s: float | None = None) -> Report:
     """What would break (error), surprise (warning) or is worth knowing (info) in a TensorRT build of ``model``.
 
     ``shapes``: the user's input shapes (``{input: dims}``, as the input panel or ``--shapes`` gives them);
@@ -35,7 +36,8 @@ def check_model(model: onnx.ModelProto, *, plan: PrecisionPlan | None = None,
     inference the caller already ran (with the same shapes); ``cache`` keeps per-tensor value scans
     between calls (pass one per opened model so plan edits are cheap). ``trt_version`` "rtx" checks for
     TensorRT for RTX, whose ``targets`` are compute capabilities ("8.6,8.9"; None: its portable default).
-    Nothing here needs TensorRT.
+    ``shape_budget_s`` bounds the time the shape-range analysis spends on rules and on sizes inside a profile's
+    range (the window passes one: it checks after every edit). Nothing here needs TensorRT.
     """
     started = time.perf_counter()
     version = check_version(trt_version)
@@ -59,7 +61,8 @@ def check_model(model: onnx.ModelProto, *, plan: PrecisionPlan | None = None,
         shape_result = infer_shapes(model, valid_shapes(index, shapes))
     fixes: dict[str, tuple[str, str]] = {}
     if not any(f.severity == "error" for f in findings if f.code.startswith(("shape", "profile", "input"))):
-        findings += check_shape_range(model, valid_shapes(index, shapes), profile, fixes, shape_result)
+        findings += check_shape_range(model, valid_shapes(index, shapes), profile, fixes, shape_result,
+                                      shape_budget_s)
     findings += check_mixed_types(index, shape_result)
     if targets and version != "rtx":
         raise ValueError("compute-capability targets are a TensorRT for RTX setting; check with trt_version='rtx'")

@@ -123,19 +123,19 @@ def check_dim_names(index: GraphIndex, shapes: Mapping[str, Sequence[int]] | Non
 
 def check_shape_range(model: object, shapes: Mapping[str, Sequence[int]] | None,
                       profile: OptimizationProfile | None, fixes: dict | None = None,
-                      shape_result: object | None = None) -> list[Finding]:
+                      shape_result: object | None = None, budget_s: float | None = None) -> list[Finding]:
     """Where the given shapes, or the profile's min/opt/max and sizes inside its ranges, make the graph's shapes
     disagree (app.core.readiness.shape_range), with the rule on the input dims and the nearest valid sizes.
     `fixes` receives, per profile input that breaks, the problem and the range with valid sizes."""
     from app.core.readiness.shape_range import analyse, analyse_profile, profile_fixes
 
     if profile is not None and profile.inputs:
-        report = analyse_profile(model, profile, shapes)  # type: ignore[arg-type]
+        report = analyse_profile(model, profile, shapes, budget_s=budget_s)  # type: ignore[arg-type]
         if fixes is not None:
             fixes.update(profile_fixes(report, profile))
         corners = {w: {**dict(shapes or {}), **profile.shapes(w)} for w in ("min", "opt", "max")}
     elif shapes:
-        report = analyse(model, shapes=shapes, result=shape_result)  # type: ignore[arg-type]
+        report = analyse(model, shapes=shapes, result=shape_result, budget_s=budget_s)  # type: ignore[arg-type]
         corners = {"shapes": dict(shapes)}
     else:
         return []
@@ -153,6 +153,10 @@ def check_shape_range(model: object, shapes: Mapping[str, Sequence[int]] | None,
                                                                                            else ""),
                            fix + (" The build fails or its engine fails at these sizes." if which != "shapes" else
                                   " ONNX Runtime and TensorRT both fail at these sizes.")))
+    if report.cut:
+        out.append(Finding("info", "profile-range-partial", [],
+                           f"Sizes inside the profile's range were tried only in part ({budget_s:g} s spent).",
+                           "Run `trtlab check MODEL --profile …` to try them all."))
     for name, axis, value, b in report.inside:
         rule = report.rule_for(name, axis)
         out.append(Finding("warning", "profile-range-breaks", [b.node],

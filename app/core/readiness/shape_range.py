@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -224,7 +225,8 @@ class DimRule:
 
 
 def dim_rule(model: onnx.ModelProto, good: Shapes, name: str, axis: int, bad: int,
-             lo: int = 1, hi: int | None = None, budget: int = PROBE_BUDGET) -> DimRule | None:
+             lo: int = 1, hi: int | None = None, budget: int = PROBE_BUDGET,
+             deadline: float | None = None) -> DimRule | None:
     """The rule on input `name`'s dim `axis`, given shapes `good` that pass and a size `bad` of that dim that breaks
     them (every other dim as in `good`); sizes are probed within [lo, hi]. None when no simple rule explains it."""
     base = {k: tuple(int(x) for x in v) for k, v in good.items()}
@@ -233,7 +235,7 @@ def dim_rule(model: onnx.ModelProto, good: Shapes, name: str, axis: int, bad: in
 
     def passes(v: int) -> bool:
         if v not in seen:
-            if len(seen) >= budget:
+            if len(seen) >= budget or (deadline is not None and time.monotonic() > deadline):
                 raise _Spent
             dims = list(base[name])
             dims[axis] = v
@@ -287,7 +289,7 @@ def dynamic_axes(model: onnx.ModelProto) -> dict[str, list[int]]:
 def explain(model: onnx.ModelProto, failing: Shapes, candidates: Sequence[Shapes],
             dynamic: Mapping[str, Sequence[int]] | None = None,
             ranges: Mapping[tuple[str, int], tuple[int, int]] | None = None,
-            passes: Callable[[Shapes], bool] | None = None) -> list[DimRule]:
+            passes: Callable[[Shapes], bool] | None = None, deadline: float | None = None) -> list[DimRule]:
     """Rules on the dynamic dims that make `failing` break: from the first of `candidates` (other shapes of the same
     inputs: the profile's opt and min, say) that passes, each dynamic dim set to its failing size alone."""
     check = passes or (lambda s: not shape_breaks(model, s))
@@ -310,7 +312,7 @@ def explain(model: onnx.ModelProto, failing: Shapes, candidates: Sequence[Shapes
             if check(trial):
                 continue
             lo, hi = (ranges or {}).get((name, axis), (1, None))
-            rule = dim_rule(model, good, name, axis, bad, lo, hi)
+            rule = dim_rule(model, good, name, axis, bad, lo, hi, deadline=deadline)
             if rule is not None:
                 rules.append(rule)
     return rules
@@ -324,6 +326,7 @@ class RangeReport:
     breaks: list[tuple[str, ShapeBreak]] = field(default_factory=list)  # (which: shapes/min/opt/max, break)
     inside: list[tuple[str, int, int, ShapeBreak]] = field(default_factory=list)  # sizes inside a range that break
     rules: list[DimRule] = field(default_factory=list)
+    cut: bool = False  # the time budget ended the sampling inside the ranges
 
     def rule_for(self, name: str, axis: int) -> DimRule | None:
         return next((r for r in self.rules if r.input == name and r.axis == axis), None)
@@ -353,11 +356,13 @@ def _rounded(shapes: Shapes, dynamic: Mapping[str, Sequence[int]], k: int) -> di
 
 def analyse(model: onnx.ModelProto, shapes: Shapes | None = None, corners: Mapping[str, Shapes] | None = None,
             ranges: Mapping[tuple[str, int], tuple[int, int]] | None = None, sample: bool = True,
-            result: ShapeResult | None = None) -> RangeReport:
+            result: ShapeResult | None = None, budget_s: float | None = None) -> RangeReport:
     """Check the user's `shapes` (`result`: their shape inference, when the caller has it), or a profile's `corners`
     ({"min": shapes, "opt": …, "max": …}) and sizes sampled inside its `ranges` ({(input, axis): (lo, hi)}), and
-    find the rule behind each break."""
+    find the rule behind each break. With `budget_s` the rules and the sampling inside the ranges stop when it is
+    spent (the window checks on its own thread); the breaks at the given shapes or corners are always found."""
     report = RangeReport()
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     dyn = dynamic_axes(model)
     sets = dict(corners or {}) if corners else ({"shapes": shapes} if shapes else {})
     ok: dict[str, bool] = {}
@@ -370,7 +375,7 @@ def analyse(model: onnx.ModelProto, shapes: Shapes | None = None, corners: Mappi
         if ok[which]:
             continue
         candidates = passing + [_rounded(s, dyn, k) for k in (32, 64, 128)]
-        for rule in explain(model, s, candidates, dyn, ranges):
+        for rule in explain(model, s, candidates, dyn, ranges, deadline=deadline):
             if report.rule_for(rule.input, rule.axis) is None:
                 report.rules.append(rule)
     if sample and ranges and ok.get("opt"):
@@ -379,19 +384,23 @@ def analyse(model: onnx.ModelProto, shapes: Shapes | None = None, corners: Mappi
             if hi - lo < 2 or name not in opt:
                 continue
             for v in sorted({lo + 1, (lo + hi) // 2, (lo + hi) // 2 + 1, hi - 1} - {lo, hi}):
+                if deadline is not None and time.monotonic() > deadline:
+                    report.cut = True
+                    break
                 dims = list(opt[name])
                 dims[axis] = v
                 found = shape_breaks(model, {**opt, name: tuple(dims)})
                 if found:
                     report.inside.append((name, axis, v, found[0]))
-                    if report.rule_for(name, axis) is None and (rule := dim_rule(model, opt, name, axis, v, lo, hi)):
+                    if report.rule_for(name, axis) is None and (rule := dim_rule(model, opt, name, axis, v, lo, hi,
+                                                                                    deadline=deadline)):
                         report.rules.append(rule)
                     break
     return report
 
 
 def analyse_profile(model: onnx.ModelProto, profile: object, shapes: Shapes | None = None,
-                    sample: bool = True) -> RangeReport:
+                    sample: bool = True, budget_s: float | None = None) -> RangeReport:
     """`analyse` for an optimization profile (app.core.engine.OptimizationProfile: its inputs' min/opt/max), the
     user's `shapes` filling the inputs the profile leaves out."""
     inputs = getattr(profile, "inputs", {}) or {}
@@ -399,7 +408,7 @@ def analyse_profile(model: onnx.ModelProto, profile: object, shapes: Shapes | No
     corners = {w: {**fixed, **{n: tuple(getattr(p, w)) for n, p in inputs.items()}} for w in ("min", "opt", "max")}
     ranges = {(n, a): (int(p.min[a]), int(p.max[a])) for n, p in inputs.items() for a in range(len(p.min))
               if p.min[a] != p.max[a]}
-    return analyse(model, corners=corners, ranges=ranges, sample=sample)
+    return analyse(model, corners=corners, ranges=ranges, sample=sample, budget_s=budget_s)
 
 
 def profile_fixes(report: RangeReport, profile: object) -> dict[str, tuple[str, str]]:

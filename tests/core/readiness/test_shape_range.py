@@ -169,3 +169,15 @@ def test_a_concat_of_a_resampled_branch_needs_even_sizes():
     assert b.node == "skip_concat" and b.message == "inputs disagree on axis 2 (31 ≠ 32); only axis 1 may differ"
     rule = dim_rule(skip_concat(), {"x": (1, 1, 32, 32)}, "x", 2, 31)
     assert rule is not None and rule.multiple == 2 and rule.nearest(31) == [30, 32]
+
+
+def test_a_time_budget_cuts_the_sampling_but_never_the_corners():
+    """The window checks after every edit with a budget: breaks at min/opt/max are always found."""
+    from app.core.engine import InputProfile, OptimizationProfile
+
+    bad = OptimizationProfile.of([InputProfile("x", (1, 1, 32, 32), (1, 1, 64, 64), (1, 1, 128, 130))])
+    report = analyse_profile(fpn(), bad, budget_s=0.0)
+    assert [(w, b.node) for w, b in report.breaks] == [("max", "fpn_add")]
+    assert report.cut and report.inside == [] and report.rules == []
+    findings = check_model(fpn(), profile=bad, shape_budget_s=0.0).findings
+    assert {f.code for f in findings} >= {"shape-break", "profile-range-partial"}
