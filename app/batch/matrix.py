@@ -142,7 +142,7 @@ def _check_shapes(doc: dict, model: dict) -> None:
     job of it would fail, after the batch has spent its time on the others (app.core.readiness.shape_range)."""
     import onnx
 
-    from app.core.readiness.shape_range import analyse, analyse_profile
+    from app.core.readiness import analyse, analyse_profile
 
     shapes = _shapes(model.get("shapes", doc.get("shapes")) or {}, model["path"])
     if not shapes and not model.get("profile"):

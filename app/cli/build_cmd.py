@@ -54,7 +54,7 @@ def _check_profile_shapes(model_path: str, profile: object, shapes: dict) -> Non
     at those sizes."""
     import onnx
 
-    from app.core.readiness.shape_range import analyse_profile
+    from app.core.readiness import analyse_profile
 
     report = analyse_profile(onnx.load(model_path, load_external_data=False), profile, shapes, sample=False)
     if not report.breaks:

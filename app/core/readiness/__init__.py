@@ -21,14 +21,20 @@ TensorRT major version (``"10"``, ``"11"``). Codes, by check:
   dim_param that the shapes or the profile size apart: ``dim-param-conflict`` (refused when TensorRT builds)
 - precision plan: ``plan-unknown-nodes``, ``plan-fixed-node``, ``plan-kept-fp32``, ``plan-int8-skipped``,
   ``fp16-overflow``, ``bf16-overflow``, ``fp16-subnormal``
+- shapes that disagree at the given shapes or a profile's corners (:mod:`.shape_range`): ``shape-break``; sizes
+  inside a profile's range: ``profile-range-breaks``, ``profile-range-partial``
+- TensorRT for RTX (:mod:`.rtx_checks`): ``rtx-fp8-target``, ``rtx-turing-bf16``, ``rtx-turing-fp32-gemm``,
+  ``rtx-squeeze-no-axes``, ``rtx-nonzero-plugin``, ``rtx-if-builder``
 """
 
 from __future__ import annotations
 
 from app.core.readiness.check import check_model
 from app.core.readiness.findings import SEVERITIES, TRT_VERSIONS, Finding, Report, Severity
+from app.core.readiness.shape_range import DimRule, RangeReport, ShapeBreak, analyse, analyse_profile, shape_breaks
 from app.core.readiness.support import SupportTable, load_support_table
 from app.core.readiness.values import ScanCache
 
-__all__ = ["SEVERITIES", "TRT_VERSIONS", "Finding", "Report", "ScanCache", "Severity", "SupportTable",
-           "check_model", "load_support_table"]
+__all__ = ["SEVERITIES", "TRT_VERSIONS", "DimRule", "Finding", "RangeReport", "Report", "ScanCache", "Severity",
+           "ShapeBreak", "SupportTable", "analyse", "analyse_profile", "check_model", "load_support_table",
+           "shape_breaks"]

@@ -26,9 +26,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from app.core.model import ShapeResult, infer_shapes
-from app.core.model.onnx_walk import constant_tensor
-from app.core.precision.plan_keys import node_keys
+from app.core.model import ShapeResult, constant_tensor, infer_shapes, node_keys
 
 Shapes = Mapping[str, Sequence[int]]
 # Ops whose inputs broadcast against each other (numpy rules): every input for these, the first two for PRelu.
