@@ -17,6 +17,7 @@ from typing import Any
 
 from app.batch.matrix import BatchJob
 from app.core.fileio import atomic_write_text
+from app.core.safe_read import UnsafeFile, read_json_file
 
 FINISHED = ("done", "failed")
 
@@ -35,13 +36,16 @@ def write_job_result(results: Path, job: BatchJob, result: dict[str, Any]) -> Pa
     return path
 
 
+JOB_RESULT_LIMIT = 256 * 2**20  # one job's result JSON; a larger file is not one trtlab wrote
+
+
 def read_job_results(results: Path) -> dict[str, dict[str, Any]]:
     """Every recorded job by id; damaged files (a crash mid-write cannot make one, a hand edit can) are skipped."""
     out: dict[str, dict[str, Any]] = {}
     for path in sorted((results / "jobs").glob("*.json")):
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            doc = read_json_file(str(path), "batch job result", JOB_RESULT_LIMIT)
+        except (OSError, ValueError, UnsafeFile):
             continue
         if isinstance(doc, dict) and doc.get("status") in FINISHED:
             out[path.stem] = doc

@@ -129,3 +129,16 @@ def load_npz(data_or_path: bytes | str, what: str, *, member_limit: int, total_l
             return out
     except zipfile.BadZipFile as exc:
         raise ValueError(f"the {what} is not a readable .npz archive ({exc})") from exc
+
+
+def read_json_file(path: str, what: str, limit: int) -> Any:
+    """A JSON file's document: refused (UnsafeFile) beyond `limit` bytes before anything is read; text that is not
+    JSON, or nests deeper than the parser takes, is ValueError."""
+    import os
+
+    size = os.path.getsize(path)
+    if size > limit:
+        raise UnsafeFile(f"The {what} is {human_bytes(size)}, more than the {human_bytes(limit)} such a file may be.",
+                         fix=_fix(what))
+    with open(path, "rb") as fh:
+        return load_json(fh.read(limit + 1), what)

@@ -112,6 +112,9 @@ def command_for(spec: Mapping[str, Any]) -> str:
         return ""
 
 
+RESULT_JSON_LIMIT = 256 * 2**20  # a compare of many samples with its answers stays far below
+
+
 def read_result_file(path: str | Path) -> ReportItem:
     """A result JSON file, checked: it exists, is JSON, and is a trtlab result."""
     p = Path(path)
@@ -120,17 +123,22 @@ def read_result_file(path: str | Path) -> ReportItem:
                                                          "`trtlab compare … --json PATH`.")
     if p.is_dir():
         raise ReportError(f"'{p}' is a folder.", fix="Give the result JSON files (or a .trtlab project) inside it.")
+    from app.core.safe_read import UnsafeFile, read_json_file
+
     try:
-        text = p.read_text(encoding="utf-8")
+        doc = read_json_file(str(p), "result JSON", RESULT_JSON_LIMIT)
+    except UnsafeFile as exc:
+        raise ReportError(exc.message, fix="Give a result JSON file written by `trtlab … --json PATH`.") from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportError(f"'{p}' cannot be read as text: {getattr(exc, 'strerror', None) or exc}.",
                           fix="Give a result JSON file written by `trtlab … --json PATH`.") from exc
-    try:
-        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ReportError(f"'{p}' is not JSON (line {exc.lineno}: {exc.msg}).",
                           fix="Give a result JSON file written by `trtlab … --json PATH`, or a .trtlab "
                               "project.") from exc
+    except ValueError as exc:  # nested deeper than any result
+        raise ReportError(f"'{p}' is not a trtlab result: {exc}.",
+                          fix="Give a result JSON file written by `trtlab … --json PATH`.") from exc
     if not isinstance(doc, dict):
         raise ReportError(f"'{p}' holds a JSON {type(doc).__name__}, not a trtlab result.",
                           fix="Give the JSON that `trtlab compare|bench|diagnose|fallback|build --json` wrote.")

@@ -145,3 +145,17 @@ def test_a_plan_file_too_large_for_a_plan_is_refused(tmp_path):
         fh.truncate(PLAN_FILE_LIMIT + 1)  # sparse: no disk used
     exc, seconds, peak = _measure(lambda: PrecisionPlan.load(path))
     assert isinstance(exc, PlanError) and "more than a plan can be" in exc.message and seconds < 0.5 and peak < 4
+
+
+def test_a_result_json_too_large_or_too_deep_for_a_report_is_refused(tmp_path):
+    from app.reports.results import RESULT_JSON_LIMIT, ReportError, read_result_file
+
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as fh:
+        fh.truncate(RESULT_JSON_LIMIT + 1)
+    exc, seconds, peak = _measure(lambda: read_result_file(huge))
+    assert isinstance(exc, ReportError) and "more than the 256.0 MB" in exc.message and seconds < 0.5 and peak < 4
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(ReportError, match="nests deeper"):
+        read_result_file(deep)
