@@ -7,7 +7,7 @@ import sys
 
 from app.cli.checks import check_outputs
 from app.cli.output import EXIT_OK, add_model, write_json
-from app.core.model import ModelSummary, load_model, summarize
+from app.core.model import ModelSummary, hierarchy, load_model, summarize
 from app.core.units import human_bytes, human_count
 
 
@@ -37,6 +37,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     summary = summarize(doc)
     if args.json:
         out = summary.to_json()
+        out["hierarchy"] = [g.to_json() for g in hierarchy(doc.model.graph)]
         add_model(out, args.model)
         write_json(out, args.json)
         if args.json != "-":

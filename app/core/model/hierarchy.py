@@ -1,0 +1,104 @@
+"""The hierarchy in a graph's node names: groups by name scope, for `trtlab inspect --json` and a grouped view.
+
+Exporters name nodes by the module that made them: PyTorch and tf2onnx with `/` (`/model/encoder/layer.0/attention/
+self/MatMul`), jax2tf the same way, torch.onnx's dynamo exporter and some others with `.` (`inner.encoder.layer.0.
+attention.query.weight_cast`). A node's scope is its name without the last part; a numeric part joins the one
+before it (`layer.0`, not `layer` › `0`). Names without scopes (`Conv_0`, `p2o.Conv.12`, Paddle's empty names)
+are grouped in graph order — where neighbours in the graph mostly sit — into runs of at most :data:`RUN` nodes, so
+that no level of the tree lists thousands of nodes. A group whose only content is one group is merged with it
+(`StatefulPartitionedCall/masked_bert_model`), and a group with more than :data:`MAX_CHILDREN` direct nodes has them
+split into runs as well (Model Explorer splits at 1,000).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import onnx
+
+from app.core.model.onnx_walk import node_keys
+
+RUN = 200            # unscoped nodes per run
+MAX_CHILDREN = 1000  # direct nodes a group holds before they are split into runs
+_PADDLE = re.compile(r"^p2o\.[A-Za-z0-9_]+\.\d+$")  # Paddle2ONNX names a node by its op and a counter: no scope
+
+
+def scope_of(name: str) -> tuple[str, ...]:
+    """The scope parts of a node name (empty when it has none)."""
+    if "/" in name:
+        parts = [p for p in name.split("/") if p]
+    elif "." in name and not _PADDLE.match(name):
+        parts = []
+        for p in name.split("."):
+            if p.isdigit() and parts:
+                parts[-1] = f"{parts[-1]}.{p}"
+            elif p:
+                parts.append(p)
+    else:
+        return ()
+    return tuple(parts[:-1])
+
+
+@dataclass
+class Group:
+    name: str
+    path: str
+    nodes: list[int] = field(default_factory=list)       # direct nodes, by index in graph.node
+    children: dict[str, Group] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return len(self.nodes) + sum(c.total for c in self.children.values())
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "path": self.path, "nodes": self.total,
+                "children": [c.to_json() for c in self.children.values()]}
+
+
+def _runs(indices: list[int], keys: Sequence[str], parent: str) -> dict[str, Group]:
+    out: dict[str, Group] = {}
+    for start in range(0, len(indices), RUN):
+        chunk = indices[start:start + RUN]
+        name = f"{keys[chunk[0]]} … {keys[chunk[-1]]}" if len(chunk) > 1 else keys[chunk[0]]
+        out[name] = Group(name, f"{parent}/{name}" if parent else name, list(chunk))
+    return out
+
+
+def _tidy(group: Group, keys: Sequence[str]) -> Group:
+    for name in list(group.children):
+        group.children[name] = _tidy(group.children[name], keys)
+    # one child group and nothing else: one level, "a/b"
+    while not group.nodes and len(group.children) == 1:
+        (child,) = group.children.values()
+        group = Group(f"{group.name}/{child.name}" if group.name else child.name, child.path, child.nodes,
+                      child.children)
+    if len(group.nodes) > MAX_CHILDREN or (group.children and len(group.nodes) > RUN):
+        group.children.update(_runs(group.nodes, keys, group.path))
+        group.nodes = []
+    return group
+
+
+def hierarchy(graph: onnx.GraphProto) -> list[Group]:
+    """The groups of the top-level graph's nodes by name scope (see the module's doc); empty when the names carry
+    no scopes and the graph is small enough to show flat."""
+    keys = node_keys(graph)
+    root = Group("", "")
+    unscoped: list[int] = []
+    for i, node in enumerate(graph.node):
+        scope = scope_of(node.name)
+        if not scope:
+            unscoped.append(i)
+            continue
+        g = root
+        for part in scope:
+            if part not in g.children:
+                g.children[part] = Group(part, f"{g.path}/{part}" if g.path else part)
+            g = g.children[part]
+        g.nodes.append(i)
+    if not root.children and len(unscoped) <= RUN:
+        return []
+    root.children.update(_runs(unscoped, keys, "") if root.children or len(unscoped) > RUN else {})
+    tidy = _tidy(root, keys)
+    return list(tidy.children.values()) if not tidy.name else [tidy]
