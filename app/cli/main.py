@@ -19,9 +19,9 @@ from app.core.errors import TrtlabError
 
 # Every subcommand of the public interface; those not built yet say so and exit 2.
 SUBCOMMANDS = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check",
-               "build", "report", "batch", "profile")
+               "build", "report", "batch", "profile", "diff")
 _BUILT = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check", "build", "batch",
-          "report", "profile")
+          "report", "profile", "diff")
 _PLANNED = frozenset(SUBCOMMANDS) - set(_BUILT)
 
 
@@ -35,6 +35,7 @@ def _command_modules() -> dict[str, ModuleType]:
         check_cmd,
         compare_cmd,
         diagnose_cmd,
+        diff_cmd,
         fallback_cmd,
         profile_cmd,
         report_cmd,
@@ -44,7 +45,7 @@ def _command_modules() -> dict[str, ModuleType]:
 
     return {"run": run_cmd, "compare": compare_cmd, "diagnose": diagnose_cmd, "fallback": fallback_cmd,
             "variant": variant_cmd, "bench": bench_cmd, "profile": profile_cmd,
-            "build": build_cmd, "check": check_cmd, "batch": batch_cmd,
+            "build": build_cmd, "check": check_cmd, "diff": diff_cmd, "batch": batch_cmd,
             "report": report_cmd}
 
 

