@@ -43,8 +43,7 @@ def format_diff(doc: dict, a: str, b: str) -> str:
 def cmd_diff(args: argparse.Namespace) -> int:
     import sys
 
-    from app.core.model import load_model
-    from app.core.model.diff import diff_models
+    from app.core.model import diff_models, load_model
 
     a, b = load_model(args.model), load_model(args.other)
     check_outputs(args, a)

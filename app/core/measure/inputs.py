@@ -22,7 +22,14 @@ import onnx
 
 from app.core.errors import InputError, ShapeSpecError
 from app.core.measure.images import ImagePreprocess
-from app.core.model import TensorInfo, dynamic_dims, graph_inputs, validate_input_shape, value_info_to_tensor_info
+from app.core.model import (
+    TensorInfo,
+    dynamic_dims,
+    graph_constants,
+    graph_inputs,
+    validate_input_shape,
+    value_info_to_tensor_info,
+)
 
 SOURCE_KINDS = ("random", "npz", "folder", "images")
 DEFAULT_INT_RANGE = (0, 2)  # masks and segment ids are 0/1; a safe guess when nothing bounds an input
@@ -125,16 +132,6 @@ def _is_int_dtype(dtype: str) -> bool:
     return dtype.startswith(("int", "uint"))
 
 
-def _constants(graph: onnx.GraphProto) -> dict[str, onnx.TensorProto]:
-    found = {t.name: t for t in graph.initializer}
-    for node in graph.node:
-        if node.op_type == "Constant" and node.output:
-            for a in node.attribute:
-                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
-                    found[node.output[0]] = a.t
-    return found
-
-
 def _attr(node: onnx.NodeProto, name: str, default: int) -> int:
     return next((int(a.i) for a in node.attribute if a.name == name), default)
 
@@ -175,7 +172,7 @@ def integer_input_ranges(model: onnx.ModelProto) -> dict[str, tuple[int, int]]:
     intersected. Inputs with no bound get ``[0, 256)`` when they look like 8-bit images, else ``[0, 2)``.
     """
     graph = model.graph
-    consts = _constants(graph)
+    consts = graph_constants(graph)
     consumers: dict[str, list[tuple[onnx.NodeProto, int]]] = {}
     for node in graph.node:
         for pos, name in enumerate(node.input):

@@ -8,6 +8,7 @@ Other packages import these names from here; the modules inside import each othe
 from __future__ import annotations
 
 from app.core.model.demo import BUNDLED_DEMO, bundled_demo_model, write_demo_model
+from app.core.model.diff import ModelDiff, NodeDiff, diff_models
 from app.core.model.display_graph import KIND_OP, DisplayGraph
 from app.core.model.hierarchy import Group, hierarchy, scope_of
 from app.core.model.loader import external_refs, load_model, resolve_external
@@ -15,6 +16,7 @@ from app.core.model.onnx_walk import (
     SUBGRAPH_OPS,
     constant_tensor,
     dtype_name,
+    graph_constants,
     iter_graphs,
     node_key,
     node_keys,
@@ -36,11 +38,12 @@ from app.core.model.weights import (
     weight_stats,
 )
 
-__all__ = ["ALL_CATEGORIES", "BUNDLED_DEMO", "FP16_MIN_NORMAL", "FP16_MIN_SUBNORMAL", "KIND_OP", "POOL_OPS", "Group",
-           "hierarchy", "scope_of", "QUANTIZABLE_OPS", "SUBGRAPH_OPS", "WEIGHTED_OPS", "Dim",
-           "DisplayGraph", "GraphPicture", "ModelSummary", "OpenedModel", "SearchHit", "SelectionModel",
+__all__ = ["ALL_CATEGORIES", "BUNDLED_DEMO", "FP16_MIN_NORMAL", "FP16_MIN_SUBNORMAL", "KIND_OP", "POOL_OPS",
+           "QUANTIZABLE_OPS", "SUBGRAPH_OPS", "WEIGHTED_OPS", "Dim", "DisplayGraph", "GraphPicture",
+           "Group", "ModelDiff", "ModelSummary", "NodeDiff", "OpenedModel", "SearchHit", "SelectionModel",
            "ShapeResult", "TensorInfo", "WeightStats", "bundled_demo_model", "constant_tensor",
-           "dtype_name", "dynamic_dims", "external_refs", "find_tensor", "graph_inputs", "infer_shapes",
-           "iter_graphs", "lay_out", "load_model", "node_key", "node_keys", "node_subgraphs", "open_model",
-           "parse_shape_spec", "resolve_external", "search_graph", "summarize", "tensor_to_array",
-           "validate_input_shape", "value_info_to_tensor_info", "weight_stats", "write_demo_model"]
+           "diff_models", "dtype_name", "dynamic_dims", "external_refs", "find_tensor", "graph_constants",
+           "graph_inputs", "hierarchy", "infer_shapes", "iter_graphs", "lay_out", "load_model", "node_key",
+           "node_keys", "node_subgraphs", "open_model", "parse_shape_spec", "resolve_external", "scope_of",
+           "search_graph", "summarize", "tensor_to_array", "validate_input_shape",
+           "value_info_to_tensor_info", "weight_stats", "write_demo_model"]

@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from app.core.model.onnx_walk import dtype_name, node_keys
+from app.core.model.onnx_walk import dtype_name, graph_constants, node_keys
 
 MAX_VALUES = 50_000_000  # weights larger than this are compared by dtype and shape only
 _INSERTED = frozenset({"Cast", "QuantizeLinear", "DequantizeLinear"})  # what precision transforms put in between
@@ -73,16 +73,6 @@ def _io(kind: str, a: Iterable[onnx.ValueInfoProto], b: Iterable[onnx.ValueInfoP
     return out
 
 
-def _weights(graph: onnx.GraphProto) -> dict[str, onnx.TensorProto]:
-    out = {t.name: t for t in graph.initializer}
-    for n in graph.node:
-        if n.op_type == "Constant" and n.output:
-            for a in n.attribute:
-                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
-                    out[n.output[0]] = a.t
-    return out
-
-
 def _weight_change(name: str, ta: onnx.TensorProto, tb: onnx.TensorProto, base_dir_a: str | None,
                    base_dir_b: str | None) -> str | None:
     sa, sb = f"{dtype_name(ta.data_type)}{list(ta.dims)}", f"{dtype_name(tb.data_type)}{list(tb.dims)}"
@@ -120,7 +110,7 @@ def diff_models(a: onnx.ModelProto, b: onnx.ModelProto, *, base_dir_a: str | Non
     na, nb = dict(zip(ka, ga.node, strict=True)), dict(zip(kb, gb.node, strict=True))
     pa = {o: k for k, n in na.items() for o in n.output if o}
     pb = {o: k for k, n in nb.items() for o in n.output if o}
-    wa, wb = _weights(ga), _weights(gb)
+    wa, wb = graph_constants(ga), graph_constants(gb)
     pairs: dict[str, str] = {}   # B key -> A key
     how: dict[str, str] = {}
     for k in kb:

@@ -118,3 +118,14 @@ def node_keys(graph: onnx.GraphProto) -> list[str]:
             k = f"{k}@{first}"
         out.append(k)
     return out
+
+
+def graph_constants(graph: onnx.GraphProto) -> dict[str, onnx.TensorProto]:
+    """{name: tensor} of a graph's initializers and of its Constant nodes that hold a tensor (`value`)."""
+    found = {t.name: t for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output:
+            for a in node.attribute:
+                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                    found[node.output[0]] = a.t
+    return found
