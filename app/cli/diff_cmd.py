@@ -20,6 +20,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", metavar="A.onnx")
     p.add_argument("other", metavar="B.onnx")
     p.add_argument("--all", action="store_true", help="list the nodes that are the same too (JSON)")
+    p.add_argument("--run", action="store_true",
+                   help="also run both models on the same inputs (ONNX Runtime, CPU) and compare the outputs of "
+                        "matched nodes: where do they start to disagree?")
+    p.add_argument("--shapes", metavar="SPEC", help="input shapes for --run, e.g. x:1x3x224x224")
+    p.add_argument("--seed", type=int, default=0, help="seed of --run's random inputs (default 0)")
     p.add_argument("--json", metavar="PATH|-", help="write the diff as JSON to PATH, or stdout with -")
 
 
@@ -53,8 +58,53 @@ def cmd_diff(args: argparse.Namespace) -> int:
     other: dict = {}
     add_model(other, args.other)
     doc["other"], doc["other_sha256"] = other.get("model"), other.get("model_sha256")
+    if args.run:
+        doc["numeric"] = _numeric(a, b, result, args)
     text = format_diff(doc, args.model, args.other)
+    if args.run:
+        text += "\n" + _numeric_text(doc["numeric"])
     if args.json:
         write_json(doc, args.json)
     (sys.stderr if args.json == "-" else sys.stdout).write(text + "\n")
     return EXIT_OK if result.identical else EXIT_NOT_MET
+
+
+DISAGREE = 0.9999  # a matched pair below this cosine disagrees
+RELATIVE = 1e-3    # …or whose max |Δ| passes this fraction of A's largest |value| (a scaled tensor keeps its cosine)
+
+
+def _numeric(a, b, result, args: argparse.Namespace) -> dict:
+    """Both models on one seeded random sample; the matched pairs' first outputs compared in B's order."""
+    from app.core.measure import InputSource, make_samples, resolve_input_shapes
+    from app.core.model import graph_inputs, parse_shape_spec, value_info_to_tensor_info
+    from app.core.precision import compare_matched
+
+    infos = [value_info_to_tensor_info(v) for v in graph_inputs(a.model.graph)]
+    shapes = resolve_input_shapes(infos, parse_shape_spec(args.shapes, infos) if args.shapes else {})
+    feeds = make_samples(a.model, infos, shapes, InputSource(seed=args.seed), 1)[0]
+    nodes_a = dict(zip(_keys(a.model.graph), a.model.graph.node, strict=True))
+    nodes_b = dict(zip(_keys(b.model.graph), b.model.graph.node, strict=True))
+    pairs = [(n.a, nodes_a[n.a].output[0], n.b, nodes_b[n.b].output[0]) for n in result.nodes
+             if n.a and n.b and nodes_a[n.a].output and nodes_b[n.b].output]
+    rows = compare_matched(a.model, b.model, pairs, feeds)
+    first = next((r for r in rows if r["shape_differs"] or (r["cosine"] is not None and r["cosine"] < DISAGREE)
+                  or (r["relative"] is not None and r["relative"] > RELATIVE)), None)
+    worst = sorted((r for r in rows if r["cosine"] is not None), key=lambda r: r["cosine"])[:10]
+    return {"compared": len(rows), "threshold": DISAGREE, "first_disagreement": first, "worst": worst,
+            "inputs": f"random data (seed {args.seed})"}
+
+
+def _keys(graph):
+    from app.core.model import node_keys
+
+    return node_keys(graph)
+
+
+def _numeric_text(num: dict) -> str:
+    first = num["first_disagreement"]
+    head = f"Run on {num['inputs']}: {num['compared']} matched node outputs compared"
+    if first is None:
+        return head + f"; all agree (cosine ≥ {num['threshold']}, max |Δ| within {RELATIVE:g} of the largest value)."
+    what = ("shapes differ" if first["shape_differs"] else
+            f"cosine {first['cosine']:.6f}, max |Δ| {first['max_abs']:.3g}")
+    return head + f"; they first disagree at '{first['b']}' (A: '{first['a']}'): {what}."

