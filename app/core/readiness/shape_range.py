@@ -141,7 +141,7 @@ def _check_node(node: onnx.NodeProto, ins: list[tuple[int, ...] | None], outs: l
     return None
 
 
-_MEMO: dict[tuple, list[ShapeBreak]] = {}  # (model id, node count, shapes) -> breaks: the GUI re-checks per edit
+_MEMO: dict[tuple, list[ShapeBreak]] = {}  # (graph fingerprint, shapes) -> breaks: the GUI re-checks per edit
 _MEMO_SIZE = 256
 
 
@@ -150,7 +150,7 @@ def shape_breaks(model: onnx.ModelProto, input_shapes: Shapes, result: ShapeResu
     """Where these concrete input shapes make the top-level graph's shapes disagree, in graph order. Answers for a
     model object and shapes are remembered (the Readiness check runs again after every plan edit)."""
     shapes = {k: tuple(int(x) for x in v) for k, v in input_shapes.items()}
-    memo = (id(model), len(model.graph.node), tuple(sorted(shapes.items())))
+    memo = (_fingerprint(model.graph), tuple(sorted(shapes.items())))
     if memo in _MEMO:
         return list(_MEMO[memo])
     found = _breaks(model, shapes, result if result is not None else infer_shapes(model, shapes))
@@ -158,6 +158,17 @@ def shape_breaks(model: onnx.ModelProto, input_shapes: Shapes, result: ShapeResu
         _MEMO.pop(next(iter(_MEMO)))
     _MEMO[memo] = found
     return list(found)
+
+
+def _fingerprint(graph: onnx.GraphProto) -> int:
+    """What the breaks depend on, hashed: every node's op, name, inputs, outputs and attributes, and the small
+    initializers (Reshape targets, Resize scales) by value. Not the object's id: a new model can reuse an old id."""
+    nodes = tuple((n.op_type, n.name, tuple(n.input), tuple(n.output), n.SerializeToString() if n.attribute else b"")
+                  for n in graph.node)
+    small = tuple((t.name, tuple(t.dims), t.SerializeToString()) for t in graph.initializer
+                  if math.prod(t.dims) <= 64)
+    inputs = tuple(v.SerializeToString() for v in graph.input)
+    return hash((nodes, small, inputs))
 
 
 def _breaks(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]], result: ShapeResult) -> list[ShapeBreak]:

@@ -181,3 +181,13 @@ def test_a_time_budget_cuts_the_sampling_but_never_the_corners():
     assert report.cut and report.inside == [] and report.rules == []
     findings = check_model(fpn(), profile=bad, shape_budget_s=0.0).findings
     assert {f.code for f in findings} >= {"shape-break", "profile-range-partial"}
+
+
+def test_remembered_answers_follow_the_graph_not_the_object():
+    """The same node names and count, another Reshape target: the remembered answer of the first is not the second's
+    (models made and dropped in turn can reuse one object id)."""
+    for _ in range(3):
+        assert len(shape_breaks(rows_of_16(), {"x": (1, 40)})) == 1
+        other = rows_of_16()
+        other.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.array([-1, 8], np.int64), "shape"))
+        assert shape_breaks(other, {"x": (1, 40)}) == []
