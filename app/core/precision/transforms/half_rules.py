@@ -212,3 +212,35 @@ def shape_nodes(graph: onnx.GraphProto, dtype: Callable[[str], str | None]) -> s
         if all(bound_tensor[name] for name in floats):
             found.add(i)
     return found
+
+
+def tensor_readers(graph: onnx.GraphProto) -> dict[str, list[tuple[int, int]]]:
+    """Each tensor's readers as (node index, input position); -1 where a node's subgraph reads it."""
+    readers: dict[str, list[tuple[int, int]]] = {}
+    for i, node in enumerate(graph.node):
+        for j, name in enumerate(node.input):
+            if name:
+                readers.setdefault(name, []).append((i, j))
+        for name in outer_names(node):
+            readers.setdefault(name, []).append((i, -1))
+    return readers
+
+
+def casts_to_half(graph: onnx.GraphProto, readers: dict[str, list[tuple[int, int]]],
+                  reads_half: Callable[[int, int], bool]) -> list[int]:
+    """The model's own Casts to FP32 whose every reader reads the output as half (`reads_half(node, position)`):
+    the half variant casts them straight to the half type (`Cast(int8 → FP32) → Cast(→ FP16)` would be two kernels
+    per weight of a weight-only quantized model). Their readers get half data either way, so nothing they compute
+    changes; a Cast that a graph output, a subgraph or an FP32 node reads keeps its type (CAST_REASON)."""
+    outputs = {o.name for o in graph.output}
+    found = []
+    for i, node in enumerate(graph.node):
+        if node.op_type != "Cast" or (node.domain or "") not in ("", "ai.onnx") or not node.output:
+            continue
+        to = next((a.i for a in node.attribute if a.name == "to"), None)
+        name = node.output[0]
+        uses = readers.get(name, [])
+        if to == onnx.TensorProto.FLOAT and name not in outputs and uses and all(
+                j >= 0 and reads_half(k, j) for k, j in uses):
+            found.append(i)
+    return found
