@@ -46,6 +46,11 @@ Every variant is judged the same way, in this process (the project's onnx and on
   20 warm-up runs, FP32 and each valid variant, on `--backend`, timed in turns (10 runs of each in rotation), in
   `--sessions` sessions each (default 3: each session picks its own kernels), the median of the sessions' medians.
 
+The speed target: trtlab's variant is at most 3 % slower than the fastest *rival*, a peer's valid variant whose
+answers are as good as trtlab's (no new NaN/Inf, no failed verdict where trtlab passes, no worse task metric). A
+faster peer whose answer is worse is named beside the row, not raced. The script prints the gap for every timed
+model and marks the misses.
+
 Afterwards the script lists each model where trtlab's variant is invalid while a peer's is valid, or less accurate
 than a peer's: a lower worst cosine (lower by more than 1e-6, and 1 - cos more than 1.1x the peer's), a failed
 verdict where the peer passes, or a worse task metric (mask IoU lower by 1e-3, PSNR by 0.5 dB, any top-1 or token
@@ -376,6 +381,34 @@ def behind(row: dict) -> list[str]:
     return why
 
 
+SPEED_TARGET = 0.03  # trtlab's variant is at most this much slower than the fastest rival
+
+
+def speed_gap(row: dict) -> dict | None:
+    """How far trtlab's variant is behind the fastest *rival*: a peer's valid variant whose answers are as good as
+    trtlab's (no new NaN/Inf, no failed verdict where trtlab passes, no task metric worse). A peer that is faster
+    because it destroyed the answer (PP-OCRv4 det's text map at IoU 0.000, tesseranet's NaN) is named, not raced.
+    None when trtlab's variant or every peer's is untimed."""
+    t = row["converters"].get("trtlab", {})
+    if "ms" not in t:
+        return None
+    rivals, wrong = {}, {}
+    for peer in ("occ", "autocast"):
+        p = row["converters"].get(peer, {})
+        if "ms" not in p:
+            continue
+        worse = (p.get("new_nonfinite") or (t.get("passed") and not p.get("passed"))
+                 or worse_task(p.get("task", {}), t.get("task", {})))
+        (wrong if worse else rivals)[peer] = p["ms"]
+    if not rivals and not wrong:
+        return None
+    best = min(rivals, key=rivals.__getitem__) if rivals else None
+    gap = (t["ms"] / rivals[best] - 1) if best else None
+    return {"fastest_rival": best, "behind": None if gap is None else round(gap, 4),
+            "met": gap is None or gap <= SPEED_TARGET, "faster_but_wrong": {
+                k: v for k, v in wrong.items() if v < t["ms"]}}
+
+
 def judge_variant(name: str, path: str, original, ref: list[dict], kinds: dict, ctx: dict) -> dict:
     """Validity (checker + ONNX Runtime CPU), node counts and accuracy of one variant."""
     import onnx
@@ -524,6 +557,7 @@ def survey(path: Path, shapes: dict, args: argparse.Namespace, cache: Path) -> d
                 cell["ms_error"] = errors[conv]
     row["fp32_differences"] = fp32_differences(row)
     row["trtlab_behind"] = behind(row)
+    row["speed"] = speed_gap(row)
     return row
 
 
@@ -675,6 +709,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\ntrtlab's FP16 invalid or less accurate than a peer's: {len(lagging)} of {len(rows)} models")
     for r in lagging:
         print(f"  {r['model']}: " + "; ".join(r["trtlab_behind"]))
+    timed = [r for r in rows if r.get("speed")]
+    if timed:
+        slow = [r for r in timed if not r["speed"]["met"]]
+        print(f"trtlab's FP16 more than {SPEED_TARGET:.0%} slower than the fastest peer with answers as good: "
+              f"{len(slow)} of {len(timed)} timed models")
+        for r in timed:
+            sp = r["speed"]
+            gap = "no rival" if sp["behind"] is None else f"{sp['behind']:+.1%} vs {TITLES[sp['fastest_rival']]}"
+            wrong = "; ".join(f"{TITLES[k]} faster ({v:.3f} ms) but its answers are worse"
+                              for k, v in sp["faster_but_wrong"].items())
+            print(f"  {r['model']}: {gap}" + (f" ({wrong})" if wrong else "") + ("" if sp["met"] else "  MISSED"))
     valid = {c: sum(bool(r["converters"].get(c, {}).get("valid")) for r in rows) for c in CONVERTERS}
     print("valid variants: " + ", ".join(f"{TITLES[c]} {n}/{len(rows)}" for c, n in valid.items()))
     peer_versions = next((r["peer_versions"] for r in rows if r.get("peer_versions")), {})

@@ -4,6 +4,7 @@ fused into each), what differs from the plan, per-layer time after a benchmark, 
 from __future__ import annotations
 
 import html
+import time
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -18,18 +19,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.ui.num_item import NumItem
+
 COLUMNS = ("Engine layer", "Type", "Ran in", "Time (ms)", "Share", "Tactic", "ONNX nodes")
-
-
-class _Num(QTableWidgetItem):
-    """Sorts by the number, shows the text."""
-
-    def __init__(self, text: str, value: float) -> None:
-        super().__init__(text)
-        self.value = value
-
-    def __lt__(self, other: QTableWidgetItem) -> bool:  # noqa: D105
-        return self.value < getattr(other, "value", float("-inf"))
 
 
 class EnginePanel(QWidget):
@@ -40,6 +32,7 @@ class EnginePanel(QWidget):
         super().__init__(parent)
         self.doc: dict | None = None
         self.times: dict[str, dict] = {}
+        self.times_at = 0.0
         col = QVBoxLayout(self)
         col.setContentsMargins(4, 4, 4, 4)
         top = QHBoxLayout()
@@ -72,6 +65,7 @@ class EnginePanel(QWidget):
         """A build result (`app.backends.tasks.build:build_task`)."""
         self.doc = doc
         self.times = {}  # times belong to one engine
+        self.times_at = 0.0
         self.save_button.setEnabled(bool(doc and doc.get("engine")))
         if not doc:
             self.summary.setText("No engine yet: Run ▸ Build TensorRT Engine (Ctrl+Shift+B) builds the plan's variant.")
@@ -126,6 +120,7 @@ class EnginePanel(QWidget):
     def set_times(self, times: dict[str, dict]) -> None:
         """Per engine layer timing from a trt benchmark (`layer_times`)."""
         self.times = dict(times or {})
+        self.times_at = time.monotonic()  # the graph's "time" colours show the newer of these and a profile
         self._fill()
 
     def _fill(self) -> None:
@@ -137,8 +132,8 @@ class EnginePanel(QWidget):
             nodes = layer.get("onnx_nodes", [])
             cells = [QTableWidgetItem(layer["name"]), QTableWidgetItem(layer.get("type", "")),
                      QTableWidgetItem(layer.get("precision", "").upper()),
-                     _Num("" if t is None else f"{t['mean_ms']:.4f}", -1.0 if t is None else t["mean_ms"]),
-                     _Num("" if t is None else f"{100 * t['share']:.1f} %", -1.0 if t is None else t["share"]),
+                     NumItem("" if t is None else f"{t['mean_ms']:.4f}", -1.0 if t is None else t["mean_ms"]),
+                     NumItem("" if t is None else f"{100 * t['share']:.1f} %", -1.0 if t is None else t["share"]),
                      QTableWidgetItem(str(layer.get("tactic", ""))), QTableWidgetItem(", ".join(nodes))]
             cells[0].setData(Qt.ItemDataRole.UserRole, nodes)
             cells[0].setToolTip(layer["name"])

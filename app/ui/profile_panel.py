@@ -5,6 +5,7 @@ candidate runs, and the measured reasons it is slower. Double-clicking a row sho
 from __future__ import annotations
 
 import html
+import time
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -21,8 +22,8 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.measure import device_word, node_devices, node_shares
-from app.ui.engine_panel import _Num
 from app.ui.node_colors import device_colors, time_colors
+from app.ui.num_item import NumItem
 
 COLUMNS = ("Node", "Op", "Ran on", "Time (ms)", "Share")
 AGAINST_COLUMNS = ("Reference (ms)", "Δ (ms)")
@@ -38,6 +39,7 @@ class ProfilePanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.doc: dict | None = None
+        self.doc_at = 0.0  # when it was set: the graph's "time" colours show the newer of it and engine times
         col = QVBoxLayout(self)
         col.setContentsMargins(4, 4, 4, 4)
         top = QHBoxLayout()
@@ -75,6 +77,7 @@ class ProfilePanel(QWidget):
     def set_profile(self, doc: dict | None) -> None:
         """A profile job's result (`app.backends.tasks.profile:profile_task`), or None to clear."""
         self.doc = doc or None
+        self.doc_at = time.monotonic()
         self.show_reference.setChecked(False)
         self.show_reference.setVisible(bool(doc and doc.get("against")))
         if not doc:
@@ -164,14 +167,14 @@ class ProfilePanel(QWidget):
             where = device_word(str(n.get("provider", "")))
             cells = [QTableWidgetItem(n["node"]), QTableWidgetItem(n["op"]),
                      QTableWidgetItem(where + (" (fell back)" if n["node"] in fallback else "")),
-                     _Num(f"{ms:.4f}", ms), _Num(f"{100 * ms / total:.1f} %", ms)]
+                     NumItem(f"{ms:.4f}", ms), NumItem(f"{100 * ms / total:.1f} %", ms)]
             if delta:
                 d = delta.get(n["node"])
                 if d is None:  # only the candidate runs it: a Cast, a copy
-                    cells += [_Num("", -1.0), _Num("new", ms)]
+                    cells += [NumItem("", -1.0), NumItem("new", ms)]
                 else:
-                    cells += [_Num(f"{d['reference_ms']:.4f}", d["reference_ms"]),
-                              _Num(f"{d['delta_ms']:+.4f}", d["delta_ms"])]
+                    cells += [NumItem(f"{d['reference_ms']:.4f}", d["reference_ms"]),
+                              NumItem(f"{d['delta_ms']:+.4f}", d["delta_ms"])]
             keys = [p for p in str(n["node"]).split(" + ") if p] if n.get("model_node", True) else []
             cells[0].setData(Qt.ItemDataRole.UserRole, keys)
             cells[0].setToolTip(n["node"])

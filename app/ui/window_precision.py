@@ -155,6 +155,14 @@ class PrecisionWindowMixin:
             act.setChecked(m == mode)
         self._apply_colors()
 
+    def _time_source(self) -> str | None:
+        """Where the "time" colours come from: the newer of a profile and an engine's layer times."""
+        engine = bool(self.engine and self.engine_panel.times)
+        profile = self.profile_panel.has("time")
+        if engine and profile:
+            return "engine" if self.engine_panel.times_at > self.profile_panel.doc_at else "profile"
+        return "engine" if engine else "profile" if profile else None
+
     def _apply_colors(self) -> None:
         pic = self.graph_page.picture
         item = self.view.item
@@ -174,11 +182,11 @@ class PrecisionWindowMixin:
             colors, legend = error_colors(pic.graph, by_index)
             item.set_node_fill(colors)
             self.view.legend.set_entries(f"Error of {self.diagnosis.get('candidate', '')}", legend)
-        elif mode in ("time", "device") and self.profile_panel.has(mode):
+        elif mode == "device" and self.profile_panel.has(mode) or mode == "time" and self._time_source() == "profile":
             colors, legend, title = self.profile_panel.colors(mode, pic.graph, [r.key for r in self.plan.rows])
             item.set_node_fill(colors)
             self.view.legend.set_entries(title, legend)
-        elif mode == "time" and self.engine and self.engine_panel.times:
+        elif mode == "time" and self._time_source() == "engine":
             shares = node_time_shares(self.engine.get("layers", []), self.engine_panel.times)
             colors, legend = time_colors(pic.graph, [shares.get(r.key) for r in self.plan.rows])
             item.set_node_fill(colors)

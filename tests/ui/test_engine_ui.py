@@ -132,6 +132,18 @@ def test_engine_result_fills_the_table_colours_the_graph_and_warns(qtbot, window
     band = next(b for b in TIME_BANDS if share >= b[0])
     assert window.view.item.node_fill[g.node_of_onnx(row.index)].name() == band[2].name()
 
+    # A profile that comes later colours by its times instead; engine times that come after it take over again.
+    keys = [r.key for r in window.plan.rows]
+    window.set_profile({"backend": "ort-cpu:fp32", "total_ms": 1.0, "kernels_ms": 1.0, "node_count": 1,
+                        "nodes": [{"node": keys[-1], "op": window.plan.rows[-1].op_type,
+                                   "provider": "CPUExecutionProvider", "ms": 1.0}],
+                        "by_op": {}, "placement": {"CPUExecutionProvider": 1}, "fallback_nodes": []})
+    window.set_color_mode("time")
+    assert window.view.legend.title != "Share of the engine's time"
+    panel.set_times({name: {"mean_ms": 0.25, "median_ms": 0.24, "share": 0.5}})
+    window.set_color_mode("time")
+    assert window.view.legend.title == "Share of the engine's time"
+
 
 def test_parser_refusal_marks_the_nodes_on_the_graph(qtbot, window, tmp_path):
     """What build_task returns when TensorRT's parser refuses a graph: the refused nodes are selected and shown."""

@@ -33,7 +33,7 @@ def profile_task(spec: ProfileSpec, ctx: object) -> dict:
         doc["against"] = against
         doc["delta"] = profile_delta(against, doc)
         slower = (doc.get("total_ms") or 0) > (against.get("total_ms") or 0)
-        doc["slower_because"] = slower_reasons(against, doc) if slower else []
+        doc["slower_because"] = slower_reasons(against, doc, doc["delta"]) if slower else []
     doc.update({"inputs": prep.source_text, "random_data": prep.random_data, "model": spec.model})
     return doc
 

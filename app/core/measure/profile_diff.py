@@ -78,11 +78,12 @@ def _ms(v: object) -> str:
     return f"{float(v):.3f} ms"  # type: ignore[arg-type]
 
 
-def slower_reasons(reference: Mapping, candidate: Mapping) -> list[str]:
+def slower_reasons(reference: Mapping, candidate: Mapping, delta: Mapping | None = None) -> list[str]:
     """What the profiler measured that makes `candidate` slower than `reference`, most costly first, in words: nodes
     on the CPU in a GPU session and the copies they cost, Casts added, more and smaller kernels to launch, or op
     types whose kernels are slower in the candidate's precision. Works on full profiles (times) and on the
-    placement that compare and bench record (counts only); [] when it saw nothing."""
+    placement that compare and bench record (counts only); [] when it saw nothing. `delta`: the two profiles'
+    :func:`profile_delta` where the caller has it already."""
     timed = bool(candidate.get("nodes")) and bool(reference.get("nodes"))
     reasons: list[tuple[float, str]] = []
     fallback = list(candidate.get("fallback_nodes") or [])
@@ -105,7 +106,7 @@ def slower_reasons(reference: Mapping, candidate: Mapping) -> list[str]:
     more = int(candidate.get("node_count") or 0) - int(reference.get("node_count") or 0)
     if timed:
         _launch_bound(reference, candidate, more, reasons)
-        _slower_ops(reference, candidate, reasons)
+        _slower_ops(reference, candidate, reasons, delta)
     elif more > 0 and not reasons:
         reasons.append((0.0, f"{more} more kernels run (small kernels: launch-bound)"))
     return [text for _, text in sorted(reasons, key=lambda r: -r[0])]
@@ -127,9 +128,11 @@ def _launch_bound(reference: Mapping, candidate: Mapping, more: int, reasons: li
                     + f" ({small} of {len(nodes)} take under {SMALL_KERNEL_MS * 1000:.0f} µs: launch-bound)"))
 
 
-def _slower_ops(reference: Mapping, candidate: Mapping, reasons: list[tuple[float, str]]) -> None:
+def _slower_ops(reference: Mapping, candidate: Mapping, reasons: list[tuple[float, str]],
+                delta: Mapping | None = None) -> None:
     """Op types whose matched nodes take longer in the candidate (the provider has no faster kernel for them)."""
-    delta = profile_delta(reference, candidate)
+    if delta is None:
+        delta = profile_delta(reference, candidate)
     by_op: dict[str, list[float]] = {}
     for row in delta["nodes"]:
         if row["provider"] != row["reference_provider"]:
