@@ -33,6 +33,7 @@ class _Builder:
         self.inits: list[onnx.TensorProto] = []
         self._n = 0
         self._one = np.zeros(1, dtype=np.float32)
+        self.scope = ""  # a name scope for the nodes ('/encoder/layer.3/attention'), as PyTorch's exporter writes
 
     def _name(self, base: str) -> str:
         self._n += 1
@@ -47,7 +48,9 @@ class _Builder:
         """Add a node with one output; n_weights extra initializer inputs are appended."""
         ins = list(inputs) + [self.weight() for _ in range(n_weights)]
         out = self._name(op_type.lower())
-        self.nodes.append(helper.make_node(op_type, ins, [out], name=self._name(op_type), **attrs))
+        name = self._name(op_type)
+        self.nodes.append(helper.make_node(op_type, ins, [out], name=f"{self.scope}/{name}" if self.scope else name,
+                                           **attrs))
         return out
 
     def unit(self, x: str) -> str:
@@ -96,20 +99,28 @@ def _layer_norm(b: _Builder, x: str) -> str:
     return b.op("LayerNormalization", [x], 2, axis=-1)
 
 
-def transformer(target_nodes: int) -> onnx.ModelProto:
-    """BERT-like encoder; the additive attention mask is computed once and used by every layer."""
+def transformer(target_nodes: int, scoped: bool = False) -> onnx.ModelProto:
+    """BERT-like encoder; the additive attention mask is computed once and used by every layer. `scoped`: nodes named
+    by module as torch.onnx names them (`/encoder/layer.3/attention/self/MatMul_12`)."""
     b = _Builder()
+
+    def scope(path: str) -> None:
+        if scoped:
+            b.scope = path
     ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, 128])
     mask_in = helper.make_tensor_value_info("attention_mask", TensorProto.INT64, [1, 128])
+    scope("/embeddings")
     h = b.op("Gather", [b.weight("embeddings"), "input_ids"])
     h = b.op("Add", [h], 1)
     h = _layer_norm(b, h)
+    scope("")
     m = b.op("Unsqueeze", ["attention_mask"], 1)
     m = b.op("Cast", [m], to=TensorProto.FLOAT)
     m = b.op("Sub", [b.weight("one"), m])
     mask = b.op("Mul", [m], 1)
     layers = max(1, (target_nodes - 8) // 34)
-    for _ in range(layers):
+    for layer in range(layers):
+        scope(f"/encoder/layer.{layer}/attention/self")
         heads = []
         for perm in ([0, 2, 1, 3], [0, 2, 3, 1], [0, 2, 1, 3]):
             t = b.op("MatMul", [h], 1)
@@ -122,11 +133,13 @@ def transformer(target_nodes: int) -> onnx.ModelProto:
         s = b.op("Add", [s, mask])
         s = b.op("Softmax", [s], axis=-1)
         c = b.op("MatMul", [s, v])
+        scope(f"/encoder/layer.{layer}/attention/output")
         c = b.op("Transpose", [c], perm=[0, 2, 1, 3])
         c = b.op("Reshape", [c], 1)
         c = b.op("MatMul", [c], 1)
         c = b.op("Add", [c], 1)
         h = _layer_norm(b, b.op("Add", [c, h]))
+        scope(f"/encoder/layer.{layer}/intermediate")
         f = b.op("MatMul", [h], 1)
         f = b.op("Add", [f], 1)
         g = b.op("Div", [f], 1)
@@ -134,6 +147,7 @@ def transformer(target_nodes: int) -> onnx.ModelProto:
         g = b.op("Add", [g], 1)
         g = b.op("Mul", [f, g])
         g = b.op("Mul", [g], 1)
+        scope(f"/encoder/layer.{layer}/output")
         f = b.op("MatMul", [g], 1)
         f = b.op("Add", [f], 1)
         h = _layer_norm(b, b.op("Add", [f, h]))

@@ -58,6 +58,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     other: dict = {}
     add_model(other, args.other)
     doc["other"], doc["other_sha256"] = other.get("model"), other.get("model_sha256")
+    doc["a"], doc["b"] = doc.get("model"), doc["other"]
     if args.run:
         doc["numeric"] = _numeric(a, b, result, args)
     text = format_diff(doc, args.model, args.other)
@@ -69,38 +70,21 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_OK if result.identical else EXIT_NOT_MET
 
 
-DISAGREE = 0.9999  # a matched pair below this cosine disagrees
-RELATIVE = 1e-3    # …or whose max |Δ| passes this fraction of A's largest |value| (a scaled tensor keeps its cosine)
-
-
 def _numeric(a, b, result, args: argparse.Namespace) -> dict:
     """Both models on one seeded random sample; the matched pairs' first outputs compared in B's order."""
-    from app.core.measure import InputSource, make_samples, resolve_input_shapes
     from app.core.model import graph_inputs, parse_shape_spec, value_info_to_tensor_info
-    from app.core.precision import compare_matched
+    from app.core.precision import diff_numerically
 
     infos = [value_info_to_tensor_info(v) for v in graph_inputs(a.model.graph)]
-    shapes = resolve_input_shapes(infos, parse_shape_spec(args.shapes, infos) if args.shapes else {})
-    feeds = make_samples(a.model, infos, shapes, InputSource(seed=args.seed), 1)[0]
-    nodes_a = dict(zip(_keys(a.model.graph), a.model.graph.node, strict=True))
-    nodes_b = dict(zip(_keys(b.model.graph), b.model.graph.node, strict=True))
-    pairs = [(n.a, nodes_a[n.a].output[0], n.b, nodes_b[n.b].output[0]) for n in result.nodes
-             if n.a and n.b and nodes_a[n.a].output and nodes_b[n.b].output]
-    rows = compare_matched(a.model, b.model, pairs, feeds)
-    first = next((r for r in rows if r["shape_differs"] or (r["cosine"] is not None and r["cosine"] < DISAGREE)
-                  or (r["relative"] is not None and r["relative"] > RELATIVE)), None)
-    worst = sorted((r for r in rows if r["cosine"] is not None), key=lambda r: r["cosine"])[:10]
-    return {"compared": len(rows), "threshold": DISAGREE, "first_disagreement": first, "worst": worst,
-            "inputs": f"random data (seed {args.seed})"}
-
-
-def _keys(graph):
-    from app.core.model import node_keys
-
-    return node_keys(graph)
+    doc = diff_numerically(a.model, b.model, result, parse_shape_spec(args.shapes, infos) if args.shapes else None,
+                           args.seed)
+    doc.pop("rows")
+    return doc
 
 
 def _numeric_text(num: dict) -> str:
+    from app.core.precision import RELATIVE
+
     first = num["first_disagreement"]
     head = f"Run on {num['inputs']}: {num['compared']} matched node outputs compared"
     if first is None:

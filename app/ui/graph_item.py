@@ -14,7 +14,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QImage, QPainter, QPainterPath, QPen, QPolygonF
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
-from app.core.model import KIND_OP, DisplayGraph
+from app.core.model import KIND_GROUP, KIND_OP, DisplayGraph
 from app.ui import style
 from app.ui.edge_labels import EdgeLabels, place_edge_labels
 
@@ -48,8 +48,10 @@ class GraphItem(QGraphicsItem):
         self.current_match: int | None = None
         self.node_fill: list[QColor] | None = None  # per-node override (precision/heat-map overlays)
         self.badges: dict[int, QColor] = {}          # node -> colour of a corner dot (readiness findings)
-        self._cat_colors = [style.CATEGORY_COLORS.get(c, style.CATEGORY_COLORS["Other"])
-                            for c in graph.categories]
+        self._cat_colors = [style.GROUP if k == KIND_GROUP else style.CATEGORY_COLORS.get(
+            c, style.CATEGORY_COLORS["Other"]) for c, k in zip(graph.categories, graph.kinds.tolist(), strict=True)]
+        self.node_mix: dict[int, list[tuple[QColor, float]]] = {}  # group box -> its nodes' colours, by share
+        self.frames = self._frame_rects()                          # expanded groups: (group, rect, title, depth)
         self._cat_groups = self._group_by_color()
         self._groups = self._cat_groups
         self._title_colors = [style.text_on(c) for c in self._cat_colors]  # legible on each header fill
@@ -63,11 +65,19 @@ class GraphItem(QGraphicsItem):
 
     # ----------------------------------------------------------------- preparation
     def _group_by_color(self) -> list[tuple[QColor, np.ndarray]]:
-        groups: dict[str, list[int]] = {}
-        for i, c in enumerate(self.graph.categories):
-            groups.setdefault(c, []).append(i)
-        return [(style.CATEGORY_COLORS.get(c, style.CATEGORY_COLORS["Other"]), np.array(ix))
-                for c, ix in groups.items()]
+        groups: dict[int, list[int]] = {}
+        first: dict[int, QColor] = {}
+        for i, c in enumerate(self._cat_colors):
+            groups.setdefault(c.rgba(), []).append(i)
+            first.setdefault(c.rgba(), c)
+        return [(first[k], np.array(ix)) for k, ix in groups.items()]
+
+    def _frame_rects(self) -> list[tuple[int, QRectF, str, int]]:
+        """Each expanded group drawn as a box (a nested layout's frames): (group, rect, name, depth), outermost
+        first."""
+        meta = self.graph.frame_meta
+        return [(g, QRectF(QPointF(x0, y0), QPointF(x1, y1)), meta[g][0], meta[g][1])
+                for g, x0, y0, x1, y1 in getattr(self.layout, "frames", None) or [] if g in meta]
 
     def _prepare_edges(self) -> None:
         pts = np.asarray(self.layout.points, dtype=np.float64).reshape(-1, 2)
@@ -187,12 +197,16 @@ class GraphItem(QGraphicsItem):
             self._paint_marks(painter, exposed, lod)
             return
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, lod >= LOD_BOXES)
+        if self.frames:
+            self._paint_frames(painter, exposed, lod)
         self._paint_edges(painter, exposed, lod)
         visible = self.nodes_in(exposed)
         if lod < LOD_LABELS:
             self._paint_boxes(painter, visible, lod)
         else:
             self._paint_detailed(painter, visible)
+            if self.graph.fold_badges:
+                self._paint_fold_badges(painter, exposed)
         self._paint_marks(painter, exposed, lod)
 
     def _paint_edges(self, painter: QPainter, exposed: QRectF, lod: float) -> None:
@@ -265,17 +279,11 @@ class GraphItem(QGraphicsItem):
         for i in visible.tolist():
             rect = self.node_rect(i)
             color = self._fill_for(i)
+            if g.kinds[i] == KIND_GROUP:
+                self._paint_group(painter, i, rect, color)
+                continue
             painter.setPen(border)
-            painter.setBrush(style.NODE_FILL)
-            painter.drawRoundedRect(rect, 5, 5)
-            header = QRectF(rect.left(), rect.top(), rect.width(), 20)
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(color)
-            hp = QPainterPath()
-            hp.setFillRule(Qt.FillRule.WindingFill)
-            hp.addRoundedRect(header, 5, 5)
-            hp.addRect(QRectF(rect.left(), rect.top() + 10, rect.width(), 10))
-            painter.drawPath(hp)
+            header = self._card(painter, rect, color)
             painter.setFont(self._title_font)
             painter.setPen(self._title_colors[i])
             painter.drawText(header.adjusted(6, 0, -6, 0), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
@@ -285,6 +293,97 @@ class GraphItem(QGraphicsItem):
             body = QRectF(rect.left() + 6, rect.top() + 20, rect.width() - 12, rect.height() - 20)
             name = painter.fontMetrics().elidedText(g.names[i], Qt.TextElideMode.ElideMiddle, int(body.width()))
             painter.drawText(body, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, name)
+
+    def _paint_frames(self, painter: QPainter, exposed: QRectF, lod: float) -> None:
+        """Expanded groups: a tinted outline with the group's name at its top left (double-click it to collapse)."""
+        pen = QPen(style.FRAME_BORDER, 1.0, Qt.PenStyle.DashLine)
+        pen.setCosmetic(lod < LOD_LABELS)
+        painter.setFont(self._name_font)
+        for _group, rect, name, depth in self.frames:
+            if not rect.intersects(exposed):
+                continue
+            painter.setPen(pen)
+            painter.setBrush(style.FRAME_FILLS[depth % 2])
+            painter.drawRoundedRect(rect, 8, 8)
+            if lod >= LOD_LABELS:
+                painter.setPen(style.TEXT_DIM)
+                painter.drawText(QRectF(rect.left() + 10, rect.top() + 3, rect.width() - 20, 16),
+                                 Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, f"▾ {name}")
+
+    def fold_badge_rect(self, i: int) -> QRectF:
+        """Where node i's shape-arithmetic badge is drawn (left of its top edge)."""
+        return QRectF(self.x0[i] + 4, self.y0[i] - 9, 44, 15)
+
+    def fold_badge_at(self, p: QPointF) -> int | None:
+        """The node whose shape-arithmetic badge is under scene point `p`."""
+        for i in self.graph.fold_badges:
+            if self.fold_badge_rect(i).contains(p):
+                return i
+        return None
+
+    def _paint_fold_badges(self, painter: QPainter, exposed: QRectF) -> None:
+        """'⋯ 12': twelve nodes of shape arithmetic (Shape, Gather, Concat…) compute this node's shape argument;
+        click to show them ('▴ 12' folds them again)."""
+        painter.setFont(self._label_font)
+        for i, (count, shown) in self.graph.fold_badges.items():
+            r = self.fold_badge_rect(i)
+            if not r.intersects(exposed):
+                continue
+            painter.setPen(QPen(style.NODE_BORDER, 1.0))
+            painter.setBrush(style.FOLD_BADGE)
+            painter.drawRoundedRect(r, 7, 7)
+            painter.setPen(style.TEXT)
+            painter.drawText(r, Qt.AlignmentFlag.AlignCenter, f"{'▴' if shown else '⋯'} {count}")
+
+    def frame_at(self, p: QPointF) -> int | None:
+        """The innermost expanded group whose outline holds scene point `p` (None: none)."""
+        inside = [(depth, group) for group, rect, _name, depth in self.frames if rect.contains(p)]
+        return max(inside)[1] if inside else None
+
+    @staticmethod
+    def _card(painter: QPainter, rect: QRectF, color: QColor) -> QRectF:
+        """A node's white card with its coloured header (pen: the card's border); returns the header's rect."""
+        painter.setBrush(style.NODE_FILL)
+        painter.drawRoundedRect(rect, 5, 5)
+        header = QRectF(rect.left(), rect.top(), rect.width(), 20)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(color)
+        hp = QPainterPath()
+        hp.setFillRule(Qt.FillRule.WindingFill)
+        hp.addRoundedRect(header, 5, 5)
+        hp.addRect(QRectF(rect.left(), rect.top() + 10, rect.width(), 10))
+        painter.drawPath(hp)
+        return header
+
+    def _paint_group(self, painter: QPainter, i: int, rect: QRectF, color: QColor) -> None:
+        """A collapsed group: a stack of cards, its name in the header, its size and ops below, and a strip of its
+        nodes' colours (their precisions, errors or times) when the graph is coloured by one of them."""
+        g = self.graph
+        painter.setPen(QPen(style.NODE_BORDER, 1.0))
+        painter.setBrush(style.NODE_FILL)
+        for off in (6.0, 3.0):
+            painter.drawRoundedRect(rect.translated(off, off), 5, 5)
+        header = self._card(painter, rect, color)
+        painter.setFont(self._title_font)
+        painter.setPen(self._title_colors[i])
+        painter.drawText(header.adjusted(6, 0, -20, 0), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                         painter.fontMetrics().elidedText(g.titles[i], Qt.TextElideMode.ElideMiddle,
+                                                          int(header.width() - 26)))
+        painter.drawText(header.adjusted(0, 0, -6, 0), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight, "⊞")
+        painter.setFont(self._name_font)
+        painter.setPen(style.TEXT_DIM)
+        count, _, ops = g.names[i].partition(" · ")
+        body = QRectF(rect.left() + 6, rect.top() + 21, rect.width() - 12, 16)
+        painter.drawText(body, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, count)
+        body = QRectF(rect.left() + 6, rect.top() + 35, rect.width() - 12, 14)
+        painter.drawText(body, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
+                         painter.fontMetrics().elidedText(ops, Qt.TextElideMode.ElideRight, int(body.width())))
+        mix = self.node_mix.get(i)
+        if mix:
+            x, w = rect.left() + 4, rect.width() - 8
+            for c, share in mix:
+                painter.fillRect(QRectF(x, rect.bottom() - 6, w * share, 4), c)
+                x += w * share
 
     def _paint_badges(self, painter: QPainter, exposed: QRectF, lod: float) -> None:
         """A dot on the top-right corner of nodes with findings, big enough to see when zoomed out."""
@@ -325,11 +424,14 @@ class GraphItem(QGraphicsItem):
             g = grow * 1.6
             painter.drawRect(self.node_rect(self.current_match).adjusted(-g, -g, g, g))
 
-    def set_node_fill(self, colors: list[QColor] | None) -> None:
-        """Colour boxes by something else than their op category (None: back to categories)."""
+    def set_node_fill(self, colors: list[QColor] | None, mix: dict[int, list[tuple[QColor, float]]] | None = None
+                      ) -> None:
+        """Colour boxes by something else than their op category (None: back to categories); `mix`: for group
+        boxes, their nodes' colours by share, drawn as a strip."""
         if colors is not None and len(colors) != self.graph.node_count:
             raise ValueError(f"{len(colors)} colours for {self.graph.node_count} nodes")
         self.node_fill = colors
+        self.node_mix = dict(mix or {})
         self._groups = self._fill_groups()
         self._title_colors = [style.text_on(c) for c in (colors if colors is not None else self._cat_colors)]
         self.overview, self.overview_scale = self._render_overview()

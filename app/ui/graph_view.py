@@ -10,10 +10,10 @@ from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QContextMenuEvent, QImage, QKeyEvent, QMouseEvent, QPainter, QResizeEvent, QWheelEvent
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QWidget
 
-from app.core.model import DisplayGraph, SelectionModel
+from app.core.model import KIND_GROUP, DisplayGraph, SelectionModel
 from app.ui import graph_export, style
 from app.ui.graph_export import EXPORT_MAX_PIXELS, EXPORT_MAX_SIDE
-from app.ui.graph_item import LOD_BOXES, GraphItem
+from app.ui.graph_item import LOD_BOXES, LOD_LABELS, GraphItem
 from app.ui.overlays import LegendOverlay, MinimapOverlay
 
 MAX_SCALE = 6.0
@@ -25,6 +25,9 @@ class GraphView(QGraphicsView):
     """Shows one DisplayGraph; selection lives in a SelectionModel shared with the rest of the UI."""
 
     nodeActivated = Signal(int)      # double-click on a node
+    groupToggled = Signal(object, object)  # (group box to expand, None) or (None, expanded group to collapse)
+    collapseAround = Signal(int)     # Backspace: collapse the group around this node
+    foldToggled = Signal(int)        # a click on a node's shape-arithmetic badge
     zoomChanged = Signal(float)
     contextMenuRequested = Signal(object, QPoint)   # node under the cursor (or None), global position
 
@@ -242,6 +245,11 @@ class GraphView(QGraphicsView):
         self._press_pos = event.position().toPoint()
         if event.button() == Qt.MouseButton.LeftButton and self.item is not None:
             mods = event.modifiers()
+            badge = self.item.fold_badge_at(self.mapToScene(self._press_pos)) if self.item.graph.fold_badges else None
+            if badge is not None and self.current_scale() >= LOD_LABELS:
+                self.foldToggled.emit(badge)
+                event.accept()
+                return
             hit = self.item.node_at(self.mapToScene(self._press_pos))
             additive = bool(mods & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.MetaModifier))
             if hit is not None:
@@ -293,9 +301,17 @@ class GraphView(QGraphicsView):
 
     def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         if self.item is not None:
-            hit = self.item.node_at(self.mapToScene(event.position().toPoint()))
+            at = self.mapToScene(event.position().toPoint())
+            hit = self.item.node_at(at)
+            if hit is not None and self.item.graph.kinds[hit] == KIND_GROUP:
+                self.groupToggled.emit(hit, None)
+                return
             if hit is not None:
                 self.nodeActivated.emit(hit)
+                return
+            frame = self.item.frame_at(at)
+            if frame is not None:
+                self.groupToggled.emit(None, frame)
                 return
         super().mouseDoubleClickEvent(event)
 
@@ -333,6 +349,14 @@ class GraphView(QGraphicsView):
             self.zoom_actual()
         elif key == Qt.Key.Key_Escape:
             self.selection.clear()
+        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.selection.current is not None and self.item:
+            node = self.selection.current
+            if self.item.graph.kinds[node] == KIND_GROUP:
+                self.groupToggled.emit(node, None)
+            else:
+                self.nodeActivated.emit(node)
+        elif key == Qt.Key.Key_Backspace and self.selection.current is not None:
+            self.collapseAround.emit(self.selection.current)
         elif key == Qt.Key.Key_A and event.modifiers() & Qt.KeyboardModifier.ControlModifier and self.graph:
             self.selection.set(range(self.graph.node_count))
         elif key in (Qt.Key.Key_Left, Qt.Key.Key_Right):

@@ -173,6 +173,7 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         self.view.zoomChanged.connect(lambda s: self.zoom_label.setText(f"{s * 100:.0f}%"))
         self.view.nodeActivated.connect(self._on_node_activated)
         self.graph_page.levelChanged.connect(self._on_level_changed)
+        self.graph_page.groupsChanged.connect(self._on_groups_changed)
         self.properties_panel.jumpToNode.connect(lambda n: self.view.center_on_node(n))
         self.properties_panel.openSubgraph.connect(self.open_subgraph)
         self.shapes_panel.applied.connect(self.apply_shapes)
@@ -292,12 +293,24 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
 
     # ----------------------------------------------------------------- graph interaction
     def _on_level_changed(self) -> None:
+        self._sync_group_actions()
         self._apply_badges()
         pic = self.graph_page.picture
         self.properties_panel.set_context(pic.graph if pic else None, self.opened.shapes if self.opened else None,
                                           self.opened.path if self.opened else None)
         self._apply_overlay_visibility()
         self._apply_colors()
+
+    def _on_groups_changed(self) -> None:
+        self._on_level_changed()
+        pic = self.graph_page.picture
+        if pic is not None:
+            boxes = len(pic.graph.group_of)
+            how = (f"by groups: {pic.graph.node_count:,} boxes, {boxes:,} of them closed groups" if pic.grouped
+                   else f"flat: {pic.graph.node_count:,} of {pic.all_nodes.node_count:,} nodes")
+            if pic.folded and pic.folds is not None:
+                how += f", shape arithmetic folded ({pic.folds.folded:,} nodes in badges)"
+            self.status_label.setText(f"Graph drawn {how} ({1000 * self.graph_page.last_regroup_s:.0f} ms)")
 
     def _on_selection(self) -> None:
         sel = self.view.selection
@@ -327,6 +340,15 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
     def _select_all(self) -> None:
         if self.view.graph is not None:
             self.view.selection.set(range(self.view.graph.node_count))
+
+    def _sync_group_actions(self) -> None:
+        """View ▸ Groups says how the graph is drawn, and is usable where the graph has groups."""
+        page = self.graph_page
+        for act in (self.act_grouped, self.act_expand_all, self.act_collapse_all, *self.depth_actions):
+            act.setEnabled(page.can_group)
+        self.act_grouped.setChecked(page.grouped)
+        self.act_fold.setEnabled(page.can_fold)
+        self.act_fold.setChecked(page.folded)
 
     def _toggle_minimap(self) -> None:
         self.view.minimap.setProperty("wanted", self.act_minimap.isChecked())

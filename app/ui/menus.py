@@ -36,6 +36,9 @@ class MenusMixin:
         self.act_open = self._action(f, "&Open Model…", self.open_dialog, QKeySequence.StandardKey.Open,
                                      icon="open")
         self._action(f, "Open &Demo Model", self.open_demo, "Ctrl+Shift+D")
+        self.act_compare_model = self._action(f, "&Compare With Model…", self.compare_dialog, "Ctrl+Shift+K",
+                                        tip="Another model beside this one, node by node: what changed, and where "
+                                            "their answers start to differ")
         self._action(f, "Open &Project…", self.open_project_dialog, tip="Open a saved .trtlab project")
         self._action(f, "Open &Batch Results…", lambda: open_batch_dialog(self),
                      tip="Show a trtlab batch results folder as its matrix")
@@ -81,6 +84,24 @@ class MenusMixin:
         self._action(v, "Show &Whole Graph", self.view.fit_whole, "Shift+F", tip="All of the graph at once")
         self._action(v, "&Actual Size", self.view.zoom_actual, "Ctrl+1")
         self._action(v, "&Back to Enclosing Graph", self.graph_page.go_back, "Alt+Left")
+        v.addSeparator()
+        groups = v.addMenu("&Groups")
+        self.act_grouped = self._action(
+            groups, "&Group by Name Scope", lambda on: self.graph_page.set_grouped(on), "Alt+G", checkable=True,
+            tip="Draw the graph by the groups in its node names (a transformer: its layers), or flat: every node")
+        self.act_fold = self._action(
+            groups, "&Fold Shape Arithmetic", lambda on: self.graph_page.set_folded(on), "Alt+S", checkable=True,
+            tip="Draw the Shape/Gather/Concat chains that only compute a shape as a badge on the node they feed "
+                "(click a badge to show them)")
+        groups.addSeparator()
+        self.act_expand_all = self._action(groups, "&Expand All", self.graph_page.expand_all, "Ctrl+Alt+E",
+                                           tip="Open every group (the whole graph, laid out by groups)")
+        self.act_collapse_all = self._action(groups, "&Collapse All", self.graph_page.collapse_all, "Ctrl+Alt+C",
+                                             tip="Close every group: the top level only")
+        self.depth_actions = [self._action(groups, f"Show {d} Level{'s' if d > 1 else ''}",
+                                           lambda _=False, d=d: self.graph_page.collapse_to_depth(d),
+                                           f"Ctrl+Alt+{d}", tip=f"Open the groups {d} level(s) deep, close the rest")
+                              for d in (1, 2, 3, 4)]
         v.addSeparator()
         self.act_minimap = self._action(v, "&Minimap", self._toggle_minimap, "Ctrl+M", checkable=True)
         self.act_legend = self._action(v, "&Legend", self._toggle_legend, "Ctrl+L", checkable=True)

@@ -7,6 +7,7 @@ Errors are binned into a few named bands rather than a continuous ramp, so a rea
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -29,15 +30,25 @@ NONFINITE = QColor("#5f0f40")
 
 
 def precision_colors(graph: DisplayGraph, precision_of: Sequence[str | None], counts: dict[str, int] | None = None,
-                     label_of: Callable[[str], str] | None = None) -> tuple[list[QColor], list]:
+                     label_of: Callable[[str], str] | None = None, mix: dict | None = None
+                     ) -> tuple[list[QColor], list]:
     """Per display node colours and legend entries (label, colour, count) for the precisions the nodes run.
 
     `counts` (the plan's, over every node) replaces the count of drawn boxes, so the legend says what the
     Precision table and its summary say (a Constant drawn as a weight chip is a node there too); `label_of`
-    names a precision in the legend (e.g. 'FP32 (12 kept)').
+    names a precision in the legend (e.g. 'FP32 (12 kept)'). A group box takes its nodes' most common precision;
+    `mix`, when given, receives each group's precisions by share (drawn as a strip).
     """
     colors, drawn = [], {}
-    for idx in graph.onnx_index.tolist():
+    for i, idx in enumerate(graph.onnx_index.tolist()):
+        inside = graph.members.get(i) if idx < 0 else None
+        if inside is not None:  # a group: its most common precision, and the mix as a strip
+            hist = Counter(p for m in inside.tolist() if 0 <= m < len(precision_of) and (p := precision_of[m]))
+            colors.append(PRECISION_COLORS[hist.most_common(1)[0][0]] if hist else NOT_AN_OP)
+            _mix(mix, i, [(PRECISION_COLORS[p], hist[p]) for p in PRECISION_COLORS if hist.get(p)])
+            for p, n in hist.items():
+                drawn[p] = drawn.get(p, 0) + n
+            continue
         p = precision_of[idx] if 0 <= idx < len(precision_of) else None
         colors.append(PRECISION_COLORS[p] if p else NOT_AN_OP)
         if p:
@@ -46,6 +57,13 @@ def precision_colors(graph: DisplayGraph, precision_of: Sequence[str | None], co
     label_of = label_of or PRECISION_LABELS.__getitem__
     legend = [(label_of(p), PRECISION_COLORS[p], counts[p]) for p in PRECISION_COLORS if counts.get(p)]
     return colors, legend
+
+
+def _mix(out: dict | None, node: int, parts: list[tuple[QColor, int]]) -> None:
+    """A group box's colours by share, for the strip under it (only where the caller asked for them)."""
+    total = sum(n for _c, n in parts)
+    if out is not None and total:
+        out[node] = [(c, n / total) for c, n in parts]
 
 
 def error_band(cosine: float | None, nonfinite: bool) -> int:
@@ -57,11 +75,23 @@ def error_band(cosine: float | None, nonfinite: bool) -> int:
     return next(k for k, (lo, _, _) in enumerate(ERROR_BANDS) if cosine >= lo)
 
 
-def error_colors(graph: DisplayGraph, node_error: dict[int, tuple[float | None, bool]]) -> tuple[list[QColor], list]:
+def error_colors(graph: DisplayGraph, node_error: dict[int, tuple[float | None, bool]], mix: dict | None = None
+                 ) -> tuple[list[QColor], list]:
     """Per display node colours for a diagnosis: `node_error` maps an ONNX node index to its worst
-    output's (cosine, has new NaN/Inf)."""
+    output's (cosine, has new NaN/Inf). A group box shows its worst node (the legend counts nodes)."""
     colors, counts = [], {}
-    for idx in graph.onnx_index.tolist():
+    for i, idx in enumerate(graph.onnx_index.tolist()):
+        inside = graph.members.get(i) if idx < 0 else None
+        if inside is not None:  # a group: its worst node (NaN/Inf worst of all)
+            bands = [error_band(*node_error[m]) for m in inside.tolist() if m in node_error]
+            for b in bands:
+                counts[b] = counts.get(b, 0) + 1
+            worst = max((b for b in bands if b >= 0), default=-1)
+            colors.append(NONFINITE if worst == len(ERROR_BANDS) else NOT_MEASURED if worst < 0
+                          else ERROR_BANDS[worst][2])
+            _mix(mix, i, [(NONFINITE if b == len(ERROR_BANDS) else ERROR_BANDS[b][2], n)
+                          for b, n in sorted(Counter(b for b in bands if b >= 0).items())])
+            continue
         if idx not in node_error:
             colors.append(NOT_AN_OP if idx < 0 else NOT_MEASURED)
             continue
@@ -76,17 +106,30 @@ def error_colors(graph: DisplayGraph, node_error: dict[int, tuple[float | None, 
     return colors, legend
 
 
-def engine_colors(graph: DisplayGraph, ran_of: Sequence[str | None]) -> tuple[list[QColor], list]:
+def engine_colors(graph: DisplayGraph, ran_of: Sequence[str | None], mix: dict | None = None
+                  ) -> tuple[list[QColor], list]:
     """Per display node colours for the precision each ONNX node ran in, in a TensorRT engine."""
     colors, counts = [], {}
-    for idx in graph.onnx_index.tolist():
+
+    def one(p: str | None) -> tuple[QColor, str]:
+        return PRECISION_COLORS.get(p or "", NOT_MEASURED), (
+            PRECISION_LABELS[p] if p in PRECISION_LABELS and p != "fixed" else "not in the engine / unknown")
+
+    for i, idx in enumerate(graph.onnx_index.tolist()):
+        inside = graph.members.get(i) if idx < 0 else None
+        if inside is not None:  # a group: the precision most of its nodes ran in
+            hist = Counter(one(ran_of[m] if m < len(ran_of) else None) for m in inside.tolist())
+            for (color, label), n in hist.items():
+                counts[label] = (color, counts.get(label, (color, 0))[1] + n)
+            colors.append(hist.most_common(1)[0][0][0] if hist else NOT_AN_OP)
+            _mix(mix, i, [(c, n) for (c, _label), n in hist.items()])
+            continue
         p = ran_of[idx] if 0 <= idx < len(ran_of) else None
         if idx < 0:
             colors.append(NOT_AN_OP)
             continue
-        color = PRECISION_COLORS.get(p or "", NOT_MEASURED)
+        color, label = one(p)
         colors.append(color)
-        label = PRECISION_LABELS[p] if p in PRECISION_LABELS and p != "fixed" else "not in the engine / unknown"
         counts[label] = (color, counts.get(label, (color, 0))[1] + 1)
     legend = [(label, c, n) for label, (c, n) in counts.items()]
     return colors, legend
@@ -117,10 +160,18 @@ def node_time_shares(layers: list[dict], times: dict[str, dict]) -> dict[str, fl
 def time_colors(graph: DisplayGraph, share_of: Sequence[float | None],
                 untimed: str = "not timed (fused away or not in the engine)") -> tuple[list[QColor], list]:
     """Per display node colours for the share of the time a node took (a TensorRT engine's layers, split among
-    their nodes, or a profile's nodes); `untimed` names the nodes without a time in the legend."""
+    their nodes, or a profile's nodes); `untimed` names the nodes without a time in the legend. A group box shows
+    its nodes' summed share."""
     colors, counts = [], {}
-    for idx in graph.onnx_index.tolist():
-        share = share_of[idx] if 0 <= idx < len(share_of) else None
+    for i, idx in enumerate(graph.onnx_index.tolist()):
+        inside = graph.members.get(i) if idx < 0 else None
+        if inside is not None:  # a group: the time of all its nodes together
+            shares = [sh for m in inside.tolist() if m < len(share_of) and (sh := share_of[m]) is not None]
+            share = sum(shares) if shares else None
+            if shares:
+                counts[-2] = counts.get(-2, 0) + 1
+        else:
+            share = share_of[idx] if 0 <= idx < len(share_of) else None
         if share is None:
             colors.append(NOT_AN_OP if idx < 0 else NOT_MEASURED)
             if idx >= 0:
@@ -129,6 +180,7 @@ def time_colors(graph: DisplayGraph, share_of: Sequence[float | None],
         k = next(k for k, (lo, _, _) in enumerate(TIME_BANDS) if share >= lo)
         colors.append(TIME_BANDS[k][2])
         counts[k] = counts.get(k, 0) + 1
+    counts.pop(-2, None)
     legend = [(label, color, counts[k]) for k, (_, label, color) in enumerate(TIME_BANDS) if k in counts]
     if -1 in counts:
         legend.append((untimed, NOT_MEASURED, counts[-1]))
@@ -161,15 +213,30 @@ def device_label(provider: str, gpu_session: bool, fallback: bool) -> str:
 
 
 def device_colors(graph: DisplayGraph, provider_of: Sequence[str | None], fallback_of: Sequence[bool],
-                  gpu_session: bool) -> tuple[list[QColor], list]:
+                  gpu_session: bool, mix: dict | None = None) -> tuple[list[QColor], list]:
     """Per display node colours for the execution provider that ran each ONNX node (a profile's placement)."""
     colors, counts = [], {}
-    for idx in graph.onnx_index.tolist():
-        p = provider_of[idx] if 0 <= idx < len(provider_of) else None
+
+    def one(m: int) -> str:
+        p = provider_of[m] if 0 <= m < len(provider_of) else None
+        return device_label(p, gpu_session, fallback_of[m]) if p else "not run (folded or fused away)"
+
+    for i, idx in enumerate(graph.onnx_index.tolist()):
+        inside = graph.members.get(i) if idx < 0 else None
+        if inside is not None:  # a group: a fallback inside shows; else where most of it ran
+            hist = Counter(one(m) for m in inside.tolist())
+            for label, n in hist.items():
+                color = _DEVICE.get(label, NOT_MEASURED)
+                counts[label] = (color, counts.get(label, (color, 0))[1] + n)
+            worst = "CPU: fell back from the GPU" if hist.get("CPU: fell back from the GPU") else (
+                hist.most_common(1)[0][0] if hist else None)
+            colors.append(_DEVICE.get(worst, NOT_MEASURED) if worst else NOT_AN_OP)
+            _mix(mix, i, [(_DEVICE.get(label, NOT_MEASURED), n) for label, n in hist.items()])
+            continue
         if idx < 0:
             colors.append(NOT_AN_OP)
             continue
-        label = device_label(p, gpu_session, fallback_of[idx]) if p else "not run (folded or fused away)"
+        label = one(idx)
         color = _DEVICE.get(label, NOT_MEASURED)
         colors.append(color)
         counts[label] = (color, counts.get(label, (color, 0))[1] + 1)

@@ -116,8 +116,9 @@ class ProfilePanel(QWidget):
         doc = self.shown() or {}
         return any(n.get("model_node", True) for n in doc.get("nodes") or []) and mode in ("time", "device")
 
-    def colors(self, mode: str, graph: object, keys: list[str]) -> tuple[list, list, str]:
-        """The graph's colours, legend and legend title for `mode`; `keys` are the model's node keys by index."""
+    def colors(self, mode: str, graph: object, keys: list[str], mix: dict | None = None) -> tuple[list, list, str]:
+        """The graph's colours, legend and legend title for `mode`; `keys` are the model's node keys by index;
+        `mix` receives group boxes' colours by share."""
         doc = self.shown() or {}
         name = doc.get("backend", "")
         if mode == "time":
@@ -127,7 +128,8 @@ class ProfilePanel(QWidget):
         devices = node_devices(doc)
         fallback = {p for n in doc.get("fallback_nodes") or [] for p in str(n).split(" + ")}
         gpu = any(not p.startswith("CPU") for p in (doc.get("placement") or {}))
-        colors, legend = device_colors(graph, [devices.get(k) for k in keys], [k in fallback for k in keys], gpu)
+        colors, legend = device_colors(graph, [devices.get(k) for k in keys], [k in fallback for k in keys], gpu,
+                                       mix)
         return colors, legend, f"Where {name} ran each node"
 
     @staticmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import onnx
@@ -20,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.model import KIND_OP, DisplayGraph, ShapeResult, WeightStats, find_tensor, weight_stats
+from app.core.model import KIND_GROUP, KIND_OP, DisplayGraph, ShapeResult, WeightStats, find_tensor, weight_stats
 from app.ui.plain_text import breakable, escape, tooltip
 
 _WARN = QBrush(QColor("#b3261e"))
@@ -141,6 +142,9 @@ class PropertiesPanel(QWidget):
                                 else "Click a node to see its properties.")
             return
         name, title = g.names[node], g.titles[node]
+        if g.kinds[node] == KIND_GROUP:
+            self._show_group(node)
+            return
         if g.kinds[node] != KIND_OP:
             self.header.setText(f"<b>{escape(title)}</b> {escape(name)}")
             self._add_section("Tensor", [(name, self._tensor_text(name))], tensors=True)
@@ -171,6 +175,20 @@ class PropertiesPanel(QWidget):
             self._buttons_box.addWidget(b)
             self.subgraph_buttons.append(b)
         self.tree.expandAll()
+
+    def _show_group(self, node: int) -> None:
+        """A closed group: its scope, how many nodes and which ops are inside (double-click or Enter opens it)."""
+        g = self.graph
+        assert g is not None
+        inside = g.members.get(node)
+        ops = Counter(g.graph.node[m].op_type for m in (inside.tolist() if inside is not None else []))
+        self.header.setText(f"<b>Group</b> {escape(g.titles[node])}<br><i>double-click or Enter opens it</i>")
+        facts = [("nodes", f"{sum(ops.values()):,}"), ("op types", f"{len(ops):,}")]
+        first = next((g.graph.node[m].name for m in (inside.tolist() if inside is not None else [])[:1]), "")
+        if first:
+            facts.append(("first node", first))
+        self._add_section("Group", facts)
+        self._add_section("Ops inside", [(op, f"{n:,}") for op, n in ops.most_common(40)])
 
     def _add_section(self, title: str, rows: list[tuple[str, ...]], tensors: bool = False) -> QTreeWidgetItem:
         """Rows are (key, value) or (key, value, full value for the tooltip)."""

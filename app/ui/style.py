@@ -24,6 +24,10 @@ CATEGORY_COLORS: dict[str, QColor] = {
     "Graph output": QColor("#1f1f1f"),
 }
 assert set(CATEGORY_COLORS) == set(ALL_CATEGORIES)
+GROUP = QColor("#34495e")            # a collapsed group's header (the drawing by name scopes)
+FRAME_FILLS = (QColor(52, 73, 94, 14), QColor(52, 73, 94, 22))  # expanded groups' outlines, by depth
+FRAME_BORDER = QColor("#9aa5b1")
+FOLD_BADGE = QColor("#fff3bf")       # folded shape arithmetic on the node it feeds
 
 BACKGROUND = QColor("#f7f7f5")
 NODE_FILL = QColor("#ffffff")

@@ -26,6 +26,43 @@ class FilesMixin:
         if path:
             self.open_path(path)
 
+    def compare_dialog(self) -> None:
+        """File ▸ Compare With Model…: pick model B; the open model is A."""
+        if self.opened is None:
+            self.status_label.setText("Open a model first: it is model A of the comparison.")
+            return
+        start = self.settings.value("paths/last_dir", str(Path.home()))
+        path, _ = QFileDialog.getOpenFileName(self, f"Compare {self.opened.path.name} with…", str(start),
+                                              "ONNX models (*.onnx *.pb);;All files (*)")
+        if path:
+            self.compare_with(path)
+
+    def compare_with(self, path: str | Path) -> None:
+        """Open model B off the GUI thread, diff it against the open model, and show both side by side."""
+        from app.ui.compare_window import CompareWindow, load_for_compare, run_task
+
+        a = self.opened
+        if a is None:
+            return
+        p = Path(path)
+        self.status_label.setText(f"Comparing {a.path.name} with {p.name}…")
+
+        def done(result: object) -> None:
+            b, diff = result  # type: ignore[misc]
+            win = CompareWindow(a, b, diff, a.input_shapes or None, self)
+            win.setWindowFlag(Qt.WindowType.Window, True)
+            self.compare_windows = [w for w in getattr(self, "compare_windows", []) if w.isVisible()] + [win]
+            win.show()
+            c = diff.counts()
+            self.status_label.setText(f"{a.path.name} ↔ {p.name}: {c['changed']:,} changed, {c['added']:,} only in B, "
+                                      f"{c['removed']:,} only in A")
+
+        def failed(message: str) -> None:
+            self.show_error(errors.TrtlabError(f"Cannot compare with '{p.name}': {message}",
+                                               fix="Pick an ONNX model file that ONNX can read."))
+
+        self._compare_task = run_task(self, lambda: load_for_compare(p, a), done, failed)
+
     def open_demo(self) -> None:
         """The demo: u2netp, a real salient-object segmenter shipped with trtlab, compared on its sample photos (its
         masks are the answers the Results panel and the scorecard show). A broken install without it falls back

@@ -33,8 +33,9 @@ class PrecisionWindowMixin:
         pic = self.graph_page.picture
         if pic is None or not self._at_root():
             return []
-        idx = pic.graph.onnx_index
-        return [k for n in sorted(self.view.selection.selected) if (k := self.plan.key_of(int(idx[n]))) is not None]
+        g = pic.graph  # a group box stands for every node inside it
+        indices = sorted({m for n in self.view.selection.selected for m in g.onnx_nodes(n)})
+        return [k for m in indices if (k := self.plan.key_of(m)) is not None]
 
     def set_selected_precision(self, precision: str | None) -> None:
         keys = self.selected_node_keys()
@@ -62,8 +63,8 @@ class PrecisionWindowMixin:
         menu = QMenu(self)
         keys = self.selected_node_keys()
         if keys and self._at_root():
-            ops = sorted({pic.graph.titles[n] for n in self.view.selection.selected
-                          if pic.graph.onnx_index[n] >= 0})
+            nodes = self.view.selection.selected
+            ops = sorted({pic.graph.graph.node[m].op_type for n in nodes for m in pic.graph.onnx_nodes(n)})
             fill_precision_menu(menu, self.plan, keys, ops)
             if self.color_mode == "op":
                 menu.triggered.connect(lambda _a: self.set_color_mode("precision"))
@@ -87,7 +88,8 @@ class PrecisionWindowMixin:
         while len(self.graph_page.levels) > 1:
             self.graph_page.go_back()
         pic = self.graph_page.picture
-        node = pic.graph.node_of_onnx(onnx_index) if pic is not None else None
+        flat = pic.all_nodes.node_of_onnx(onnx_index) if pic is not None else None
+        node = self.graph_page.reveal(flat) if flat is not None else None  # the groups around it open
         if node is not None:
             self.view.center_on_node(node)
 
@@ -169,22 +171,23 @@ class PrecisionWindowMixin:
         if pic is None or item is None:
             return
         mode = self.color_mode if self._at_root() else "op"
+        mix: dict = {}  # group boxes: their nodes' colours by share
         if mode == "precision" and self.plan.rows:
             # What the variant runs (kept nodes in FP32), counted as the Precision table and its summary count.
             colors, legend = precision_colors(pic.graph, [r.precision for r in self.plan.rows], self.plan.counts(),
-                                              self._legend_label)
-            item.set_node_fill(colors)
+                                              self._legend_label, mix)
+            item.set_node_fill(colors, mix)
             self.view.legend.set_entries("Planned precision", legend)
         elif mode == "error" and self.diagnosis:
             errs = node_errors(self.diagnosis.get("layers", []))
             by_index = {r.index: (errs[r.key].cosine, errs[r.key].nonfinite > 0) for r in self.plan.rows
                         if r.key in errs}
-            colors, legend = error_colors(pic.graph, by_index)
-            item.set_node_fill(colors)
+            colors, legend = error_colors(pic.graph, by_index, mix)
+            item.set_node_fill(colors, mix)
             self.view.legend.set_entries(f"Error of {self.diagnosis.get('candidate', '')}", legend)
         elif mode == "device" and self.profile_panel.has(mode) or mode == "time" and self._time_source() == "profile":
-            colors, legend, title = self.profile_panel.colors(mode, pic.graph, [r.key for r in self.plan.rows])
-            item.set_node_fill(colors)
+            colors, legend, title = self.profile_panel.colors(mode, pic.graph, [r.key for r in self.plan.rows], mix)
+            item.set_node_fill(colors, mix)
             self.view.legend.set_entries(title, legend)
         elif mode == "time" and self._time_source() == "engine":
             shares = node_time_shares(self.engine.get("layers", []), self.engine_panel.times)
@@ -193,8 +196,8 @@ class PrecisionWindowMixin:
             self.view.legend.set_entries("Share of the engine's time", legend)
         elif mode == "engine" and self.engine and self.engine.get("ran"):
             ran = self.engine["ran"]
-            colors, legend = engine_colors(pic.graph, [ran.get(r.key) for r in self.plan.rows])
-            item.set_node_fill(colors)
+            colors, legend = engine_colors(pic.graph, [ran.get(r.key) for r in self.plan.rows], mix)
+            item.set_node_fill(colors, mix)
             self.view.legend.set_entries("Ran in the engine", legend)
         else:
             if item.node_fill is not None:
@@ -288,14 +291,14 @@ class PrecisionWindowMixin:
             item.set_badges({})
             return
         index = {r.key: r.index for r in self.plan.rows}
-        badges = {}
+        worst: dict[int, str] = {}  # a group box shows the worst finding inside it
         for key, sev in self.readiness.node_severity().items():
             if sev == "info" or key not in index:
                 continue
             node = pic.graph.node_of_onnx(index[key])
-            if node is not None:
-                badges[node] = SEVERITY_COLORS[sev]
-        item.set_badges(badges)
+            if node is not None and (node not in worst or sev == "error"):
+                worst[node] = sev
+        item.set_badges({node: SEVERITY_COLORS[sev] for node, sev in worst.items()})
 
     def set_profile(self, doc: dict | None) -> None:
         """Show a profile: its nodes in the Profile dock, the graph coloured by where they ran when some fell back to

@@ -1,8 +1,10 @@
 """Graph layout: `layered_layout` places the display graph (ranks, ordering, coordinates, edge routes) and stops
-with `LayoutCancelled` when asked to; `metrics` measures a layout (crossings, lengths) for the tests and benchmarks."""
+with `LayoutCancelled` when asked to; `compound_layout` lays out nested groups, each on its own; `metrics` measures a
+layout (crossings, lengths) for the tests and benchmarks."""
 
 from __future__ import annotations
 
+from app.core.layout.compound import compound_layout
 from app.core.layout.layered import LayoutCancelled, layered_layout
 
-__all__ = ["LayoutCancelled", "layered_layout"]
+__all__ = ["LayoutCancelled", "compound_layout", "layered_layout"]

@@ -19,7 +19,7 @@ The cost is near-linear in nodes + edges + dummy vertices; see docs/benchmarks.m
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -74,6 +74,7 @@ class GraphLayout:
     width: float
     height: float
     stats: LayoutStats | None = None
+    frames: list = field(default_factory=list)  # compound layouts: (container, x0, y0, x1, y1), outermost first
 
     def edge_path(self, i: int) -> np.ndarray:
         """Polyline of input edge i as a (k, 2) array, from the source node to the target node."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from app.core.model.demo import BUNDLED_DEMO, bundled_demo_model, write_demo_model
 from app.core.model.diff import ModelDiff, NodeDiff, diff_models
 from app.core.model.display_graph import KIND_OP, DisplayGraph
+from app.core.model.grouping import KIND_GROUP, GroupTree, group_tree, initial_expansion, op_mix, visible_graph
 from app.core.model.hierarchy import Group, hierarchy, scope_of
 from app.core.model.loader import external_refs, load_model, resolve_external
 from app.core.model.onnx_walk import (
@@ -22,7 +23,7 @@ from app.core.model.onnx_walk import (
     node_keys,
     node_subgraphs,
 )
-from app.core.model.opened import GraphPicture, OpenedModel, lay_out, open_model
+from app.core.model.opened import GraphPicture, OpenedModel, lay_out, open_model, opens_grouped, regroup
 from app.core.model.ops import ALL_CATEGORIES, POOL_OPS, QUANTIZABLE_OPS, WEIGHTED_OPS
 from app.core.model.search import SearchHit, search_graph
 from app.core.model.selection import SelectionModel
@@ -38,12 +39,13 @@ from app.core.model.weights import (
     weight_stats,
 )
 
-__all__ = ["ALL_CATEGORIES", "BUNDLED_DEMO", "FP16_MIN_NORMAL", "FP16_MIN_SUBNORMAL", "KIND_OP", "POOL_OPS",
-           "QUANTIZABLE_OPS", "SUBGRAPH_OPS", "WEIGHTED_OPS", "Dim", "DisplayGraph", "GraphPicture",
-           "Group", "ModelDiff", "ModelSummary", "NodeDiff", "OpenedModel", "SearchHit", "SelectionModel",
-           "ShapeResult", "TensorInfo", "WeightStats", "bundled_demo_model", "constant_tensor",
+__all__ = ["ALL_CATEGORIES", "BUNDLED_DEMO", "FP16_MIN_NORMAL", "FP16_MIN_SUBNORMAL", "KIND_GROUP", "KIND_OP",
+           "POOL_OPS", "QUANTIZABLE_OPS", "SUBGRAPH_OPS", "WEIGHTED_OPS", "Dim", "DisplayGraph", "GraphPicture",
+           "Group", "GroupTree", "ModelDiff", "ModelSummary", "NodeDiff", "OpenedModel", "SearchHit",
+           "SelectionModel", "ShapeResult", "TensorInfo", "WeightStats", "bundled_demo_model", "constant_tensor",
            "diff_models", "dtype_name", "dynamic_dims", "external_refs", "find_tensor", "graph_constants",
-           "graph_inputs", "hierarchy", "infer_shapes", "iter_graphs", "lay_out", "load_model", "node_key",
-           "node_keys", "node_subgraphs", "open_model", "parse_shape_spec", "resolve_external", "scope_of",
-           "search_graph", "summarize", "tensor_to_array", "validate_input_shape",
-           "value_info_to_tensor_info", "weight_stats", "write_demo_model"]
+           "graph_inputs", "group_tree", "hierarchy", "infer_shapes", "initial_expansion", "iter_graphs", "lay_out",
+           "load_model", "node_key", "node_keys", "node_subgraphs", "op_mix", "open_model", "opens_grouped",
+           "parse_shape_spec", "regroup", "resolve_external", "scope_of", "search_graph", "summarize",
+           "tensor_to_array", "validate_input_shape", "value_info_to_tensor_info", "visible_graph", "weight_stats",
+           "write_demo_model"]

@@ -56,8 +56,13 @@ class ModelDiff:
 
 
     def to_json(self, *, all_nodes: bool = False) -> dict:
-        return {"summary": self.counts(), "identical": self.identical, "inputs": self.inputs, "outputs": self.outputs,
+        counts = self.counts()
+        return {"summary": counts, "identical": self.identical, "inputs": self.inputs, "outputs": self.outputs,
                 "opsets": self.opsets,
+                "matched": counts["same"] + counts["changed"] + counts["folded"], "same": counts["same"],
+                "changed": [{"a": n.a, "b": n.b, "what": n.changes} for n in self.nodes if n.status == "changed"],
+                "added": [n.b for n in self.nodes if n.status == "added"],
+                "removed": [n.a for n in self.nodes if n.status == "removed"],
                 "nodes": [n.to_json() for n in self.nodes if all_nodes or n.status not in ("same", "folded")]}
 
 

@@ -44,10 +44,32 @@ class DisplayGraph:
     consumers: dict[str, list[int]] = field(default_factory=dict)  # tensor -> display nodes
     edge_labels: list[str] = field(default_factory=list)
     subgraphs: dict[int, list[tuple[str, onnx.GraphProto]]] = field(default_factory=dict)
+    # Drawn by groups (app.core.model.grouping): a group box's ONNX nodes, its group id, each flat display node's
+    # visible stand-in, each ONNX node's, and each expanded group drawn as a box: (name, depth, enclosing group).
+    members: dict[int, np.ndarray] = field(default_factory=dict)
+    group_of: dict[int, int] = field(default_factory=dict)
+    shown_as: np.ndarray | None = None
+    flat_of: np.ndarray | None = None       # each drawn node's flat display node (-1 for a group box)
+    # drawn node -> (shape-arithmetic nodes that feed it, whether they are shown): its badge folds or unfolds them
+    fold_badges: dict[int, tuple[int, bool]] = field(default_factory=dict)
+    onnx_shown: np.ndarray | None = None
+    frame_meta: dict[int, tuple[str, int, int]] = field(default_factory=dict)  # group -> (name, depth, parent group)
 
     def node_of_onnx(self, index: int) -> int | None:
+        """The drawn node of ONNX node `index`: its own box, or the group box it is folded into."""
+        if self.onnx_shown is not None:
+            v = int(self.onnx_shown[index]) if 0 <= index < len(self.onnx_shown) else -1
+            return v if v >= 0 else None
         hits = np.nonzero(self.onnx_index == index)[0]
         return int(hits[0]) if len(hits) else None
+
+    def onnx_nodes(self, node: int) -> list[int]:
+        """The ONNX nodes a drawn node stands for: its own, or a group box's members ([] for inputs/outputs)."""
+        idx = int(self.onnx_index[node])
+        if idx >= 0:
+            return [idx]
+        inside = self.members.get(node)
+        return inside.tolist() if inside is not None else []
 
     def label_edges(self, shapes: ShapeResult | None) -> None:
         """Edge labels from inferred shapes ('1×3×224×224'); blank where unknown."""

@@ -7,7 +7,8 @@ before it (`layer.0`, not `layer` › `0`). Names without scopes (`Conv_0`, `p2o
 are grouped in graph order — where neighbours in the graph mostly sit — into runs of at most :data:`RUN` nodes, so
 that no level of the tree lists thousands of nodes. A group whose only content is one group is merged with it
 (`StatefulPartitionedCall/masked_bert_model`), and a group with more than :data:`MAX_CHILDREN` direct nodes has them
-split into runs as well (Model Explorer splits at 1,000).
+split into runs as well (Model Explorer splits at 1,000); a group with more than :data:`MAX_GROUPS` groups has them
+gathered into ranges (`layer.0 … layer.49`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from app.core.model.onnx_walk import node_keys
 
 RUN = 200            # unscoped nodes per run
 MAX_CHILDREN = 1000  # direct nodes a group holds before they are split into runs
+MAX_GROUPS = 100     # groups a group holds before they are gathered into ranges
 _PADDLE = re.compile(r"^p2o\.[A-Za-z0-9_]+\.\d+$")  # Paddle2ONNX names a node by its op and a counter: no scope
 
 
@@ -47,6 +49,7 @@ class Group:
     path: str
     nodes: list[int] = field(default_factory=list)       # direct nodes, by index in graph.node
     children: dict[str, Group] = field(default_factory=dict)
+    run: bool = False                                      # a run of unscoped nodes in graph order, not a scope
 
     @property
     def total(self) -> int:
@@ -62,7 +65,7 @@ def _runs(indices: list[int], keys: Sequence[str], parent: str) -> dict[str, Gro
     for start in range(0, len(indices), RUN):
         chunk = indices[start:start + RUN]
         name = f"{keys[chunk[0]]} … {keys[chunk[-1]]}" if len(chunk) > 1 else keys[chunk[0]]
-        out[name] = Group(name, f"{parent}/{name}" if parent else name, list(chunk))
+        out[name] = Group(name, f"{parent}/{name}" if parent else name, list(chunk), run=True)
     return out
 
 
@@ -73,11 +76,50 @@ def _tidy(group: Group, keys: Sequence[str]) -> Group:
     while not group.nodes and len(group.children) == 1:
         (child,) = group.children.values()
         group = Group(f"{group.name}/{child.name}" if group.name else child.name, child.path, child.nodes,
-                      child.children)
+                      child.children, child.run)
     if len(group.nodes) > MAX_CHILDREN or (group.children and len(group.nodes) > RUN):
         group.children.update(_runs(group.nodes, keys, group.path))
         group.nodes = []
+    if len(group.children) > MAX_GROUPS:  # 1,000 encoder layers: ranges of them (layer.0 … layer.99)
+        subs = list(group.children.values())
+        step = max(MAX_GROUPS // 2, -(-len(subs) // MAX_GROUPS))
+        ranges: dict[str, Group] = {}
+        for start in range(0, len(subs), step):
+            chunk = subs[start:start + step]
+            name = f"{chunk[0].name} … {chunk[-1].name}"
+            path = f"{group.path}/{name}" if group.path else name
+            ranges[name] = Group(name, path, [], {c.name: c for c in chunk})
+        group.children = ranges
     return group
+
+
+def _scopes(graph: onnx.GraphProto) -> list[tuple[str, ...]]:
+    """Each node's scope; in a graph that has scopes, a node without one takes the scope of the node its result
+    feeds (else of the node it reads from): tf2onnx leaves `Reshape__337` between two ops of one attention block
+    unscoped, and it belongs there, not in a run at the top."""
+    scopes = [scope_of(n.name) for n in graph.node]
+    if not any(scopes) or all(scopes):
+        return scopes
+    producer = {o: i for i, n in enumerate(graph.node) for o in n.output if o}
+    readers: dict[str, list[int]] = {}
+    for i, n in enumerate(graph.node):
+        for name in n.input:
+            if name:
+                readers.setdefault(name, []).append(i)
+    for _ in range(3):  # chains of unscoped nodes take their neighbours' scope a step per pass
+        changed = False
+        for i in range(len(scopes) - 1, -1, -1):
+            if scopes[i]:
+                continue
+            n = graph.node[i]
+            near = [scopes[r] for o in n.output for r in readers.get(o, []) if scopes[r]]
+            near = near or [scopes[producer[x]] for x in n.input if x in producer and scopes[producer[x]]]
+            if near:
+                scopes[i] = min(near, key=len)  # the outermost of them: between two blocks it belongs to neither
+                changed = True
+        if not changed:
+            break
+    return scopes
 
 
 def hierarchy(graph: onnx.GraphProto) -> list[Group]:
@@ -86,8 +128,7 @@ def hierarchy(graph: onnx.GraphProto) -> list[Group]:
     keys = node_keys(graph)
     root = Group("", "")
     unscoped: list[int] = []
-    for i, node in enumerate(graph.node):
-        scope = scope_of(node.name)
+    for i, scope in enumerate(_scopes(graph)):
         if not scope:
             unscoped.append(i)
             continue

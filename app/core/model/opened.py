@@ -14,19 +14,104 @@ import onnx
 
 from app.core import errors
 from app.core.fileio import file_sha256
-from app.core.model.display_graph import DisplayGraph, build_display_graph
+from app.core.model.display_graph import KIND_OP, DisplayGraph, build_display_graph
+from app.core.model.grouping import (
+    GROUPED_FROM,
+    GroupTree,
+    group_tree,
+    grouped_layout,
+    initial_expansion,
+    visible_graph,
+)
+from app.core.model.hierarchy import hierarchy
 from app.core.model.loader import CancelFn, ModelDoc, ProgressFn, load_model
+from app.core.model.shape_fold import ShapeFolds, shape_folds
 from app.core.model.shapes import ShapeResult, infer_shapes
 from app.core.model.summary import ModelSummary, summarize
 
 
 @dataclass
 class GraphPicture:
-    """A graph ready to draw."""
+    """A graph ready to draw: `graph` as laid out now. `full` is the flat display graph of every node (search and
+    selection by ONNX node read it); with a group tree the drawing can be by groups (`expanded`: the groups open;
+    None: flat), and with shape arithmetic found (`folds`) it can be folded into badges (`fold`), but for the nodes
+    in `unfolded` (their chains shown)."""
 
     graph: DisplayGraph
     layout: object  # app.core.layout.layered.GraphLayout
     layout_seconds: float
+    tree: GroupTree | None = None
+    expanded: set[int] | None = None      # None: drawn flat
+    full: DisplayGraph | None = None
+    flat_layout: object | None = None     # the flat layout of `full` unfolded, once made (switching back is free)
+    layout_cache: dict = field(default_factory=dict)  # each expanded group's own layout, for the next expansion
+    folds: ShapeFolds | None = None
+    fold: bool = False
+    unfolded: frozenset[int] = frozenset()
+
+    @property
+    def grouped(self) -> bool:
+        return self.tree is not None and self.tree.count > 0 and self.expanded is not None
+
+    @property
+    def can_group(self) -> bool:
+        return self.tree is not None and self.tree.count > 0
+
+    @property
+    def folded(self) -> bool:
+        return self.fold and self.folds is not None
+
+    @property
+    def all_nodes(self) -> DisplayGraph:
+        """The flat display graph (every node), whichever way it is drawn."""
+        return self.full if self.full is not None else self.graph
+
+
+FLAT_LIMIT = 20_000  # nodes from which a model opens grouped without name scopes (runs in graph order): its
+# flat layout passes a second there (docs/benchmarks.md)
+
+
+def opens_grouped(tree: GroupTree | None) -> bool:
+    """Whether a model opens drawn by groups: name scopes and enough nodes to need them, or too many to draw flat."""
+    if tree is None or tree.count == 0:
+        return False
+    n = int((tree.full.kinds == KIND_OP).sum())
+    return (tree.scoped and n >= GROUPED_FROM) or n > FLAT_LIMIT
+
+
+_KEEP: object = object()
+
+
+def regroup(picture: GraphPicture, expanded: set[int] | None | object = _KEEP, cancel: CancelFn | None = None, *,
+            fold: bool | None = None, unfolded: frozenset[int] | None = None) -> GraphPicture:
+    """The same graph drawn another way: other groups expanded (None: flat), shape arithmetic folded or not, some
+    folded chains shown. Only what shows is laid out; each group's layout and the flat layout are kept for next
+    time."""
+    from app.core.layout import layered_layout
+
+    full = picture.all_nodes
+    started = time.perf_counter()
+    exp = picture.expanded if expanded is _KEEP else expanded
+    fold = picture.fold if fold is None else fold
+    unfolded = picture.unfolded if unfolded is None else unfolded
+    folds = picture.folds if fold else None
+    tree = picture.tree
+    keep = {"tree": tree, "full": full, "layout_cache": picture.layout_cache, "folds": picture.folds, "fold": fold,
+            "unfolded": unfolded}
+    if exp is not None and tree is not None and tree.count:
+        dg = visible_graph(tree, exp, folds, unfolded)
+        layout = grouped_layout(tree, dg, picture.layout_cache)
+        return GraphPicture(dg, layout, time.perf_counter() - started, expanded=set(exp),
+                            flat_layout=picture.flat_layout, **keep)
+    if folds is None or tree is None:
+        layout = picture.flat_layout or layered_layout(full.node_count, full.edges, full.widths, full.heights,
+                                                       cancel=cancel)
+        return GraphPicture(full, layout, time.perf_counter() - started, expanded=None, flat_layout=layout, **keep)
+    dg = visible_graph(tree, set(range(tree.count)), folds, unfolded)  # flat, folded
+    layout = layered_layout(dg.node_count, dg.edges, dg.widths, dg.heights, cancel=cancel)
+    dg.frame_meta = {}
+    return GraphPicture(dg, layout, time.perf_counter() - started, expanded=None, flat_layout=picture.flat_layout,
+                        **keep)
 
 
 @dataclass
@@ -46,17 +131,24 @@ class OpenedModel:
 
 
 def lay_out(graph: onnx.GraphProto, shapes: ShapeResult | None,
-            cancel: CancelFn | None = None) -> GraphPicture:
-    """Build the display graph of one (sub)graph and lay it out."""
-    from app.core.layout import LayoutCancelled, layered_layout
+            cancel: CancelFn | None = None, *, groups: bool = True) -> GraphPicture:
+    """Build the display graph of one (sub)graph and lay it out: by groups where :func:`opens_grouped` says so (only
+    what shows is laid out), else flat; shape arithmetic folded into badges where there is some. `groups=False`:
+    no groups from names."""
+    from app.core.layout import LayoutCancelled
 
     started = time.perf_counter()
     dg = build_display_graph(graph, shapes)
+    tree = group_tree(dg, hierarchy(graph) if groups else [])
+    folds = shape_folds(dg, shapes)
+    first = GraphPicture(dg, None, 0.0, tree=tree, full=dg, folds=folds, fold=folds is not None)
     try:
-        layout = layered_layout(dg.node_count, dg.edges, dg.widths, dg.heights, cancel=cancel)
+        picture = regroup(first, initial_expansion(tree) if opens_grouped(tree) else None,
+                          lambda: bool(cancel and cancel()))
     except LayoutCancelled as exc:
         raise errors.LoadCancelled("Loading was cancelled.") from exc
-    return GraphPicture(graph=dg, layout=layout, layout_seconds=time.perf_counter() - started)
+    picture.layout_seconds = time.perf_counter() - started
+    return picture
 
 
 def open_model(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None,

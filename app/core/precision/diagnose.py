@@ -131,3 +131,30 @@ def compare_matched(a: onnx.ModelProto, b: onnx.ModelProto, pairs: list[tuple[st
                      "relative": None if max_abs is None or scale == 0 else max_abs / scale,
                      "shape_differs": np.shape(x) != np.shape(y)})
     return rows
+
+
+DISAGREE = 0.9999  # a matched pair below this cosine disagrees
+RELATIVE = 1e-3    # …or whose max |Δ| passes this fraction of A's largest |value| (a scaled tensor keeps its cosine)
+
+
+def diff_numerically(a: onnx.ModelProto, b: onnx.ModelProto, result: object, shapes: dict | None = None,
+                     seed: int = 0) -> dict:
+    """Both models on one seeded random sample, the first output of every matched pair of a diff
+    (:func:`app.core.model.diff_models`) compared in B's order: where two exports of one network start to disagree.
+    `shapes` fixes dynamic input sizes ({input: dims})."""
+    from app.core.measure import InputSource, make_samples, resolve_input_shapes
+    from app.core.model import graph_inputs, node_keys, value_info_to_tensor_info
+
+    infos = [value_info_to_tensor_info(v) for v in graph_inputs(a.graph)]
+    dims = resolve_input_shapes(infos, shapes or {})
+    feeds = make_samples(a, infos, dims, InputSource(seed=seed), 1)[0]
+    nodes_a = dict(zip(node_keys(a.graph), a.graph.node, strict=True))
+    nodes_b = dict(zip(node_keys(b.graph), b.graph.node, strict=True))
+    pairs = [(n.a, nodes_a[n.a].output[0], n.b, nodes_b[n.b].output[0]) for n in result.nodes  # type: ignore[attr-defined]
+             if n.a and n.b and nodes_a[n.a].output and nodes_b[n.b].output]
+    rows = compare_matched(a, b, pairs, feeds)
+    first = next((r for r in rows if r["shape_differs"] or (r["cosine"] is not None and r["cosine"] < DISAGREE)
+                  or (r["relative"] is not None and r["relative"] > RELATIVE)), None)
+    worst = sorted((r for r in rows if r["cosine"] is not None), key=lambda r: r["cosine"])[:10]
+    return {"compared": len(rows), "threshold": DISAGREE, "first_disagreement": first, "worst": worst,
+            "rows": rows, "inputs": f"random data (seed {seed})"}

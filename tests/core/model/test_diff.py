@@ -57,6 +57,16 @@ def test_against_its_fp16_variant_only_casts_are_added(models_dir, tmp_path):
     assert {n["op"] for n in doc["nodes"] if n["status"] == "added"} == {"Cast"}
     convs = [n for n in doc["nodes"] if n["op"] == "Conv"]
     assert convs and all(any("float32" in c and "float16" in c for c in n["changes"]) for n in convs)
+    # exactly what the transform did: its Casts added, nothing removed, every change a converted weight or a read
+    # through an added Cast, on nodes the transform converted or that read what it converted
+    half = v.report["half"]
+    assert doc["a"] == str(src) and doc["b"] == str(v.path)
+    assert len(doc["added"]) == half["casts_added"] and doc["removed"] == []
+    assert doc["matched"] == len(onnx.load(str(src), load_external_data=False).graph.node)
+    assert doc["same"] + len(doc["changed"]) == doc["matched"]
+    for c in doc["changed"]:
+        assert c["a"] == c["b"] and c["what"]
+        assert all("float16" in w or "added Cast" in w for w in c["what"]), c
 
 
 def test_run_finds_where_two_models_start_to_disagree(models_dir, tmp_path):
