@@ -173,7 +173,6 @@ def main(argv: list[str] | None = None) -> int:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     write_json({"machine": platform.platform(), "date": time.strftime("%Y-%m-%d"), "rows": [asdict(r) for r in rows]},
                args.json)
-    print(f"JSON: {args.json}")
     return 0
 
 

@@ -226,8 +226,9 @@ class CompareWindow(QMainWindow):
             timer.setSingleShot(True)
             timer.setInterval(40)
             timer.timeout.connect(lambda s=side, o=other: self._follow_pan(s, o))
-            side.view.horizontalScrollBar().valueChanged.connect(timer.start)
-            side.view.verticalScrollBar().valueChanged.connect(timer.start)
+            # start() with no argument: valueChanged's int would become the interval
+            side.view.horizontalScrollBar().valueChanged.connect(lambda _v, t=timer: t.start())
+            side.view.verticalScrollBar().valueChanged.connect(lambda _v, t=timer: t.start())
         self._colour(self.a)
         self._colour(self.b)
         self.resize(1500, 950)

@@ -276,7 +276,10 @@ class LegendOverlay(QFrame):
             return
         counts = Counter(graph.categories)
         order = [c for c in style.CATEGORY_COLORS if c in counts]
-        self.set_entries("", [(c, style.CATEGORY_COLORS[c], counts[c]) for c in order])
+        entries = [(c, style.CATEGORY_COLORS[c], counts[c]) for c in order]
+        if graph.group_of:  # closed groups (the drawing by groups)
+            entries.append(("Group (double-click opens)", style.GROUP, len(graph.group_of)))
+        self.set_entries("", entries)
 
     def set_entries(self, title: str, entries: list[tuple[str, QColor, int]]) -> None:
         """Any colour key: a title (e.g. 'Planned precision') and (label, colour, count) rows."""

@@ -93,27 +93,45 @@ def _tidy(group: Group, keys: Sequence[str]) -> Group:
     return group
 
 
+class _Keys:
+    """node_keys(graph), computed on first use."""
+
+    def __init__(self, graph: onnx.GraphProto) -> None:
+        self.graph, self._keys = graph, None
+
+    def __getitem__(self, i: int) -> str:
+        if self._keys is None:
+            self._keys = node_keys(self.graph)
+        return self._keys[i]
+
+
 def _scopes(graph: onnx.GraphProto) -> list[tuple[str, ...]]:
     """Each node's scope; in a graph that has scopes, a node without one takes the scope of the node its result
     feeds (else of the node it reads from): tf2onnx leaves `Reshape__337` between two ops of one attention block
     unscoped, and it belongs there, not in a run at the top."""
     scopes = [scope_of(n.name) for n in graph.node]
-    if not any(scopes) or all(scopes):
+    loose = [i for i, sc in enumerate(scopes) if not sc]
+    if not loose or len(loose) == len(scopes):
         return scopes
-    producer = {o: i for i, n in enumerate(graph.node) for o in n.output if o}
-    readers: dict[str, list[int]] = {}
-    for i, n in enumerate(graph.node):
-        for name in n.input:
-            if name:
-                readers.setdefault(name, []).append(i)
+    # Only the unscoped nodes' neighbours matter: their outputs' readers and their inputs' producers.
+    outs = {o: i for i in loose for o in graph.node[i].output if o}
+    ins = {x for i in loose for x in graph.node[i].input if x}
+    readers: dict[int, list[int]] = {}
+    producer: dict[str, int] = {}
+    for r, n in enumerate(graph.node):
+        for x in n.input:
+            if x in outs:
+                readers.setdefault(outs[x], []).append(r)
+        for o in n.output:
+            if o in ins:
+                producer[o] = r
     for _ in range(3):  # chains of unscoped nodes take their neighbours' scope a step per pass
         changed = False
-        for i in range(len(scopes) - 1, -1, -1):
+        for i in reversed(loose):
             if scopes[i]:
                 continue
-            n = graph.node[i]
-            near = [scopes[r] for o in n.output for r in readers.get(o, []) if scopes[r]]
-            near = near or [scopes[producer[x]] for x in n.input if x in producer and scopes[producer[x]]]
+            near = [scopes[r] for r in readers.get(i, []) if scopes[r]]
+            near = near or [scopes[producer[x]] for x in graph.node[i].input if x in producer and scopes[producer[x]]]
             if near:
                 scopes[i] = min(near, key=len)  # the outermost of them: between two blocks it belongs to neither
                 changed = True
@@ -125,7 +143,7 @@ def _scopes(graph: onnx.GraphProto) -> list[tuple[str, ...]]:
 def hierarchy(graph: onnx.GraphProto) -> list[Group]:
     """The groups of the top-level graph's nodes by name scope (see the module's doc); empty when the names carry
     no scopes and the graph is small enough to show flat."""
-    keys = node_keys(graph)
+    keys = _Keys(graph)  # for the names of runs only: most graphs never need one
     root = Group("", "")
     unscoped: list[int] = []
     for i, scope in enumerate(_scopes(graph)):

@@ -76,19 +76,22 @@ def shape_folds(dg: DisplayGraph, shapes: ShapeResult | None) -> ShapeFolds | No
     display_of = np.full(len(nodes), -1, dtype=np.int64)
     ops = np.nonzero(dg.kinds == KIND_OP)[0]
     display_of[dg.onnx_index[ops]] = ops
+    outputs = {o.name for o in graph.output}
+    # Candidates first (op and result type), then the readers of their results only: one pass over every input.
+    candidates = [i for i, node in enumerate(nodes)
+                  if node.op_type in FOLDABLE_OPS and node.domain in ("", "ai.onnx") and display_of[i] >= 0
+                  and _foldable_result(node, shapes) and not any(o in outputs for o in node.output)]
+    if not candidates:
+        return None
+    wanted = {o for i in candidates for o in nodes[i].output if o}
     readers: dict[str, list[tuple[int, int]]] = {}
     for i, node in enumerate(nodes):
         for j, name in enumerate(node.input):
-            if name:
+            if name in wanted:
                 readers.setdefault(name, []).append((i, j))
-    outputs = {o.name for o in graph.output}
     folded: dict[int, int] = {}  # ONNX node -> the ONNX node whose badge shows it
-    for i in range(len(nodes) - 1, -1, -1):  # readers come after their producers in a valid graph
+    for i in reversed(candidates):  # readers come after their producers in a valid graph
         node = nodes[i]
-        if node.op_type not in FOLDABLE_OPS or node.domain not in ("", "ai.onnx") or display_of[i] < 0:
-            continue
-        if not _foldable_result(node, shapes) or any(o in outputs for o in node.output):
-            continue
         uses = [u for o in node.output if o for u in readers.get(o, [])]
         if not uses:
             continue
