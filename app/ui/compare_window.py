@@ -8,14 +8,12 @@ Shift+F3); Compare Numerically runs both models on one random sample and finds w
 
 from __future__ import annotations
 
-import gc
 import html
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -32,6 +30,7 @@ from PySide6.QtWidgets import (
 from app.core.model import ModelDiff, OpenedModel, node_keys, regroup
 from app.ui.graph_page import GraphPage
 from app.ui.node_colors import ERROR_BANDS, NONFINITE, NOT_AN_OP, NOT_MEASURED, error_band
+from app.ui.task_thread import Task, run_task
 
 STATUS_COLORS = {  # what the diff says of a node, most telling first
     "removed": QColor("#e03131"),
@@ -43,42 +42,6 @@ STATUS_COLORS = {  # what the diff says of a node, most telling first
 STATUS_WORDS = {"removed": "only in A", "added": "only in B", "changed": "changed", "folded": "Constant → weight",
                 "same": "the same"}
 _RANK = {s: k for k, s in enumerate(STATUS_COLORS)}
-
-
-class _Task(QThread):
-    """One function off the GUI thread; the result (or the error's text) comes back as a signal."""
-
-    done = Signal(object)
-    failed = Signal(str)
-
-    def __init__(self, fn: Callable[[], object], parent: QObject) -> None:
-        super().__init__(parent)
-        self.fn = fn
-
-    def run(self) -> None:
-        try:
-            self.done.emit(self.fn())
-        except Exception as exc:  # noqa: BLE001 - shown to the user, the window stays
-            self.failed.emit(f"{type(exc).__name__}: {exc}")
-
-
-def run_task(parent: QObject, fn: Callable[[], object], done: Callable[[object], None],
-             failed: Callable[[str], None]) -> _Task:
-    """Start `fn` on a thread; automatic garbage collection waits until it ends (a collection started there could
-    free Qt wrappers off the GUI thread)."""
-    gc.disable()
-    t = _Task(fn, parent)
-    t.done.connect(done)
-    t.failed.connect(failed)
-
-    def reap() -> None:
-        t.deleteLater()
-        gc.enable()
-        gc.collect()
-
-    t.finished.connect(reap)
-    t.start()
-    return t
 
 
 def diff_colors(graph: object, status_of: list[str | None]) -> tuple[list[QColor], dict]:
@@ -164,7 +127,7 @@ class CompareWindow(QMainWindow):
                 self.b.status_of[self.b.index[n.b]] = n.status
         self.numeric: dict | None = None
         self._syncing = False
-        self._task: _Task | None = None
+        self._task: Task | None = None
 
         panes = QSplitter(Qt.Orientation.Horizontal)
         panes.addWidget(self.a)
@@ -393,4 +356,4 @@ def load_for_compare(path: Path, a: OpenedModel, cancel: threading.Event | None 
     return b, diff
 
 
-__all__ = ["CompareWindow", "diff_colors", "load_for_compare", "run_task"]
+__all__ = ["CompareWindow", "diff_colors", "load_for_compare"]

@@ -51,6 +51,7 @@ class GraphItem(QGraphicsItem):
         self._cat_colors = [style.GROUP if k == KIND_GROUP else style.CATEGORY_COLORS.get(
             c, style.CATEGORY_COLORS["Other"]) for c, k in zip(graph.categories, graph.kinds.tolist(), strict=True)]
         self.node_mix: dict[int, list[tuple[QColor, float]]] = {}  # group box -> its nodes' colours, by share
+        self.node_note: dict[int, str] = {}                        # group box -> a line of words (worst error…)
         self.frames = self._frame_rects()                          # expanded groups: (group, rect, title, depth)
         self._cat_groups = self._group_by_color()
         self._groups = self._cat_groups
@@ -376,8 +377,11 @@ class GraphItem(QGraphicsItem):
         body = QRectF(rect.left() + 6, rect.top() + 21, rect.width() - 12, 16)
         painter.drawText(body, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, count)
         body = QRectF(rect.left() + 6, rect.top() + 35, rect.width() - 12, 14)
+        note = self.node_note.get(i)
+        if note:
+            painter.setPen(style.TEXT)
         painter.drawText(body, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
-                         painter.fontMetrics().elidedText(ops, Qt.TextElideMode.ElideRight, int(body.width())))
+                         painter.fontMetrics().elidedText(note or ops, Qt.TextElideMode.ElideRight, int(body.width())))
         mix = self.node_mix.get(i)
         if mix:
             x, w = rect.left() + 4, rect.width() - 8
@@ -424,14 +428,16 @@ class GraphItem(QGraphicsItem):
             g = grow * 1.6
             painter.drawRect(self.node_rect(self.current_match).adjusted(-g, -g, g, g))
 
-    def set_node_fill(self, colors: list[QColor] | None, mix: dict[int, list[tuple[QColor, float]]] | None = None
-                      ) -> None:
+    def set_node_fill(self, colors: list[QColor] | None, mix: dict[int, list[tuple[QColor, float]]] | None = None,
+                      notes: dict[int, str] | None = None) -> None:
         """Colour boxes by something else than their op category (None: back to categories); `mix`: for group
-        boxes, their nodes' colours by share, drawn as a strip."""
+        boxes, their nodes' colours by share, drawn as a strip; `notes`: a line of words on a group's card in
+        place of its ops (its worst error, its share of the time)."""
         if colors is not None and len(colors) != self.graph.node_count:
             raise ValueError(f"{len(colors)} colours for {self.graph.node_count} nodes")
         self.node_fill = colors
         self.node_mix = dict(mix or {})
+        self.node_note = dict(notes or {})
         self._groups = self._fill_groups()
         self._title_colors = [style.text_on(c) for c in (colors if colors is not None else self._cat_colors)]
         self.overview, self.overview_scale = self._render_overview()

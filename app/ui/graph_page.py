@@ -10,9 +10,11 @@ from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from app.core.model import KIND_GROUP, GraphPicture, initial_expansion, regroup
+from app.core.model import KIND_GROUP, NEST_LIMIT, GraphPicture, initial_expansion, regroup
 from app.ui.graph_view import GraphView
 from app.ui.search_bar import SearchBar
+
+BACKGROUND_FROM = 5000  # nodes from which a flat or all-open drawing is laid out on a thread (~0.1 s and more)
 
 
 @dataclass
@@ -28,6 +30,7 @@ class GraphPage(QWidget):
 
     levelChanged = Signal()
     groupsChanged = Signal()   # the same graph drawn with other groups open: colours and marks are drawn again
+    regroupStarted = Signal(str)  # a big drawing is being laid out on a thread: what to tell the user
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -53,6 +56,8 @@ class GraphPage(QWidget):
         lay.addWidget(self.view, 1)
         self.levels: list[_Level] = []
         self.last_regroup_s = 0.0  # how long the last expand/collapse took (layout and drawing), for the status bar
+        self.busy = False          # a big drawing is being laid out on a thread
+        self._task = None
         self.search.matchesChanged.connect(self._on_matches)
         self.search.closed.connect(lambda: self.view.set_matches([], None))
         self.view.groupToggled.connect(self._on_group_toggled)
@@ -186,7 +191,7 @@ class GraphPage(QWidget):
         path = set(pic.tree.path_to(flat_node)) if pic.grouped else set()
         expanded = pic.expanded if pic.expanded is None else pic.expanded | path
         if expanded != pic.expanded or unfolded != pic.unfolded:
-            self._regroup(expanded, anchor=flat_node, keep_view=False, unfolded=unfolded)
+            self._regroup(expanded, anchor=flat_node, keep_view=False, unfolded=unfolded, background=False)
             pic = self.picture
         assert pic is not None and pic.graph.shown_as is not None
         return int(pic.graph.shown_as[flat_node])
@@ -200,11 +205,14 @@ class GraphPage(QWidget):
         return int(hits[0]) if len(hits) else None
 
     def _regroup(self, expanded: set[int] | None, anchor: int | None, keep_view: bool = True, *,
-                 fold: bool | None = None, unfolded: frozenset[int] | None = None) -> None:
+                 fold: bool | None = None, unfolded: frozenset[int] | None = None,
+                 background: bool | None = None) -> None:
         """Draw the top graph again with `expanded` groups open (None: flat), the view kept where `anchor` (a node of
-        the flat graph) was, and the selection carried over to what stands for it now."""
+        the flat graph) was, and the selection carried over to what stands for it now. A drawing of thousands of
+        nodes (flat, or every group open) is laid out on a thread: the window stays responsive meanwhile
+        (`background=False`: here and now, for search)."""
         pic = self.picture
-        if pic is None:
+        if pic is None or self.busy:
             return
         started = time.perf_counter()
         view = self.view
@@ -213,14 +221,35 @@ class GraphPage(QWidget):
         if anchor is not None and before is not None and view.item is not None:
             old_pos = view.mapFromScene(view.item.node_rect(int(before[anchor])).center())
         flat_selected = self._flat_selection()
-        slow = expanded is None and pic.all_nodes.node_count > 3000
-        if slow:
-            QGuiApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
-        try:
-            new = regroup(pic, expanded, fold=fold, unfolded=unfolded)
-        finally:
-            if slow:
+        if background is None:
+            background = pic.all_nodes.node_count > BACKGROUND_FROM and (
+                expanded is None or len(expanded) > NEST_LIMIT)
+        if background:
+            from app.ui.task_thread import run_task
+
+            self.busy = True
+            self.regroupStarted.emit(f"Laying out {pic.all_nodes.node_count:,} nodes…")
+            QGuiApplication.setOverrideCursor(Qt.CursorShape.BusyCursor)
+
+            def done(new: object) -> None:
+                self.busy = False
                 QGuiApplication.restoreOverrideCursor()
+                if self.picture is pic:  # not another model (or level) since
+                    self._show_regrouped(new, anchor, keep_view, old_pos, flat_selected, started)
+
+            def failed(message: str) -> None:
+                self.busy = False
+                QGuiApplication.restoreOverrideCursor()
+                self.regroupStarted.emit(f"The graph could not be drawn that way: {message}")
+
+            self._task = run_task(self, lambda: regroup(pic, expanded, fold=fold, unfolded=unfolded), done, failed)
+            return
+        self._show_regrouped(regroup(pic, expanded, fold=fold, unfolded=unfolded), anchor, keep_view, old_pos,
+                             flat_selected, started)
+
+    def _show_regrouped(self, new: GraphPicture, anchor: int | None, keep_view: bool, old_pos: object,
+                        flat_selected: list[int], started: float) -> None:
+        view = self.view
         self.levels[-1].picture = new
         scale = view.current_scale()
         center = view.visible_scene_rect().center()

@@ -174,6 +174,7 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         self.view.nodeActivated.connect(self._on_node_activated)
         self.graph_page.levelChanged.connect(self._on_level_changed)
         self.graph_page.groupsChanged.connect(self._on_groups_changed)
+        self.graph_page.regroupStarted.connect(self.status_label.setText)
         self.properties_panel.jumpToNode.connect(lambda n: self.view.center_on_node(n))
         self.properties_panel.openSubgraph.connect(self.open_subgraph)
         self.shapes_panel.applied.connect(self.apply_shapes)

@@ -75,10 +75,11 @@ def error_band(cosine: float | None, nonfinite: bool) -> int:
     return next(k for k, (lo, _, _) in enumerate(ERROR_BANDS) if cosine >= lo)
 
 
-def error_colors(graph: DisplayGraph, node_error: dict[int, tuple[float | None, bool]], mix: dict | None = None
-                 ) -> tuple[list[QColor], list]:
+def error_colors(graph: DisplayGraph, node_error: dict[int, tuple[float | None, bool]], mix: dict | None = None,
+                 notes: dict | None = None) -> tuple[list[QColor], list]:
     """Per display node colours for a diagnosis: `node_error` maps an ONNX node index to its worst
-    output's (cosine, has new NaN/Inf). A group box shows its worst node (the legend counts nodes)."""
+    output's (cosine, has new NaN/Inf). A group box shows its worst node (the legend counts nodes); `notes`, when
+    given, gets each group's words for it ('worst cos 0.998712')."""
     colors, counts = [], {}
     for i, idx in enumerate(graph.onnx_index.tolist()):
         inside = graph.members.get(i) if idx < 0 else None
@@ -89,6 +90,11 @@ def error_colors(graph: DisplayGraph, node_error: dict[int, tuple[float | None, 
             worst = max((b for b in bands if b >= 0), default=-1)
             colors.append(NONFINITE if worst == len(ERROR_BANDS) else NOT_MEASURED if worst < 0
                           else ERROR_BANDS[worst][2])
+            errs = [node_error[m] for m in inside.tolist() if m in node_error]
+            if notes is not None and errs:  # the card's line: the worst inside
+                cos = [c for c, _nan in errs if c is not None and np.isfinite(c)]
+                notes[i] = ("NaN/Inf inside" if any(nan for _c, nan in errs) else
+                            f"worst cos {min(cos):.6f}" if cos else "")
             _mix(mix, i, [(NONFINITE if b == len(ERROR_BANDS) else ERROR_BANDS[b][2], n)
                           for b, n in sorted(Counter(b for b in bands if b >= 0).items())])
             continue
@@ -158,16 +164,19 @@ def node_time_shares(layers: list[dict], times: dict[str, dict]) -> dict[str, fl
 
 
 def time_colors(graph: DisplayGraph, share_of: Sequence[float | None],
-                untimed: str = "not timed (fused away or not in the engine)") -> tuple[list[QColor], list]:
+                untimed: str = "not timed (fused away or not in the engine)", notes: dict | None = None
+                ) -> tuple[list[QColor], list]:
     """Per display node colours for the share of the time a node took (a TensorRT engine's layers, split among
     their nodes, or a profile's nodes); `untimed` names the nodes without a time in the legend. A group box shows
-    its nodes' summed share."""
+    its nodes' summed share (and `notes`, when given, its words: '12.3 % of the time')."""
     colors, counts = [], {}
     for i, idx in enumerate(graph.onnx_index.tolist()):
         inside = graph.members.get(i) if idx < 0 else None
         if inside is not None:  # a group: the time of all its nodes together
             shares = [sh for m in inside.tolist() if m < len(share_of) and (sh := share_of[m]) is not None]
             share = sum(shares) if shares else None
+            if share is not None and notes is not None:
+                notes[i] = f"{100 * share:.1f} % of the time"
             if shares:
                 counts[-2] = counts.get(-2, 0) + 1
         else:

@@ -116,14 +116,16 @@ class ProfilePanel(QWidget):
         doc = self.shown() or {}
         return any(n.get("model_node", True) for n in doc.get("nodes") or []) and mode in ("time", "device")
 
-    def colors(self, mode: str, graph: object, keys: list[str], mix: dict | None = None) -> tuple[list, list, str]:
+    def colors(self, mode: str, graph: object, keys: list[str], mix: dict | None = None, notes: dict | None = None
+               ) -> tuple[list, list, str]:
         """The graph's colours, legend and legend title for `mode`; `keys` are the model's node keys by index;
-        `mix` receives group boxes' colours by share."""
+        `mix` receives group boxes' colours by share, `notes` their share of the time."""
         doc = self.shown() or {}
         name = doc.get("backend", "")
         if mode == "time":
             shares = node_shares(doc)
-            colors, legend = time_colors(graph, [shares.get(k) for k in keys], "not timed (folded or fused away)")
+            colors, legend = time_colors(graph, [shares.get(k) for k in keys], "not timed (folded or fused away)",
+                                         notes)
             return colors, legend, f"Share of {name}'s node time"
         devices = node_devices(doc)
         fallback = {p for n in doc.get("fallback_nodes") or [] for p in str(n).split(" + ")}

@@ -39,7 +39,8 @@ class FilesMixin:
 
     def compare_with(self, path: str | Path) -> None:
         """Open model B off the GUI thread, diff it against the open model, and show both side by side."""
-        from app.ui.compare_window import CompareWindow, load_for_compare, run_task
+        from app.ui.compare_window import CompareWindow, load_for_compare
+        from app.ui.task_thread import run_task
 
         a = self.opened
         if a is None:

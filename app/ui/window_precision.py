@@ -171,7 +171,8 @@ class PrecisionWindowMixin:
         if pic is None or item is None:
             return
         mode = self.color_mode if self._at_root() else "op"
-        mix: dict = {}  # group boxes: their nodes' colours by share
+        mix: dict = {}    # group boxes: their nodes' colours by share
+        notes: dict = {}  # and a line of words (worst error, share of the time)
         if mode == "precision" and self.plan.rows:
             # What the variant runs (kept nodes in FP32), counted as the Precision table and its summary count.
             colors, legend = precision_colors(pic.graph, [r.precision for r in self.plan.rows], self.plan.counts(),
@@ -182,17 +183,18 @@ class PrecisionWindowMixin:
             errs = node_errors(self.diagnosis.get("layers", []))
             by_index = {r.index: (errs[r.key].cosine, errs[r.key].nonfinite > 0) for r in self.plan.rows
                         if r.key in errs}
-            colors, legend = error_colors(pic.graph, by_index, mix)
-            item.set_node_fill(colors, mix)
+            colors, legend = error_colors(pic.graph, by_index, mix, notes)
+            item.set_node_fill(colors, mix, notes)
             self.view.legend.set_entries(f"Error of {self.diagnosis.get('candidate', '')}", legend)
         elif mode == "device" and self.profile_panel.has(mode) or mode == "time" and self._time_source() == "profile":
-            colors, legend, title = self.profile_panel.colors(mode, pic.graph, [r.key for r in self.plan.rows], mix)
-            item.set_node_fill(colors, mix)
+            colors, legend, title = self.profile_panel.colors(mode, pic.graph, [r.key for r in self.plan.rows], mix,
+                                                              notes)
+            item.set_node_fill(colors, mix, notes)
             self.view.legend.set_entries(title, legend)
         elif mode == "time" and self._time_source() == "engine":
             shares = node_time_shares(self.engine.get("layers", []), self.engine_panel.times)
-            colors, legend = time_colors(pic.graph, [shares.get(r.key) for r in self.plan.rows])
-            item.set_node_fill(colors)
+            colors, legend = time_colors(pic.graph, [shares.get(r.key) for r in self.plan.rows], notes=notes)
+            item.set_node_fill(colors, None, notes)
             self.view.legend.set_entries("Share of the engine's time", legend)
         elif mode == "engine" and self.engine and self.engine.get("ran"):
             ran = self.engine["ran"]

@@ -154,3 +154,47 @@ def test_groups_soak_at_1280_and_1600(qtbot, window, model_paths):
             img = view.viewport().grab().toImage()
             assert _non_background_fraction(img) > 0.0005, f"blank frame {frame} at {size}"
     assert window.opened is not None
+
+
+def test_a_big_flat_drawing_is_laid_out_on_a_thread(qtbot, window, tmp_path):
+    """10,000 nodes without scopes open flat; grouped by runs they draw in boxes; back to flat, the layout runs on
+    a thread while the window says so and stays usable, then the flat drawing replaces the boxes."""
+    import onnx
+
+    from tests.ui.test_big_graph import _residual_chain
+
+    path = tmp_path / "chain10k.onnx"
+    onnx.save(_residual_chain(2500), path)
+    open_and_wait(qtbot, window, path, timeout=60_000)
+    page, view = window.graph_page, window.view
+    assert not page.grouped and view.graph.node_count == 10_002 and window.act_grouped.isEnabled()
+    window.act_grouped.trigger()
+    assert page.grouped and view.graph.node_count < 100
+    window.act_grouped.trigger()
+    assert page.busy and "Laying out 10,002 nodes" in window.status_label.text()
+    window.act_expand_all.trigger()  # ignored while the layout runs: nothing half-drawn
+    qtbot.waitUntil(lambda: not page.busy, timeout=60_000)
+    assert not page.grouped and view.graph.node_count == 10_002
+    assert "flat: 10,002 of 10,002 nodes" in window.status_label.text()
+
+
+def test_errors_and_times_roll_up_to_a_group(model_paths):
+    """A closed group shows its worst node's error band (NaN/Inf worst of all) and its nodes' summed time, in its
+    colour and in words on its card."""
+    from app.core.model import open_model
+    from app.ui.node_colors import ERROR_BANDS, NONFINITE, TIME_BANDS, error_colors, time_colors
+
+    g = open_model(model_paths["g2p_bert_mlm"]).picture.graph
+    box = next(v for v in g.group_of if len(g.members[v]) >= 3)
+    a, b, c = (int(m) for m in g.members[box][:3])
+    notes, mix = {}, {}
+    colors, legend = error_colors(g, {a: (0.999995, False), b: (0.9912, False), c: (0.99999, False)}, mix, notes)
+    assert colors[box].name() == ERROR_BANDS[3][2].name() and notes[box] == "worst cos 0.991200"
+    assert len(mix[box]) == 2 and sum(legend_n for _l, _c, legend_n in legend) == 3
+    colors, _ = error_colors(g, {a: (0.999995, False), b: (None, True)}, None, notes)
+    assert colors[box].name() == NONFINITE.name() and notes[box] == "NaN/Inf inside"
+    share = [None] * len(g.graph.node)
+    share[a], share[b] = 0.04, 0.07
+    notes = {}
+    colors, _ = time_colors(g, share, notes=notes)
+    assert colors[box].name() == TIME_BANDS[0][2].name() and notes[box] == "11.0 % of the time"

@@ -10,7 +10,15 @@ from __future__ import annotations
 from app.core.model.demo import BUNDLED_DEMO, bundled_demo_model, write_demo_model
 from app.core.model.diff import ModelDiff, NodeDiff, diff_models
 from app.core.model.display_graph import KIND_OP, DisplayGraph
-from app.core.model.grouping import KIND_GROUP, GroupTree, group_tree, initial_expansion, op_mix, visible_graph
+from app.core.model.grouping import (
+    KIND_GROUP,
+    NEST_LIMIT,
+    GroupTree,
+    group_tree,
+    initial_expansion,
+    op_mix,
+    visible_graph,
+)
 from app.core.model.hierarchy import Group, hierarchy, scope_of
 from app.core.model.loader import external_refs, load_model, resolve_external
 from app.core.model.onnx_walk import (
@@ -40,8 +48,8 @@ from app.core.model.weights import (
 )
 
 __all__ = ["ALL_CATEGORIES", "BUNDLED_DEMO", "FP16_MIN_NORMAL", "FP16_MIN_SUBNORMAL", "KIND_GROUP", "KIND_OP",
-           "POOL_OPS", "QUANTIZABLE_OPS", "SUBGRAPH_OPS", "WEIGHTED_OPS", "Dim", "DisplayGraph", "GraphPicture",
-           "Group", "GroupTree", "ModelDiff", "ModelSummary", "NodeDiff", "OpenedModel", "SearchHit",
+           "NEST_LIMIT", "POOL_OPS", "QUANTIZABLE_OPS", "SUBGRAPH_OPS", "WEIGHTED_OPS", "Dim", "DisplayGraph",
+           "GraphPicture", "Group", "GroupTree", "ModelDiff", "ModelSummary", "NodeDiff", "OpenedModel", "SearchHit",
            "SelectionModel", "ShapeResult", "TensorInfo", "WeightStats", "bundled_demo_model", "constant_tensor",
            "diff_models", "dtype_name", "dynamic_dims", "external_refs", "find_tensor", "graph_constants",
            "graph_inputs", "group_tree", "hierarchy", "infer_shapes", "initial_expansion", "iter_graphs", "lay_out",

@@ -2,10 +2,12 @@
 
 Nodes are matched by their key (the node's name, or `Op:first-output` for unnamed nodes), then — for what is left,
 in graph order — by structure: the same op reading the outputs of nodes already matched, with weights of the same
-shapes (an exporter that renamed every node still lines up). A matched pair is `changed` when its op type,
-attributes, inputs (by what produces them) or weights differ: dtype, shape, or values (max |Δ|, computed in float64).
-Inputs, outputs and opsets are compared too. A model against trtlab's FP16 variant of it shows the Casts added and
-the converted weights, nothing else; two exports of one network show where they start to differ.
+shapes (an exporter that renamed every node still lines up), and last the same op reading the same matched
+producers whatever its weights (an optimizer's Conv with a BatchNormalization folded in). A matched pair is
+`changed` when its op type, attributes, inputs (by what produces them) or weights differ: dtype, shape, or values
+(max |Δ|, computed in float64). Inputs, outputs and opsets are compared too. A model against trtlab's FP16 variant
+of it shows the Casts added and the converted weights, nothing else; two exports of one network show where they
+start to differ.
 """
 
 from __future__ import annotations
@@ -145,6 +147,21 @@ def diff_models(a: onnx.ModelProto, b: onnx.ModelProto, *, base_dir_a: str | Non
                 pairs[k], how[k] = cand, "structure"
                 free_a[node.op_type].remove(cand)
                 break
+    # Looser, for what is left: the same op reading the same matched producers (its data), whatever its weights — an
+    # optimizer that folded a BatchNormalization into the Conv before it gives that Conv new weights and a bias.
+    for k in kb:
+        if k in pairs:
+            continue
+        node = nb[k]
+        want = [pairs.get(pb[x], "?") if x in pb else x for x in node.input if x and x not in wb]
+        if not want or "?" in want:
+            continue
+        for cand in free_a.get(node.op_type, []):
+            c = na[cand]
+            if [pa[x] if x in pa else x for x in c.input if x and x not in wa] == want:
+                pairs[k], how[k] = cand, "structure"
+                free_a[node.op_type].remove(cand)
+                break
     matched_a = set(pairs.values())
     out: list[NodeDiff] = []
     for k in kb:
@@ -174,6 +191,12 @@ def diff_models(a: onnx.ModelProto, b: onnx.ModelProto, *, base_dir_a: str | Non
             elif ix in pa and iy in pb:
                 if pairs.get(pb[iy]) != pa[ix]:
                     changes.append(f"input {i} now comes from '{pb[iy]}' ({nb[pb[iy]].op_type}), was '{pa[ix]}'")
+            elif ix in pa and iy in wb:
+                changes.append(f"input {i} ('{iy}') is a constant now, was computed by '{pa[ix]}' "
+                               f"({na[pa[ix]].op_type})")
+            elif ix in wa and iy in pb:
+                changes.append(f"input {i} ('{iy}') is computed by '{pb[iy]}' ({nb[pb[iy]].op_type}) now, "
+                               "was a constant")
             elif (ix in pa) != (iy in pb) or (ix in wa) != (iy in wb) or (ix not in pa and ix not in wa and ix != iy):
                 changes.append(f"input {i}: '{ix}' → '{iy}'")
         out.append(NodeDiff("changed" if changes else "same", pairs[k], k, y.op_type, changes, how[k]))

