@@ -86,6 +86,7 @@ import json
 import os
 import pickle
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -687,7 +688,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from benchmarks.shared import write_json
 
-    if not args.peer_python.exists():
+    if not args.peer_python.exists() and shutil.which(str(args.peer_python)) is None:
         print(f"No peer python at {args.peer_python}: the peer columns will say so (see the docstring's set-up).")
     args.work.mkdir(parents=True, exist_ok=True)
     rows = []

@@ -109,3 +109,26 @@ def test_a_reduce_mean_whose_sum_overflows_fp16_stays_fp32(tmp_path):
     assert kept["loud_mean"].startswith("the sum inside this ReduceMean reaches 4.9") and "quiet_mean" not in kept
     assert "quiet_mean" in v.report["half"]["half_nodes"]
     assert any("or sums beyond 8192" in n for n in v.notes)
+
+
+def test_a_variance_square_is_held_to_fp16s_range_not_the_activation_limit(models_dir):
+    """g2p's BERT writes LayerNorm out: (x - mean)² squared by a Mul, averaged by GlobalAveragePool. Its squares reach
+    thousands while its variances stay small: the squares stay FP16 (only a mean reads them); a square that anything
+    else reads, or one near FP16's largest value, is kept FP32 as any activation past the limit."""
+    from app.core.precision.ranges import FP16_MAX, keep_fp32_for_range
+
+    model = onnx.load(str(models_dir / "g2p_bert_mlm.onnx"))
+    keys = [n.name for n in model.graph.node]
+    squares = [n.name for n in model.graph.node if n.op_type == "Mul" and n.input[0] == n.input[1]
+               and "moments" in n.name]
+    assert len(squares) == 4
+    plan = PrecisionPlan(default="fp16")
+    peaks = dict.fromkeys(keys, 1.0) | dict.fromkeys(squares, 6.7e3)
+    assert keep_fp32_for_range(model, plan, peaks) == {}
+    near_max = peaks | {squares[0]: FP16_MAX / 2}
+    kept = keep_fp32_for_range(model, plan, near_max)
+    assert squares[0] in kept and "beyond 512" in kept[squares[0]]
+    square = next(n for n in model.graph.node if n.name == squares[1])
+    model.graph.node.append(helper.make_node("Relu", [square.output[0]], ["also_read"], name="another_reader"))
+    kept = keep_fp32_for_range(model, plan, peaks | {"another_reader": 1.0})
+    assert squares[1] in kept and "another_reader" in kept and squares[0] not in kept
