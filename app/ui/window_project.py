@@ -44,6 +44,7 @@ class ProjectMixin(AutosaveMixin):
         # Closing with unsaved results asks Save / Discard / Cancel; TRTLAB_NO_CLOSE_PROMPT=1 (tests, scripts) skips it.
         self.ask_before_close = os.environ.get("TRTLAB_NO_CLOSE_PROMPT") != "1"
         self._pending_project: Project | None = None
+        self._relocated_sha = ""  # the SHA-256 a relocated model should have (checked once the loader hashed it)
         self._pending_project_path: Path | None = None
         self._model_digest: tuple[str, int, int, str] | None = None
         self.project_banner = ProjectBanner()
@@ -256,14 +257,10 @@ class ProjectMixin(AutosaveMixin):
         project = self._pending_project or (self.gather_project() if self.opened is not None else None)
         if project is None:
             return
-        sha = project.model_sha256
+        self._relocated_sha = project.model_sha256  # compared with the hash the loader's thread makes of it
         project.model = str(path.resolve())
         self.project_banner.hide()
         self._start_project(project)
-        if sha and file_sha256(path) != sha:
-            self.project_banner.offer("model", "This is not the model the project was saved with",
-                                      f"{path.name} differs from the file the results were made with.",
-                                      [("Locate model…", self._locate_model)])
 
     def _after_model_loaded(self, same: bool) -> None:
         """Called once a model is shown: a pending project is applied; another model starts a new project
@@ -275,6 +272,11 @@ class ProjectMixin(AutosaveMixin):
         if pending is not None and _same_file(pending.model, opened.path):
             self._pending_project = None
             self._apply_project(pending)
+            expected, self._relocated_sha = getattr(self, "_relocated_sha", ""), ""
+            if expected and opened.sha256 and opened.sha256 != expected:  # a relocated model, hashed off this thread
+                self.project_banner.offer("model", "This is not the model the project was saved with",
+                                          f"{opened.path.name} differs from the file the results were made with.",
+                                          [("Locate model…", self._locate_model)])
             self.project_path = self._pending_project_path
             if getattr(self, "_recovered", False):
                 self._recovered, self.project_dirty = False, True

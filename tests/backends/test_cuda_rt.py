@@ -3,6 +3,10 @@ machine), skipped elsewhere with the reason."""
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -40,8 +44,13 @@ def test_missing_cuda_python_is_a_clear_error(monkeypatch):
 def test_gpu_info_names_the_device():
     info = _gpu_or_skip()
     assert info.name and "\x00" not in info.name
-    major, minor = (int(v) for v in info.compute_capability.split("."))
-    assert major >= 5 and minor >= 0
+    assert re.fullmatch(r"\d+\.\d+", info.compute_capability), info.compute_capability
+    assert int(info.compute_capability.split(".")[0]) >= 5
+    smi = shutil.which("nvidia-smi")
+    if smi:  # the driver's own word for it
+        out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"], capture_output=True,
+                             text=True).stdout.split()
+        assert not out or info.compute_capability in out
     assert info.total_memory > 1 << 30 and info.driver_version > 0
 
 

@@ -40,26 +40,6 @@ def open_and_wait(qtbot, window, path, timeout=30_000):
     return window
 
 
-_exit_status = {"code": 0}
-
-
-def pytest_sessionfinish(session, exitstatus):
-    _exit_status["code"] = int(exitstatus)
-
-
-def pytest_unconfigure(config):
-    """End the process once pytest has reported everything.
-
-    PySide6 6.12 with pyqtgraph can abort in the interpreter's final garbage collection (a refcount error
-    inside the bindings, after every test has passed); skipping that teardown keeps the exit status true.
-    """
-    import sys
-
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(_exit_status["code"])
-
-
 def run_jobs_and_wait(qtbot, window, start, timeout=180_000):
     """Start jobs (a click, a call) and wait for every job they started to end; they must all succeed."""
     results = []

@@ -98,6 +98,15 @@ def test_no_import_cycle_among_ui_modules():
     assert import_cycles(graph) == []
 
 
+def test_no_import_cycle_anywhere_in_app():
+    """Every package of app, the same way: a module that imports its siblings by full path runs its own packages
+    too (they are loading already: not a cycle), but no two modules may import each other round a loop."""
+    graph = import_graph(APP_DIR, "app")
+    graph = {m: {d for d in deps if not m.startswith(d + ".")} for m, deps in graph.items()}
+    assert len(graph) > 200 and "app.core.engine.dim_params" in graph["app.core.engine.profiles"]
+    assert import_cycles(graph) == []
+
+
 def test_views_and_controllers_meet_through_protocols():
     graph = import_graph(APP_DIR / "ui", "app.ui")
     assert "app.ui.main_window" not in graph["app.ui.run_controller"]

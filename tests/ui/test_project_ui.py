@@ -217,6 +217,9 @@ def test_changed_and_missing_models_are_said_and_can_be_located(qtbot, window, n
     third.relocate_model(kept)  # what Locate model… does with the file chosen
     qtbot.waitUntil(lambda: third.opened is not None and not third.loader.is_busy(), timeout=60_000)
     assert third.opened.path == kept and third.plan.plan.default == "fp16"
+    # it is the edited copy: said once the loader's thread has hashed it (no hashing on the GUI thread)
+    assert third.project_banner.isVisible() and "not the model the project was saved with" in \
+        third.project_banner.text()
 
 
 def test_a_damaged_project_is_refused_in_the_banner(qtbot, window, tmp_path):

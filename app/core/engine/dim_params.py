@@ -8,12 +8,23 @@ measured). ONNX Runtime does not care, so only TensorRT builds are checked.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from app.core.model import TensorInfo
 
-if TYPE_CHECKING:
-    from app.core.engine.profiles import OptimizationProfile
+
+class _Range(Protocol):
+    min: Sequence[int]
+    opt: Sequence[int]
+    max: Sequence[int]
+
+
+class ProfileLike(Protocol):
+    """What the checks here read of an optimization profile (`app.core.engine.profiles.OptimizationProfile`), named
+    by shape alone: profiles.py imports this module, so this one does not import it back."""
+
+    inputs: Mapping[str, _Range]
+
 
 DimNames = Mapping[str, Sequence[tuple[str, int]]]   # dim_param name -> [(input, axis)] that carry it
 
@@ -42,7 +53,7 @@ def names_in(inputs: Iterable[TensorInfo]) -> dict[str, list[tuple[str, int]]]:
     return out
 
 
-def dim_name_problems(profile: OptimizationProfile, dim_names: DimNames) -> list[tuple[str, str]]:
+def dim_name_problems(profile: ProfileLike, dim_names: DimNames) -> list[tuple[str, str]]:
     """Dims sharing a dim_param name whose ranges TensorRT refuses, as (problem, fix) pairs.
 
     TensorRT treats them as one dimension. Measured with TensorRT for RTX 1.7.1 on PP-OCR's classifier (H and W

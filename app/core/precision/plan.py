@@ -69,7 +69,7 @@ class GraphFacts:
     def _decide(self, index: int, planned: str) -> str | None:
         node = self.graph.node[index]
         if planned in HALF_PRECISIONS:
-            from app.core.precision.transforms.half import half_skip_reason
+            from app.core.precision.transforms.half_rules import op_skip_reason as half_skip_reason
 
             if index in self.in_context():
                 return self.in_context()[index]

@@ -52,7 +52,7 @@ def test_search_finds_the_needed_pair_with_few_evaluations():
     assert r.before == {"cos": 0.99, "max_abs": 1.0} and r.after["cos"] == 0.9995
     assert r.history[0] == {"size": 0, "value": 0.99, "met": False, "phase": "baseline"}
     assert [h["phase"] for h in r.history][1] == "grow" and r.history[-1]["phase"] == "prune"
-    assert r.seconds >= 0
+    assert 0 < r.seconds < 10  # measured, and a search of stand-in evaluations takes no time to speak of
 
 
 def test_search_keeps_a_small_set_when_the_needed_nodes_are_ranked_lower():
