@@ -203,7 +203,12 @@ def expand(matrix: Matrix) -> list[BatchJob]:
                         jobs.append(BatchJob(job_id(step, spec, digest, gpu), step, spec, path, backend,
                                              precision, gpu, digest))
     seen: set[str] = set()
-    return [j for j in jobs if not (j.id in seen or seen.add(j.id))]  # the same job named twice runs once
+    unique = []
+    for j in jobs:  # the same job named twice runs once
+        if j.id not in seen:
+            seen.add(j.id)
+            unique.append(j)
+    return unique
 
 
 def job_id(kind: str, spec: JobInputs, model_digest: str, gpu: str | None) -> str:
@@ -296,7 +301,7 @@ def _backend(entry: object) -> tuple[str, list[str | None], list[str] | None]:
                           fix="Write a name (ort-cpu) or {name: trt, gpus: [H100, L4], steps: [build, bench]}.")
     if name not in BACKEND_NAMES:
         raise MatrixError(f"Unknown backend '{name}'.", fix=f"Use one of {', '.join(BACKEND_NAMES)}.")
-    kinds = [str(g) for g in _list(gpus, "gpus")] if gpus is not None else [None]
+    kinds: list[str | None] = [str(g) for g in _list(gpus, "gpus")] if gpus is not None else [None]
     own = None if steps is None else [str(s).lower() for s in _list(steps, "steps")]
     bad = [s for s in own or [] if s not in STEPS]
     if bad:

@@ -55,7 +55,8 @@ def read_job_results(results: Path) -> dict[str, dict[str, Any]]:
 def pending(jobs: Iterable[BatchJob], results: Path, force: bool = False) -> tuple[list[BatchJob], list[BatchJob]]:
     """(to run, already finished): a rerun skips finished jobs unless forced."""
     done = {} if force else read_job_results(results)
-    todo, skipped = [], []
+    todo: list[BatchJob] = []
+    skipped: list[BatchJob] = []
     for job in jobs:
         (skipped if job.id in done else todo).append(job)
     return todo, skipped
@@ -155,7 +156,9 @@ def model_project(results: Path, model: str) -> Any:
     recorded = [d for d in read_job_results(results).values()
                 if d["status"] == "done" and (d.get("job") or {}).get("model") == model]
     recorded.sort(key=lambda d: d.get("finished_at", ""))
-    items, shapes, reference, digest = [], {}, None, ""
+    items: list = []
+    shapes: dict[str, Any] = {}
+    reference, digest = None, ""
     for doc in recorded:
         job, spec = doc["job"], doc["job"]["spec"]
         digest = digest or job.get("model_sha256", "")  # recorded at expansion: no hashing on the GUI's thread

@@ -193,7 +193,7 @@ class JobContext:
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.workdir)
         try:
             with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, **plain)
+                np.savez(fh, **plain)  # type: ignore[arg-type]  # numpy's stub types **kwds as allow_pickle
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -116,10 +116,10 @@ def compound_layout(
         p = container_parent[c]
         ox, oy = origin[p]
         cx, cy = local[p].x[("container", c)] + ox, local[p].y[("container", c)] + oy
-        w, h = size[c]
-        x0, y0 = cx - w / 2, cy - h / 2
+        fw, fh = size[c]
+        x0, y0 = cx - fw / 2, cy - fh / 2
         origin[c] = (x0 + PAD, y0 + PAD_TOP)
-        frames.append((c, x0, y0, x0 + w, y0 + h))
+        frames.append((c, x0, y0, x0 + fw, y0 + fh))
     x = np.empty(n)
     y = np.empty(n)
     for i in range(n):

@@ -6,6 +6,8 @@ layout engine's output (the benchmark feeds dagre's result through them).
 
 from __future__ import annotations
 
+from typing import Literal, overload
+
 import numpy as np
 
 __all__ = ["count_crossings", "overlapping_pairs", "grouped_inversions"]
@@ -73,6 +75,16 @@ def _sorted_inversion_counts(gid: np.ndarray, b: np.ndarray) -> np.ndarray:
         perm[by_key] = np.arange(big.size, dtype=np.int64)
         out[big] = _perm_inversion_counts(perm)
     return out
+
+
+@overload
+def grouped_inversions(group: np.ndarray, top: np.ndarray, bottom: np.ndarray, *,
+                       per_group: Literal[False] = False) -> int: ...
+
+
+@overload
+def grouped_inversions(group: np.ndarray, top: np.ndarray, bottom: np.ndarray, *,
+                       per_group: Literal[True]) -> tuple[int, np.ndarray, np.ndarray]: ...
 
 
 def grouped_inversions(

@@ -228,7 +228,7 @@ def _sweep(plan: _SweepPlan, pos: np.ndarray, bias_right: bool) -> np.ndarray:
             if nb.__class__ is int:
                 bc = p[nb]
             elif nb:
-                bc = sum([p[u] for u in nb]) / len(nb)
+                bc = sum([p[u] for u in nb]) / len(nb)  # type: ignore[attr-defined, arg-type]  # a list here
             else:
                 bc = p[x]  # no neighbour on the fixed side: stay put
             keyed.append((c, bc, tie * p[x], x))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
+from app.core.model import ModelDiff
 from app.core.precision.plan import node_keys
 
 FLOAT_ELEM = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
@@ -137,7 +138,7 @@ DISAGREE = 0.9999  # a matched pair below this cosine disagrees
 RELATIVE = 1e-3    # …or whose max |Δ| passes this fraction of A's largest |value| (a scaled tensor keeps its cosine)
 
 
-def diff_numerically(a: onnx.ModelProto, b: onnx.ModelProto, result: object, shapes: dict | None = None,
+def diff_numerically(a: onnx.ModelProto, b: onnx.ModelProto, result: ModelDiff, shapes: dict | None = None,
                      seed: int = 0) -> dict:
     """Both models on one seeded random sample, the first output of every matched pair of a diff
     (:func:`app.core.model.diff_models`) compared in B's order: where two exports of one network start to disagree.
@@ -150,7 +151,7 @@ def diff_numerically(a: onnx.ModelProto, b: onnx.ModelProto, result: object, sha
     feeds = make_samples(a, infos, dims, InputSource(seed=seed), 1)[0]
     nodes_a = dict(zip(node_keys(a.graph), a.graph.node, strict=True))
     nodes_b = dict(zip(node_keys(b.graph), b.graph.node, strict=True))
-    pairs = [(n.a, nodes_a[n.a].output[0], n.b, nodes_b[n.b].output[0]) for n in result.nodes  # type: ignore[attr-defined]
+    pairs = [(n.a, nodes_a[n.a].output[0], n.b, nodes_b[n.b].output[0]) for n in result.nodes
              if n.a and n.b and nodes_a[n.a].output and nodes_b[n.b].output]
     rows = compare_matched(a, b, pairs, feeds)
     first = next((r for r in rows if r["shape_differs"] or (r["cosine"] is not None and r["cosine"] < DISAGREE)

@@ -426,7 +426,7 @@ def half_fallback(model: onnx.ModelProto, plan: PrecisionPlan, precision: str, s
     plannable = set(report.half_nodes)
     if diagnosis_rows is None:
         if cancelled is not None and cancelled():
-            empty = {m: None for m in (target.metric, *_ALWAYS)}
+            empty: dict[str, float | None] = {m: None for m in (target.metric, *_ALWAYS)}
             return FallbackResult(target_text(target), False, [], empty, dict(empty), 0, time.monotonic() - t0, [],
                                   STOP_CANCELLED)
         say(0.02, "Diagnosing each layer…")

@@ -18,11 +18,16 @@ import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import onnx
 
 from app.core.fileio import atomic_write_text
 from app.core.model import ShapeResult, constant_tensor
+
+if TYPE_CHECKING:
+    from app.core.precision.transforms.int8_select import Int8Graph
+
 from app.core.precision.plan_keys import (  # noqa: F401 - the plan's vocabulary, importable from here as before
     _NATIVE,
     FLOAT_TYPES,
@@ -54,7 +59,7 @@ class GraphFacts:
         self._latest = onnx.defs.onnx_opset_version()
         self._consts: set[str] | None = None
         self._in_context: dict[int, str] | None = None
-        self._int8: object | None = None  # the INT8 rules' whole-graph facts (Int8Graph), found on first use
+        self._int8: Int8Graph | None = None  # the INT8 rules' whole-graph facts, found on first use
         self._why: dict[tuple[int, str], str | None] = {}
         self._native: dict[int, str | None] = {}
         self._readers: dict[str, list[tuple[int, int]]] | None = None

@@ -36,7 +36,7 @@ def fixed_reason(node: onnx.NodeProto, shapes: ShapeResult | None) -> str | None
         return "produces integers (shape or index path)"
     if shapes is None:
         return None
-    dtypes = [shapes.get(o).dtype for o in node.output if o and shapes.get(o) is not None]
+    dtypes = [info.dtype for o in node.output if o and (info := shapes.get(o)) is not None]
     if dtypes and not any(d in FLOAT_TYPES for d in dtypes):
         kind = "bool" if all(d == "bool" for d in dtypes) else "integer"
         return f"{kind} outputs only ({', '.join(sorted(set(dtypes)))}): nothing to compute in another precision"

@@ -126,7 +126,7 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
         samples, random_calib = calib()
         calib_digest = samples_hash(samples)
     ranged = half == ["fp16"] and calib is not None
-    if ranged and not samples:
+    if ranged and not samples and calib is not None:
         say(None, "Preparing calibration data…")
         try:
             samples, random_calib = calib()

@@ -173,8 +173,10 @@ def to_half(model: onnx.ModelProto, plan: PrecisionPlan, precision: str = "fp16"
                     dtype(o) == "float32" for o in outs):
                 report.opset_blocked += 1
             continue
-        ins, out_pos = type_positions(node.op_type, node.domain or "", len(node.input), len(node.output),
-                                      opset[node.domain], half)
+        pos = type_positions(node.op_type, node.domain or "", len(node.input), len(node.output),
+                             opset[node.domain], half)
+        assert pos is not None, "op_skip_reason keeps an op with no half kernel"
+        ins, out_pos = pos
         # The schema ties these inputs' type to the float32 output: each is float32 in the model as it is.
         half_in[i] = [j for j in ins if node.input[j]]
         half_tensors |= {node.output[k] for k in out_pos if node.output[k]}

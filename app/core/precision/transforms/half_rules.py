@@ -21,7 +21,7 @@ from app.core.model import SUBGRAPH_OPS, node_subgraphs
 
 HALF = {"fp16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16}
 BF16_OPSET = 22  # where Conv, Relu, MaxPool, BatchNormalization… gain bfloat16
-HALF_NAME = {TensorProto.FLOAT16: "tensor(float16)", TensorProto.BFLOAT16: "tensor(bfloat16)"}
+HALF_NAME: dict[int, str] = {TensorProto.FLOAT16: "tensor(float16)", TensorProto.BFLOAT16: "tensor(bfloat16)"}
 # Ops whose half-precision results are known to go wrong (accumulations, ranges, random generators).
 KEEP_FP32_OPS = frozenset({"Range", "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
                            "Multinomial", "CumSum", "NonMaxSuppression", "RoiAlign"})

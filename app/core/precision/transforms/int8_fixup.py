@@ -38,10 +38,10 @@ def fold_computed_weights(work: onnx.ModelProto, wanted: set[str], const_derived
     outputs = {o.name for o in g.output}
     targets = []
     for n in g.node:
-        j = WEIGHT_INPUT.get(n.op_type)
-        if n.name not in wanted or j is None or j >= len(n.input):
+        pos = WEIGHT_INPUT.get(n.op_type)
+        if n.name not in wanted or pos is None or pos >= len(n.input):
             continue
-        w = n.input[j]
+        w = n.input[pos]
         if w in inits or w not in const_derived or w in outputs or w in targets:
             continue
         if all(r.name in wanted and WEIGHT_INPUT.get(r.op_type) == k for r, k in readers.get(w, [])):

@@ -145,7 +145,7 @@ def qdq_issues(model: onnx.ModelProto) -> list[QdqIssue]:
             if xt == TensorProto.INT32:
                 add("qdq-int32-bias", f"{where}: dequantizes INT32 '{x}' (a quantized bias); TensorRT's "
                                       "DequantizeLinear takes INT8 only: keep biases float (QuantizeBias off)")
-            elif xt not in (None, *_QUANTIZED):
+            elif xt is not None and xt not in _QUANTIZED:
                 add("qdq-input-type", f"{where}: dequantizes {_type_name(xt)} '{x}'; "
                                       "TensorRT needs INT8")
         elif n.output:
