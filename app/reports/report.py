@@ -65,12 +65,9 @@ def _emulation(target: str) -> Any:
 def _speedups(benches: dict[str, dict], reference: str) -> dict[str, float | None]:
     """Median-latency ratio to the reference per target (> 1: faster); None where speed means nothing (a backend
     that emulates the precision) or is unknown."""
-    base = ((benches.get(reference) or {}).get("latency_ms") or {}).get("median")
-    out: dict[str, float | None] = {}
-    for t, d in benches.items():
-        median = (d.get("latency_ms") or {}).get("median")
-        out[t] = base / median if base and median and _emulation(t) is None else None
-    return out
+    from app.core.measure import speedups
+
+    return {t: s if _emulation(t) is None else None for t, s in speedups(benches, reference).items()}
 
 
 def _scorecard(compares: list[ReportItem], benches: dict[str, dict], speed_ref: str,

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from app.core.measure import Emulation, target_emulations, task_words
+from app.core.measure import Emulation, speedups, target_emulations, task_words
 
 RANDOM_CALIBRATION = "CALIBRATED ON RANDOM DATA"
 # app.core.measure.latency's jitter warning (always its last part): grouped over targets, its advice said once
@@ -158,12 +158,7 @@ class ResultsState:
 
     def speedups(self) -> dict[str, float]:
         """Median-latency ratios to the speed reference (> 1: faster), for every benchmarked target."""
-        ref = self.bench.get(self.speed_reference())
-        base = (ref or {}).get("latency_ms", {}).get("median")
-        if not base:
-            return {}
-        return {t: base / d["latency_ms"]["median"] for t, d in self.bench.items()
-                if (d.get("latency_ms") or {}).get("median")}
+        return {t: s for t, s in speedups(self.bench, self.speed_reference()).items() if s is not None}
 
     def rows(self) -> list[Row]:
         """The reference first, then the candidates in the order they first ran, then targets only benchmarked."""

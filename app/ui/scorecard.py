@@ -12,7 +12,7 @@ from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QKeySequence, QPalette, QShortcut
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
-from app.core.measure import target_emulations
+from app.core.measure import median_ms, speedups, target_emulations
 from app.ui.answers_view import PictureLabel, pixmap_from_uri
 from app.ui.result_plots import PlotCard, draw_abs_diff
 from app.ui.results_state import ResultsState
@@ -88,7 +88,8 @@ def speed_verdict(ratio: float) -> tuple[str, str]:
 
 def card_facts(compare: dict, bench: dict[str, dict], reference: str) -> list[CardFacts]:
     """One card per compared candidate, in the order compared; `bench`: target -> its bench JSON."""
-    ref_median = ((bench.get(reference) or {}).get("latency_ms") or {}).get("median")
+    ref_median = median_ms(bench.get(reference))
+    ratios = speedups(bench, reference)
     out = []
     for c in compare.get("candidates", []):
         target = str(c["name"])
@@ -109,9 +110,9 @@ def card_facts(compare: dict, bench: dict[str, dict], reference: str) -> list[Ca
             parts.append(f"top-1 agreement {top1:.0%}")
         if nonfinite:
             parts.append(f"{nonfinite} new NaN/Inf")
-        median = ((bench.get(target) or {}).get("latency_ms") or {}).get("median")
+        median = median_ms(bench.get(target))
         emulated = target_emulations(target)
-        ratio = ref_median / median if ref_median and median else None
+        ratio = ratios.get(target)
         if emulated:
             e = emulated[0]
             speed, speed_tone = "Speed: n/a here", NEUTRAL

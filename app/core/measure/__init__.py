@@ -18,7 +18,7 @@ from app.core.measure.compare import CandidateReport, OutputMetrics, compare_rep
 from app.core.measure.compute import Emulation, device_of, emulation, target_emulations
 from app.core.measure.inputs import InputSource, make_samples, resolve_input_shapes, source_shapes
 from app.core.measure.kinds import KINDS, OutputKind, OutputKindError, infer_output_kinds, parse_output_kinds
-from app.core.measure.latency import Budget, MeasureCancelled, measure
+from app.core.measure.latency import Budget, MeasureCancelled, measure, median_ms, speedups
 from app.core.measure.pictures import (
     MAX_OUTPUTS,
     MAX_SAMPLES,
@@ -38,6 +38,7 @@ __all__ = ["DEFAULT_TASK_TOLERANCES", "ELEMENTWISE", "IMAGE_NOT_PROBABILITY", "K
            "InputSource", "MeasureCancelled", "NodeTime", "OutputKind", "OutputKindError", "OutputMetrics", "Profile",
            "Tolerance", "ToleranceError", "answer_strips", "compare_report_json", "compare_samples", "decode_picture",
            "device_of", "device_word", "emulation", "fmt_metric", "infer_output_kinds", "input_picture", "judge",
-           "make_samples", "measure", "node_devices", "node_shares", "output_pictures", "parse_ort_profile",
-           "parse_output_kinds", "photo_source_for", "png_b64", "profile_delta", "resolve_input_shapes",
-           "sample_photos", "sample_words", "slower_reasons", "source_shapes", "target_emulations", "task_words"]
+           "make_samples", "measure", "median_ms", "node_devices", "node_shares", "output_pictures",
+           "parse_ort_profile", "parse_output_kinds", "photo_source_for", "png_b64", "profile_delta",
+           "resolve_input_shapes", "sample_photos", "sample_words", "slower_reasons", "source_shapes", "speedups",
+           "target_emulations", "task_words"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -177,3 +177,17 @@ def speedup(reference: LatencyStats, candidate: LatencyStats) -> float:
     if not candidate.median > 0:
         return math.nan
     return reference.median / candidate.median
+
+
+def median_ms(bench: Mapping | None) -> float | None:
+    """A bench result's median latency in ms (None when it has none)."""
+    value = ((bench or {}).get("latency_ms") or {}).get("median")
+    return float(value) if value else None
+
+
+def speedups(benches: Mapping[str, Mapping], reference: str) -> dict[str, float | None]:
+    """Each benchmarked target's median-latency ratio to `reference`'s (> 1: faster); None where either median is
+    unknown. The one place speed-ups are computed: the Results table, the scorecard and the report all read it (each
+    then says what a ratio means where the precision is only emulated)."""
+    base = median_ms(benches.get(reference))
+    return {t: (base / m if base and (m := median_ms(d)) else None) for t, d in benches.items()}

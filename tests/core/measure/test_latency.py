@@ -95,3 +95,14 @@ def test_speedup_is_median_based():
     ref = LatencyStats.from_times(np.array([10.0, 10.0, 100.0]), mode="end_to_end", warmup=0)
     cand = LatencyStats.from_times(np.array([5.0, 5.0, 5.0]), mode="end_to_end", warmup=0)
     assert speedup(ref, cand) == 2.0
+
+
+def test_speedups_are_median_ratios_to_the_reference_and_none_where_unknown():
+    from app.core.measure import median_ms, speedups
+
+    benches = {"ort-cpu:fp32": {"latency_ms": {"median": 2.0}}, "ort-cpu:fp16": {"latency_ms": {"median": 4.0}},
+               "trt:fp16": {"latency_ms": {"median": 0.5}}, "trt:int8": {"error": "did not build"}}
+    assert speedups(benches, "ort-cpu:fp32") == {"ort-cpu:fp32": 1.0, "ort-cpu:fp16": 0.5, "trt:fp16": 4.0,
+                                                 "trt:int8": None}
+    assert set(speedups(benches, "not-benchmarked").values()) == {None}
+    assert median_ms(benches["trt:int8"]) is None and median_ms(None) is None
