@@ -201,6 +201,8 @@ class GraphPage(QWidget):
         pic = self.picture
         if pic is None or pic.graph.shown_as is None:
             return node
+        if pic.graph.flat_of is not None and pic.graph.flat_of[node] >= 0:  # a node drawn as itself
+            return int(pic.graph.flat_of[node])
         hits = np.nonzero(pic.graph.shown_as == node)[0]
         return int(hits[0]) if len(hits) else None
 

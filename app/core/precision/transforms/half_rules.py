@@ -189,13 +189,7 @@ def shape_nodes(graph: onnx.GraphProto, dtype: Callable[[str], str | None]) -> s
     do not count either way. A graph output or a read inside a subgraph is data. `dtype` gives a tensor's
     element type name ("float32"…) or None when unknown; unknown tensors are not float.
     """
-    readers: dict[str, list[tuple[int, int]]] = {}
-    for i, node in enumerate(graph.node):
-        for j, name in enumerate(node.input):
-            if name:
-                readers.setdefault(name, []).append((i, j))
-        for name in outer_names(node):
-            readers.setdefault(name, []).append((i, -1))
+    readers = tensor_readers(graph)
     outputs = {o.name for o in graph.output}
     bound_tensor: dict[str, bool] = {}
     found: set[int] = set()
