@@ -54,10 +54,10 @@ def main(argv: list[str] | None = None) -> int:
                          f"  Fix: {problem[1]}\n")
         return EXIT_BAD_INPUT
     if args == ["--selftest"]:  # open the window, check its icons, exit: for a built application
-        from app.ui.app import selftest
+        from app.ui.shell.app import selftest
 
         return selftest()
-    from app.ui.app import run_gui
+    from app.ui.shell.app import run_gui
 
     return run_gui(args)
 

@@ -101,7 +101,7 @@ class _Scene:
     def __init__(self) -> None:
         from PySide6.QtWidgets import QApplication
 
-        from app.ui.graph_view import GraphView
+        from app.ui.graph.view import GraphView
 
         self.app = QApplication.instance() or QApplication([])
         self.view = GraphView()

@@ -21,8 +21,8 @@ from PySide6.QtCore import QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from app.jobs import JobSpec  # noqa: E402
-from app.ui.job_bridge import JobBridge  # noqa: E402
-from app.ui.jobs_panel import JobsPanel  # noqa: E402
+from app.ui.run.job_bridge import JobBridge  # noqa: E402
+from app.ui.run.jobs_panel import JobsPanel  # noqa: E402
 
 
 def measure(app: QApplication, bridge: JobBridge, specs: list[JobSpec], limit_s: float) -> dict:
@@ -78,7 +78,7 @@ def main() -> int:
     if a.json:
         Path(a.json).write_text(json.dumps(records, indent=2))
     sys.stdout.flush()
-    os._exit(0)  # skip Qt's teardown at interpreter exit (see app/ui/app.py)
+    os._exit(0)  # skip Qt's teardown at interpreter exit (see app/ui/shell/app.py)
 
 
 if __name__ == "__main__":

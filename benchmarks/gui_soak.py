@@ -136,7 +136,7 @@ def main() -> int:
     import PySide6
     from PySide6.QtCore import QSettings
 
-    from app.ui.main_window import MainWindow
+    from app.ui.shell.main_window import MainWindow
     from benchmarks.shared import ROOT, write_json
     from benchmarks.synthetic_graphs import make
 

@@ -48,7 +48,7 @@ def main() -> int:
     ap.add_argument("--soak", type=float, default=0.0, help="seconds of pan and zoom at the end")
     ap.add_argument("--no-fallback", action="store_true")
     args = ap.parse_args()
-    from app.ui.main_window import MainWindow
+    from app.ui.shell.main_window import MainWindow
 
     app = QApplication.instance() or QApplication([])
     args.out.mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("docs/images"))
     args = ap.parse_args()
     from app.core.precision import PrecisionPlan, build_variant
-    from app.ui.main_window import MainWindow
+    from app.ui.shell.main_window import MainWindow
     from benchmarks.synthetic_graphs import transformer
 
     app = QApplication.instance() or QApplication([])

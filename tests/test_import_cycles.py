@@ -93,8 +93,8 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_cycle_among_ui_modules():
     graph = import_graph(APP_DIR / "ui", "app.ui")
     # The walk sees the UI: the window imports its controllers and panels.
-    assert "app.ui.run_controller" in graph["app.ui.main_window"]
-    assert "app.ui.overlays" in graph["app.ui.graph_view"]
+    assert "app.ui.run.controller" in graph["app.ui.shell.main_window"]
+    assert "app.ui.graph.overlays" in graph["app.ui.graph.view"]
     assert import_cycles(graph) == []
 
 
@@ -109,11 +109,11 @@ def test_no_import_cycle_anywhere_in_app():
 
 def test_views_and_controllers_meet_through_protocols():
     graph = import_graph(APP_DIR / "ui", "app.ui")
-    assert "app.ui.main_window" not in graph["app.ui.run_controller"]
-    assert "app.ui.run_host" in graph["app.ui.run_controller"]
-    for module in ("app.ui.overlays", "app.ui.graph_export"):
-        assert "app.ui.graph_view" not in graph[module]
-        assert "app.ui.graph_canvas" in graph[module]
+    assert "app.ui.shell.main_window" not in graph["app.ui.run.controller"]
+    assert "app.ui.run.host" in graph["app.ui.run.controller"]
+    for module in ("app.ui.graph.overlays", "app.ui.graph.export"):
+        assert "app.ui.graph.view" not in graph[module]
+        assert "app.ui.graph.canvas" in graph[module]
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:

@@ -1,5 +1,5 @@
 """Running work away from the GUI: JSON-safe job specs and events, a spawned child per job, cancel,
-crashes reported as failed results. No Qt here; the GUI side is `app.ui.job_bridge`.
+crashes reported as failed results. No Qt here; the GUI side is `app.ui.run.job_bridge`.
 
 A job is a plain function ``fn(params, ctx: JobContext) -> dict`` named by a `JobSpec` (its JSON params; trtlab's
 own jobs parse them back into their typed spec, app.backends.tasks.specs);

@@ -14,7 +14,7 @@ from PySide6.QtCore import QSettings  # noqa: E402
 
 @pytest.fixture
 def window(qtbot, tmp_path):
-    from app.ui.main_window import MainWindow
+    from app.ui.shell.main_window import MainWindow
 
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
     w = MainWindow(settings)

@@ -86,7 +86,7 @@ def test_masks_and_their_difference_maps(qtbot, window, models_dir):
 
 
 def test_a_chosen_kind_is_saved_with_the_run_settings(qtbot, window, models_dir):
-    from app.ui.run_settings import apply_settings, panel_settings
+    from app.ui.run.settings import apply_settings, panel_settings
 
     open_and_wait(qtbot, window, models_dir / "u2netp.onnx")
     box = window.run_panel.outputs_box
@@ -118,7 +118,7 @@ def test_the_sample_photos_preprocessing_is_shown_and_editable(qtbot, window, mo
 
 
 def test_the_scorecard_says_why_a_precision_is_slower():
-    from app.ui.scorecard_answers import caveats, slower_because
+    from app.ui.results.scorecard_answers import caveats, slower_because
 
     ref = {"placement": {"placement": {"CUDAExecutionProvider": 76, "CPUExecutionProvider": 2}, "fallback_nodes": [],
                          "casts": 0, "copies": 0, "node_count": 78}}

@@ -10,7 +10,7 @@ from PySide6.QtCore import QCoreApplication, QStandardPaths
 
 
 def test_no_model_opens_the_demo(qtbot, tmp_path, monkeypatch):
-    from app.ui.app import create_main_window
+    from app.ui.shell.app import create_main_window
 
     QStandardPaths.setTestModeEnabled(True)  # keep the demo file and settings out of the user's folders
     QCoreApplication.setOrganizationName("trtlab-tests")
@@ -24,7 +24,7 @@ def test_no_model_opens_the_demo(qtbot, tmp_path, monkeypatch):
 
 
 def test_model_argument_opens_that_model(qtbot, models_dir):
-    from app.ui.app import create_main_window
+    from app.ui.shell.app import create_main_window
 
     QStandardPaths.setTestModeEnabled(True)
     window = create_main_window([str(models_dir / "magika_standard_v3_3.onnx")])

@@ -11,7 +11,7 @@ from PySide6.QtTest import QTest
 
 from app.batch import LocalExecutor, expand, load_matrix, summarize, write_job_result, write_summary
 from app.core.errors import TrtlabError
-from app.ui.batch_view import BAD, GOOD, SLOWER, BatchView, cell_text
+from app.ui.results.batch_view import BAD, GOOD, SLOWER, BatchView, cell_text
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,7 @@ def test_a_folder_that_is_not_a_batch_is_refused_with_a_fix(qtbot, tmp_path):
 
 def test_the_window_opens_a_batch_and_a_cell_opens_its_model_with_the_batchs_results(qtbot, window, batch_folder,
                                                                                    model_paths):
-    from app.ui.batch_results import open_batch
+    from app.ui.results.batch_results import open_batch
 
     view = open_batch(window, batch_folder)
     assert view is not None and window.batch_dock.isVisible() and view.table.rowCount() == 1
@@ -94,7 +94,7 @@ def test_the_window_opens_a_batch_and_a_cell_opens_its_model_with_the_batchs_res
 
 
 def test_a_folder_that_is_not_a_batch_is_said_in_the_banner(qtbot, window, tmp_path):
-    from app.ui.batch_results import open_batch
+    from app.ui.results.batch_results import open_batch
 
     assert open_batch(window, tmp_path) is None
     assert window.banner.isVisible() and "no summary.json" in window.banner.label.text()

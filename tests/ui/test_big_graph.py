@@ -5,7 +5,7 @@ from __future__ import annotations
 import onnx
 from onnx import TensorProto, helper
 
-from app.ui.graph_item import LOD_BOXES, LOD_EDGE_TEXT, LOD_LABELS
+from app.ui.graph.item import LOD_BOXES, LOD_EDGE_TEXT, LOD_LABELS
 from tests.ui.conftest import open_and_wait
 from tests.ui.test_main_window import _non_background_fraction
 

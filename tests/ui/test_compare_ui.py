@@ -6,7 +6,7 @@ start to differ (here nowhere beyond FP16 rounding) and colours both graphs by i
 from __future__ import annotations
 
 from app.core.precision import PrecisionPlan, build_variant
-from app.ui.compare_window import STATUS_COLORS
+from app.ui.graph.compare_window import STATUS_COLORS
 from tests.ui.conftest import open_and_wait
 
 

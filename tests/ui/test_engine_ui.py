@@ -13,7 +13,7 @@ from onnx import helper
 from PySide6.QtCore import Qt
 
 from app.backends.tasks.build import engine_report
-from app.ui.plan_controller import PRECISION_COLORS
+from app.ui.common.style import PRECISION_COLORS
 from tests.core.engine.inspector_fixtures import fixture_graph, fixture_plan, load
 from tests.ui.conftest import open_and_wait
 
@@ -122,7 +122,7 @@ def test_engine_result_fills_the_table_colours_the_graph_and_warns(qtbot, window
     texts = {panel.table.item(i, 0).text(): panel.table.item(i, 3).text() for i in range(panel.table.rowCount())}
     assert texts[name] == "0.2500"
     # ...and as a heat-map on the graph: the layer's nodes share its 50 %.
-    from app.ui.node_colors import TIME_BANDS
+    from app.ui.graph.node_colors import TIME_BANDS
 
     window.color_actions["time"].trigger()
     assert window.color_mode == "time" and window.view.legend.title == "Share of the engine's time"

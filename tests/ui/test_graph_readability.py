@@ -13,12 +13,13 @@ from PySide6.QtCore import QPoint, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QFontMetrics, QImage, QTextDocument
 from PySide6.QtWidgets import QStyle
 
-from app.ui import node_colors, style
-from app.ui.graph_item import LOD_BOXES
-from app.ui.graph_view import FIT_MARGIN
-from app.ui.overlays import MinimapOverlay
-from app.ui.plain_text import breakable
-from app.ui.plan_controller import PRECISION_COLORS
+from app.ui.common import style
+from app.ui.common.plain_text import breakable
+from app.ui.common.style import PRECISION_COLORS
+from app.ui.graph import node_colors
+from app.ui.graph.item import LOD_BOXES
+from app.ui.graph.overlays import MinimapOverlay
+from app.ui.graph.view import FIT_MARGIN
 from tests.ui.conftest import open_and_wait
 from tests.ui.test_big_graph import _residual_chain
 

@@ -87,7 +87,7 @@ def test_a_selected_group_plans_every_node_inside_and_colours_roll_up(qtbot, win
     item = view.item
     mix = item.node_mix[box]
     assert abs(sum(share for _c, share in mix) - 1.0) < 1e-9
-    from app.ui.plan_controller import PRECISION_COLORS
+    from app.ui.common.style import PRECISION_COLORS
 
     assert item.node_fill[box].name() == PRECISION_COLORS["fp16"].name()
     # the properties of a group: its size and what is inside
@@ -182,7 +182,7 @@ def test_errors_and_times_roll_up_to_a_group(model_paths):
     """A closed group shows its worst node's error band (NaN/Inf worst of all) and its nodes' summed time, in its
     colour and in words on its card."""
     from app.core.model import open_model
-    from app.ui.node_colors import ERROR_BANDS, NONFINITE, TIME_BANDS, error_colors, time_colors
+    from app.ui.graph.node_colors import ERROR_BANDS, NONFINITE, TIME_BANDS, error_colors, time_colors
 
     g = open_model(model_paths["g2p_bert_mlm"]).picture.graph
     box = next(v for v in g.group_of if len(g.members[v]) >= 3)

@@ -10,7 +10,7 @@ from PySide6.QtGui import QAction, QImage
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QPushButton
 
-from app.ui.scorecard import A_LITTLE_COS, UNCHANGED_COS, answer_verdict, card_facts, task_verdict
+from app.ui.results.scorecard import A_LITTLE_COS, UNCHANGED_COS, answer_verdict, card_facts, task_verdict
 from tests.ui.conftest import open_and_wait
 
 
@@ -215,7 +215,7 @@ def test_presentation_mode_scales_the_scorecard(qtbot):
     compare = {"reference": "ort-cpu:fp32", "samples": 1, "random_data": True, "candidates": [
         {"name": "ort-cpu:int8", "outputs": [{"name": "y", "cosine": 0.995, "top1": 1.0}]}], "plots": {}}
     bench = {"ort-cpu:fp32": {"latency_ms": {"median": 2.0}}, "ort-cpu:int8": {"latency_ms": {"median": 1.0}}}
-    from app.ui.scorecard import ScorecardPage
+    from app.ui.results.scorecard import ScorecardPage
 
     page = ScorecardPage()
     page.show_results("/m/model.onnx", compare, bench, "ort-cpu:fp32")

@@ -8,8 +8,8 @@ import pytest
 from PySide6.QtCore import Qt, QTimer
 
 from app.jobs import JobSpec
-from app.ui.job_bridge import JobBridge
-from app.ui.jobs_panel import BAR_MAX, JobsPanel
+from app.ui.run.job_bridge import JobBridge
+from app.ui.run.jobs_panel import BAR_MAX, JobsPanel
 
 T = "app.jobs.testing:"
 

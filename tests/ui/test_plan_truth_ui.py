@@ -11,8 +11,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QLabel
 
-from app.ui.plan_controller import PRECISION_COLORS
-from app.ui.precision_panel import COL_NOTE, COL_PREC, COL_SOURCE
+from app.ui.common.style import PRECISION_COLORS
+from app.ui.precision.panel import COL_NOTE, COL_PREC, COL_SOURCE
 from tests.conftest import cubic_u2netp
 from tests.ui.conftest import open_and_wait
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QMenu
 
-from app.ui.node_colors import ERROR_BANDS, NONFINITE
-from app.ui.plan_controller import PRECISION_COLORS
-from app.ui.precision_panel import COL_OP, fill_precision_menu
+from app.ui.common.style import PRECISION_COLORS
+from app.ui.graph.node_colors import ERROR_BANDS, NONFINITE
+from app.ui.precision.panel import COL_OP, fill_precision_menu
 from tests.ui.conftest import open_and_wait
 
 
@@ -255,7 +255,7 @@ def test_click_a_node_then_alt_2_makes_it_fp16(qtbot, window, model_paths):
 def test_plan_edits_survive_closing_the_window(qtbot, model_paths, tmp_path):
     from PySide6.QtCore import QSettings
 
-    from app.ui.main_window import MainWindow
+    from app.ui.shell.main_window import MainWindow
 
     def make():
         w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat))

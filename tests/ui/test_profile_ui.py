@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from app.ui.node_colors import DEVICE_COLORS, TIME_BANDS
+from app.ui.graph.node_colors import DEVICE_COLORS, TIME_BANDS
 from tests.ui.conftest import open_and_wait
 
 

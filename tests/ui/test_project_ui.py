@@ -31,7 +31,7 @@ def new_window(qtbot, tmp_path):
     made = []
 
     def make(settings_dir: Path | None = None):
-        from app.ui.main_window import MainWindow
+        from app.ui.shell.main_window import MainWindow
 
         folder = settings_dir or tmp_path / f"settings{len(made)}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -238,7 +238,7 @@ CHILD = textwrap.dedent("""
     from PySide6.QtTest import QTest
 
     app = QApplication([])
-    from app.ui.main_window import MainWindow
+    from app.ui.shell.main_window import MainWindow
 
     settings_dir, model = Path(sys.argv[1]), sys.argv[2]
     w = MainWindow(QSettings(str(settings_dir / "settings.ini"), QSettings.Format.IniFormat))
@@ -360,7 +360,7 @@ def test_a_real_tensorrt_rtx_build_comes_back_with_the_project(qtbot, window, ne
 
 def test_saving_uses_the_hash_the_loader_made_not_the_gui_thread(qtbot, window, model_paths, monkeypatch, tmp_path):
     """A big model takes seconds to hash: the loader's thread hashes it as it opens, saving reuses that."""
-    import app.ui.window_project as window_project
+    import app.ui.project.window_project as window_project
     from app.core.fileio import file_sha256
     from app.core.project import load_project
 

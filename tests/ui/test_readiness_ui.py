@@ -6,7 +6,7 @@ from __future__ import annotations
 import onnx
 from onnx import TensorProto, helper
 
-from app.ui.readiness_panel import SEVERITY_COLORS
+from app.ui.model.readiness_panel import SEVERITY_COLORS
 from tests.conftest import weight_overflow_model
 from tests.ui.conftest import open_and_wait
 
@@ -101,7 +101,7 @@ def test_tensorrt_for_rtx_is_a_target_in_the_window(qtbot, window, tmp_path):
 
 def test_a_build_is_checked_against_the_tensorrt_that_builds(qtbot, window, tmp_path, monkeypatch):
     """With only TensorRT for RTX here a build uses it, so RTX's objection counts although the dock shows 11."""
-    from app.ui.run_controller import engine_backend
+    from app.ui.run.controller import engine_backend
 
     if engine_backend()[0] != "trt-rtx":
         import pytest

@@ -13,8 +13,8 @@ from PySide6.QtGui import QColor, QIcon, QImage
 from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtWidgets import QTabBar
 
-from app.ui import resources
-from app.ui.window_layout import DOCK_ICONS
+from app.ui.common import resources
+from app.ui.common.docks import DOCK_ICONS
 
 ROOT = Path(__file__).resolve().parents[2]
 ART = ROOT / "resources"
@@ -24,7 +24,7 @@ PACKAGED = ROOT / "app" / "resources"
 def _names_in_code() -> set[str]:
     """Every icon name the UI code asks for: `icon="name"` arguments, `icon("name")` calls and the dock table."""
     names = set(DOCK_ICONS.values())
-    for path in (ROOT / "app" / "ui").glob("*.py"):
+    for path in (ROOT / "app" / "ui").rglob("*.py"):
         text = path.read_text(encoding="utf-8")
         names |= set(re.findall(r"""\bicon\s*=\s*["']([\w-]+)["']""", text))
         names |= set(re.findall(r"""\b(?:icon|load_icon)\(\s*["']([\w-]+)["']""", text))

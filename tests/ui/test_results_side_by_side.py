@@ -210,7 +210,7 @@ def test_another_model_clears_the_results(qtbot, window, models_dir):
 def test_benchmark_warnings_are_said_once_with_advice_for_the_cpu():
     """Jittery CPU runs: one line naming every target with its CoV, and CPU advice (not GPU clocks)."""
     from app.core.measure.latency import LatencyStats
-    from app.ui.results_state import ResultsState
+    from app.ui.results.state import ResultsState
 
     state = ResultsState()
     for target, spread in (("ort-cpu:fp32", 1.0), ("ort-cpu:int8", 2.0)):
@@ -248,7 +248,7 @@ def _compare_doc(reference: str, *candidates: tuple[str, bool]) -> dict:
 
 
 def test_a_plan_is_indicative_where_its_precisions_are_emulated():
-    from app.ui.results_state import ResultsState
+    from app.ui.results.state import ResultsState
 
     state = ResultsState()
     state.add_compare(_compare_doc("ort-cpu:fp32", ("ort-cpu:plan", True)), plan_precisions={"fp32", "fp16"})
@@ -262,7 +262,7 @@ def test_a_plan_is_indicative_where_its_precisions_are_emulated():
 
 
 def test_a_comparison_against_another_reference_replaces_the_earlier_ones():
-    from app.ui.results_state import ResultsState
+    from app.ui.results.state import ResultsState
 
     state = ResultsState()
     assert state.add_compare(_compare_doc("ort-cpu:fp32", ("ort-cpu:fp16", True), ("ort-cpu:int8", False))) == []

@@ -17,7 +17,7 @@ import pytest
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QImage, QPainter, QPainterPath, QPen, QPolygonF
 
-from app.ui.graph_item import LOD_EDGE_TEXT, LOD_LABELS
+from app.ui.graph.item import LOD_EDGE_TEXT, LOD_LABELS
 from benchmarks.gui_soak import NoneLeak, give_back_none, soak
 from tests.ui.conftest import open_and_wait
 from tests.ui.test_main_window import _non_background_fraction

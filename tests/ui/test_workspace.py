@@ -42,7 +42,7 @@ def test_view_menu_raises_a_tabbed_dock(qtbot, window, model_paths):
 
 
 def test_layout_and_geometry_survive_a_restart(qtbot, tmp_path, model_paths):
-    from app.ui.main_window import MainWindow
+    from app.ui.shell.main_window import MainWindow
 
     ini = str(tmp_path / "settings.ini")
     first = MainWindow(QSettings(ini, QSettings.Format.IniFormat))
@@ -105,7 +105,7 @@ def test_a_restored_layout_draws_no_tab_bar_of_hidden_panels(qtbot, tmp_path, mo
 
     from PySide6.QtCore import QByteArray
 
-    from app.ui.main_window import MainWindow
+    from app.ui.shell.main_window import MainWindow
 
     ini = str(tmp_path / "settings.ini")
     # The state a 1280×800 session saved on close (the default layout), as the report's settings file held it.
@@ -165,7 +165,7 @@ def test_plot_export_says_where_in_the_status_bar(qtbot, window, model_paths, tm
 
 
 def test_the_first_window_fits_the_screen_it_opens_on():
-    from app.ui.window_layout import fitted_size
+    from app.ui.shell.workspace import fitted_size
 
     assert fitted_size(1920, 1080) == (1400, 900)  # room to spare: the usual size
     w, h = fitted_size(1280, 800 - 40)  # a 1280×800 laptop with a 40-pixel panel

@@ -1,0 +1,1 @@
+"""The guided comparison for first-time users: its steps and the flow between them."""

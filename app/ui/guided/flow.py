@@ -1,0 +1,389 @@
+"""The start page's "Compare precisions": a guided flow for someone who has never seen the tool.
+
+Model → input shapes → precisions → one Run (a comparison of every precision against FP32 on ONNX Runtime's CPU,
+then a benchmark of each) → the full-window scorecard. It is a page of the window's central stack, not a chain
+of dialogs; every step can leave to the full window. The jobs go through the window's RunController, so they
+are the same typed specs and jobs as the Run panel's, and their results fill the Results view as well."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QEvent
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.core.errors import TrtlabError
+from app.core.model import OpenedModel
+from app.ui.common.style import pass_font
+from app.ui.guided.steps import ModelStep, PrecisionsStep, ShapesStep, show_error
+from app.ui.results.scorecard import PAGE_BACKGROUND, ScorecardPage, paint_background
+
+BACKEND = "ort-cpu"  # runs everywhere: the flow never asks for a GPU
+REFERENCE = f"{BACKEND}:fp32"
+STEP_TITLES = ("1  Model", "2  Input shapes", "3  Precisions")
+FLOW_FONT = 1.15
+
+
+class StepCard(QFrame):
+    """The steps, one on show: as tall as that step. (A QStackedWidget takes the height its tallest page needs
+    for word-wrapped text, whatever the pages' size policies.)"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._col = QVBoxLayout(self)
+        self._col.setContentsMargins(0, 0, 0, 0)
+        self._steps: list[QWidget] = []
+        self._current = -1
+
+    def addWidget(self, step: QWidget) -> None:  # noqa: N802 - the name QStackedWidget gives it
+        self._steps.append(step)
+        self._col.addWidget(step)
+        step.setVisible(len(self._steps) - 1 == self._current)
+
+    def setCurrentIndex(self, index: int) -> None:  # noqa: N802
+        self._current = index
+        for k, step in enumerate(self._steps):
+            step.setVisible(k == index)
+
+    def currentIndex(self) -> int:  # noqa: N802
+        return self._current
+
+    def currentWidget(self) -> QWidget | None:  # noqa: N802
+        return self._steps[self._current] if 0 <= self._current < len(self._steps) else None
+
+
+class GuidedFlow(QWidget):
+    """The flow's page (steps 1–3) and its scorecard page, both in ``window.stack``.
+
+    ``iterations`` / ``samples``: the benchmark's runs per precision and the comparison's samples (tests make
+    them small)."""
+
+    def __init__(self, window: QWidget) -> None:
+        super().__init__()
+        self.w = window
+        self.iterations = "100"
+        self.samples = 5  # trtlab's five sample photos
+        self.running = False
+        self.cancelling = False                  # Cancel was asked: nothing more starts, whatever finishes
+        self.covered = False                     # the flow or its scorecard fills the window
+        self._await: str | None = None          # "model" | "shapes": a load the flow started and waits for
+        self.mine: set[str] = set()              # ids of the jobs this run started
+        self.compare: dict | None = None
+        self.bench: dict[str, dict] = {}
+        self.targets: list[str] = []
+        self.done = 0                            # jobs of this run finished
+        paint_background(self, PAGE_BACKGROUND)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)  # never widens the window
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(24, 16, 24, 16)
+        top = QHBoxLayout()
+        self.step_labels = [QLabel(t) for t in STEP_TITLES]
+        for label in self.step_labels:
+            top.addWidget(label)
+            top.addSpacing(14)
+        top.addStretch(1)
+        self.leave_button = QPushButton("Open the full window")
+        self.leave_button.setToolTip("Leave the guided comparison: the graph, the Run panel and every setting")
+        self.leave_button.clicked.connect(self.leave)
+        top.addWidget(self.leave_button)
+        outer.addLayout(top)
+        holder = QHBoxLayout()
+        self.steps = StepCard()
+        # Colours by palette, not style sheet: Qt passes no font change on below a style sheet (presentation mode).
+        paint_background(self.steps, "#ffffff")
+        self.steps.setFrameShape(QFrame.Shape.StyledPanel)
+        self.steps.setMaximumWidth(820)
+        self.model_step, self.shapes_step, self.precisions_step = ModelStep(), ShapesStep(), PrecisionsStep()
+        for step in (self.model_step, self.shapes_step, self.precisions_step):
+            self.steps.addWidget(step)
+        holder.addStretch(1)
+        holder.addWidget(self.steps, 4)
+        holder.addStretch(1)
+        # A little above the middle, where the eye goes first; the card is as tall as its step needs.
+        outer.addStretch(1)
+        outer.addLayout(holder)
+        outer.addStretch(2)
+
+        self._scale_steps()
+
+        self.scorecard = ScorecardPage()
+        window.stack.addWidget(self)
+        window.stack.addWidget(self.scorecard)
+        window.start_page.compareRequested.connect(self.begin)
+        self.model_step.demoChosen.connect(self.use_demo)
+        self.model_step.fileChosen.connect(self.use_file)
+        self.model_step.openChosen.connect(self.use_open)
+        self.shapes_step.nextRequested.connect(self.shapes_done)
+        self.shapes_step.backRequested.connect(lambda: self.go(0))
+        self.precisions_step.backRequested.connect(lambda: self.go(1))
+        self.precisions_step.runRequested.connect(self.run)
+        self.precisions_step.cancelRequested.connect(self.cancel)
+        self.scorecard.leaveRequested.connect(self.leave)
+        self.scorecard.againRequested.connect(self.again)
+        # Connected after the window's own slots: the window shows the graph page first, then the flow takes
+        # its place back.
+        window.loader.loaded.connect(self._on_loaded)
+        window.loader.failed.connect(self._on_failed)
+        window.loader.cancelled.connect(lambda: self._on_failed(None))
+        window.jobs.started.connect(self._on_started)
+        window.jobs.progress.connect(self._on_progress)
+        window.jobs.finished.connect(self._on_finished)
+        self.go(0)
+
+    def _scale_steps(self) -> None:
+        """The steps are read by people new to the tool, often on a projector: larger than the panels."""
+        font = QFont(self.font())
+        font.setPointSizeF((font.pointSizeF() if font.pointSizeF() > 0 else 10.0) * FLOW_FONT)
+        self.steps.setFont(font)
+        pass_font(self.steps)  # the buttons' and notes' style sheets would keep them at the old size
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self._scale_steps()
+
+    # ----------------------------------------------------------------- moving between steps
+    def begin(self) -> None:
+        """From the start page: step 1, the flow filling the window."""
+        self.model_step.start_dir = str(self.w.settings.value("paths/last_dir", str(Path.home())))
+        self.model_step.set_busy("")
+        show_error(self.model_step.error, "")
+        opened = self.w.opened
+        self.model_step.set_open_model(opened.path.name if opened is not None else None)
+        self.go(0)
+        self._cover()
+
+    def go(self, index: int) -> None:
+        self.steps.setCurrentIndex(index)
+        for k, label in enumerate(self.step_labels):
+            color = "#1a73e8" if k == index else ("#1b1f24" if k < index else "#9aa0a6")
+            label.setStyleSheet(f"color:{color}; font-weight:{'700' if k == index else '400'};")
+        first = self.model_step.open_button if self.model_step.open_button.isVisibleTo(self) else \
+            self.model_step.demo_button
+        (first, self.shapes_step.next_button, self.precisions_step.run_button)[index].setFocus()
+
+    def _cover(self) -> None:
+        """The flow fills the window: the model's panels wait until it is left."""
+        self.w.stack.setCurrentWidget(self)
+        self.covered = True
+        for dock in self.w._model_docks():
+            dock.hide()
+
+    def covering(self) -> bool:
+        return self.w.stack.currentWidget() in (self, self.scorecard)
+
+    def leave(self) -> None:
+        """To the full window: the graph with the model's panels (and the results so far), or the start page."""
+        if self.running:
+            self.cancel()
+        self._await = None
+        self.covered = False
+        if self.w.opened is None:
+            self.w.stack.setCurrentWidget(self.w.start_page)
+            return
+        self.w.stack.setCurrentWidget(self.w.graph_page)
+        self.w._show_model_layout()
+        if not self.w.results_view.state.empty:
+            self.w.show_results()
+        self.w.view.setFocus()
+
+    def again(self) -> None:
+        self.go(2)
+        self._cover()
+
+    # ----------------------------------------------------------------- step 1 and 2: the model and its shapes
+    def use_open(self) -> None:
+        opened = self.w.opened
+        if opened is None:
+            self.begin()
+            return
+        self.shapes_step.set_inputs(opened.path.name, opened.summary.inputs, opened.input_shapes or {})
+        self.go(1)
+
+    def use_demo(self) -> None:
+        self._await = "model"
+        self.model_step.set_busy("Reading the demo model…")
+        show_error(self.model_step.error, "")
+        self.w.open_demo()
+
+    def use_file(self, path: str) -> None:
+        self._await = "model"
+        self.model_step.set_busy(f"Reading {Path(path).name}…")
+        show_error(self.model_step.error, "")
+        self.w.open_path(path)
+
+    def _on_loaded(self, opened: OpenedModel) -> None:
+        waited, self._await = self._await, None
+        if waited is None:
+            if self.covered:  # a model opened some other way (File ▸ Open): the window showed it, with its panels
+                self.covered = False
+                if self.running:
+                    self.cancel()
+                self.w._show_model_layout()
+            return
+        self._cover()
+        self.model_step.set_busy("")
+        if waited == "model":
+            self.shapes_step.set_inputs(opened.path.name, opened.summary.inputs, opened.input_shapes or {})
+            self.go(1)
+        else:
+            self._ready_to_run(opened)
+
+    def _on_failed(self, error: TrtlabError | None) -> None:
+        waited, self._await = self._await, None
+        if waited is None:
+            return
+        self._cover()
+        self.model_step.set_busy("")
+        text = "Reading the model was cancelled." if error is None else f"{error.message} {error.fix}".strip()
+        if waited == "model":
+            show_error(self.model_step.error, text)
+            self.go(0)
+        else:
+            show_error(self.shapes_step.error, text)
+
+    def shapes_done(self) -> None:
+        """Checked here, before any job: a wrong size names the input and its fix."""
+        from app.core.measure import resolve_input_shapes
+
+        opened = self.w.opened
+        if opened is None:
+            self.go(0)
+            return
+        try:
+            shapes = resolve_input_shapes(opened.summary.inputs, self.shapes_step.values())
+        except TrtlabError as exc:
+            show_error(self.shapes_step.error, f"{exc.message} {exc.fix}".strip())
+            return
+        show_error(self.shapes_step.error, "")
+        if {k: tuple(v) for k, v in (opened.input_shapes or {}).items()} == shapes:
+            self._ready_to_run(opened)
+            return
+        # The jobs take the window's input shapes: the model is read again with these (shape inference too).
+        self._await = "shapes"
+        self.w.open_path(opened.path, shapes)
+
+    def _ready_to_run(self, opened: OpenedModel) -> None:
+        images = [i for i in opened.summary.inputs if i.shape is not None and len(i.shape) == 4]
+        # Images make sense for one image-shaped input only; other models run on random data.
+        self.precisions_step.images_box.setVisible(len(opened.summary.inputs) == 1 and bool(images))
+        self.precisions_step.status.setText("")
+        self.go(2)
+
+    # ----------------------------------------------------------------- step 3: the run
+    def _common(self) -> dict:
+        folder = self.precisions_step.folder.text().strip()
+        if folder and self.precisions_step.images_box.isVisible():
+            inputs = {"kind": "images", "path": folder}
+        else:
+            inputs = None  # trtlab's sample photos for an image model, else random data
+        return {"inputs": inputs, "options": {"tf32": False}, "calib_method": "minmax"}
+
+    def run(self) -> None:
+        """The comparison first, then each benchmark (one at a time: they must not compete for the CPU)."""
+        step = self.precisions_step
+        precisions = step.precisions()
+        folder = step.folder.text().strip()
+        if folder and step.images_box.isVisible() and not Path(folder).is_dir():
+            show_error(step.error, f"The image folder {folder} does not exist. Choose a folder of images, or clear "
+                                   "the field to run on random inputs.")
+            return
+        if not precisions:
+            show_error(step.error, "Tick at least one precision to compare with FP32.")
+            return
+        self.targets = [f"{BACKEND}:{p}" for p in precisions]
+        self.compare, self.bench, self.mine, self.done = None, {}, set(), 0
+        self.running, self.cancelling = True, False
+        step.set_running(True)
+        self._say(f"Comparing {', '.join(p.upper() for p in precisions)} with FP32…")
+        # No tolerance: each output is judged by what it means (masks, boxes, labels, text), the rest by cosine.
+        params = {**self._common(), "samples": self.samples, "reference": REFERENCE, "candidates": self.targets}
+        if self.w.run_controller.start_compare(params) is None:
+            self._stop(self._refusal() or "The comparison did not start.")
+
+    def _start_bench(self) -> None:
+        self._say("Timing FP32…")
+        self.w.run_controller.start_bench({**self._common(), "samples": 1, "targets": [REFERENCE, *self.targets],
+                                           "iterations": self.iterations, "warmup": "10"})
+        if not self.mine - set(self.w.jobs.results):
+            self._stop(self._refusal() or "The benchmark did not start.")
+
+    def _refusal(self) -> str:
+        b = self.w.banner
+        return f"{b.message} {b.fix}".strip() if b.isVisible() else ""
+
+    def cancel(self) -> None:
+        if not self.running:
+            return
+        self.cancelling = True
+        self._say("Cancelling…")
+        self.w.run_controller.cancel_all()
+
+    def total(self) -> int:
+        return 2 + len(self.targets)  # the comparison, FP32's benchmark, one benchmark per precision
+
+    def _say(self, text: str) -> None:
+        self.precisions_step.status.setText(text)
+
+    def _on_started(self, job: str, title: str) -> None:
+        if self.running:
+            self.mine.add(job)
+
+    def _on_progress(self, job: str, fraction: float, message: str) -> None:
+        if job not in self.mine or not self.running:
+            return
+        part = max(0.0, min(1.0, fraction)) if fraction >= 0 else 0.0
+        self.precisions_step.progress.setValue(int(1000 * (self.done + part) / self.total()))
+
+    def _on_finished(self, job: str, result: object) -> None:
+        if job not in self.mine or not self.running:
+            return
+        self.done += 1
+        self.precisions_step.progress.setValue(int(1000 * self.done / self.total()))
+        status = getattr(result, "status", "failed")
+        if status == "cancelled" or self.cancelling:
+            self.w.run_controller.cancel_all()  # a job that ended as Cancel was asked: the rest never starts
+            self._stop("Cancelled: nothing is running any more. Run starts again.")
+            return
+        if status != "done":
+            error = getattr(result, "error", "") or "The job failed."
+            self._stop(f"{error} {getattr(result, 'fix', '')} (Open the full window: the Jobs panel has the log.)")
+            return
+        data = result.data or {}
+        if "candidates" in data and self.compare is None:
+            self.compare = data
+            self._start_bench()
+            return
+        self.bench[str(data.get("backend", ""))] = data
+        remaining = [t for t in [REFERENCE, *self.targets] if t not in self.bench]
+        if remaining:
+            self._say(f"Timing {remaining[0].partition(':')[2].upper()}…")
+            return
+        self._finish()
+
+    def _stop(self, message: str) -> None:
+        self.running = False
+        self.precisions_step.set_running(False)
+        self._say("")
+        show_error(self.precisions_step.error, message)
+
+    def _finish(self) -> None:
+        self.running = False
+        self.precisions_step.set_running(False)
+        self._say("")
+        model = str(self.w.opened.path) if self.w.opened is not None else ""
+        self.scorecard.show_results(model, self.compare or {}, self.bench, REFERENCE)
+        self.w.stack.setCurrentWidget(self.scorecard)
+        self.covered = True
+        for dock in self.w._model_docks():
+            dock.hide()
+        self.scorecard.leave_button.setFocus()

@@ -1,0 +1,1 @@
+"""The precision plan: its undoable edits, the Precision dock, and the window's precision work."""

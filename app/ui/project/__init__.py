@@ -1,0 +1,1 @@
+"""Projects: the workspace saved as one .trtlab file and opened back, autosave and recovery."""

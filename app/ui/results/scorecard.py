@@ -1,0 +1,387 @@
+"""The full-window scorecard of the guided comparison: one card per precision, in words a non-programmer reads
+at a glance (how much faster than FP32, whether the answers changed) and the histogram of the differences.
+
+The verdicts come from the compare and bench JSON exactly as the jobs returned them (`card_facts`, no Qt)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QKeySequence, QPalette, QShortcut
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
+
+from app.core.measure import median_ms, speedups, target_emulations
+from app.ui.results.answers_view import PictureLabel, pixmap_from_uri
+from app.ui.results.plots import PlotCard, draw_abs_diff
+from app.ui.results.scorecard_answers import ReferenceCard, caveats, slower_because, task_verdict
+from app.ui.results.state import ResultsState
+
+# The answer verdict's thresholds, on the cosine similarity of the worst output to FP32's, in one place.
+# 0.9999 is what FP16 rounding alone gives on a healthy network (outputs agree to ~4 significant digits, no
+# decision changes); 0.99 is where INT8 of a well-calibrated model usually lands (small shifts, top-1 kept);
+# below it the outputs move enough for decisions to change, and the precision needs a closer look.
+UNCHANGED_COS = 0.9999
+A_LITTLE_COS = 0.99
+# Within 5% of FP32's median the difference is within the noise of a short benchmark: "about as fast".
+SAME_SPEED = 0.05
+
+PRECISION_WORDS = {"fp32": "FP32", "fp16": "FP16", "bf16": "BF16", "int8": "INT8"}
+PRECISION_BLURB = {"fp16": "16-bit numbers: half the memory of FP32",
+                   "bf16": "16-bit numbers with FP32's range",
+                   "int8": "8-bit integers: a quarter of the memory of FP32"}
+
+# Text colour on a light background of the same hue: the verdicts read by colour and by word alike.
+GOOD, FAIR, BAD, NEUTRAL = "good", "fair", "bad", "neutral"
+TONES = {GOOD: ("#1e6b34", "#e6f4ea"), FAIR: ("#7a4f00", "#fef3d6"), BAD: ("#a3221b", "#fdecea"),
+         NEUTRAL: ("#4a4f57", "#f1f3f4")}
+
+
+@dataclass
+class CardFacts:
+    """What one precision's card says, in words and numbers."""
+
+    target: str
+    precision: str
+    speed: str                 # "2.1× faster", "1.3× slower", "about as fast", "n/a here", "not measured"
+    speed_tone: str
+    speed_detail: str          # the medians behind it, or why there is no number
+    ratio: float | None        # FP32's median / this target's median (> 1: faster)
+    answers: str               # "Answers unchanged" / "changed a little" / "changed a lot"
+    answers_tone: str
+    answers_detail: str        # "cosine 0.99998 · top-1 agreement 100%"
+    cosine: float | None       # of the worst output
+    top1: float | None
+    output: str                # the worst output (its histogram is shown)
+
+
+def answer_verdict(cosine: float | None, nonfinite: int = 0) -> tuple[str, str]:
+    """The answers' verdict and its tone from the worst output's cosine; NaN/Inf that FP32 did not have is
+    always "a lot"."""
+    if cosine is None or nonfinite:
+        return "Answers changed a lot", BAD
+    if cosine >= UNCHANGED_COS:
+        return "Answers unchanged", GOOD
+    if cosine >= A_LITTLE_COS:
+        return "Answers changed a little", FAIR
+    return "Answers changed a lot", BAD
+
+
+def cosine_text(cosine: float | None) -> str:
+    """Enough digits to tell 0.9999 from 0.99999; never "1.000000" for what is not exactly 1."""
+    if cosine is None:
+        return "—"
+    if cosine >= 1.0:
+        return "1 (identical)"
+    text = f"{cosine:.6f}"
+    return "> 0.999999" if text == "1.000000" else text
+
+
+def speed_verdict(ratio: float) -> tuple[str, str]:
+    if abs(ratio - 1.0) < SAME_SPEED:
+        return f"About as fast ({ratio:.1f}×)", NEUTRAL
+    if ratio >= 1.0:
+        return f"{ratio:.1f}× faster", GOOD
+    return f"{1 / ratio:.1f}× slower", BAD
+
+
+def card_facts(compare: dict, bench: dict[str, dict], reference: str) -> list[CardFacts]:
+    """One card per compared candidate, in the order compared; `bench`: target -> its bench JSON."""
+    ref_median = median_ms(bench.get(reference))
+    ratios = speedups(bench, reference)
+    out = []
+    for c in compare.get("candidates", []):
+        target = str(c["name"])
+        precision = target.partition(":")[2] or "fp32"
+        outputs = c.get("outputs") or []
+        worst = min(outputs, key=lambda o: -2.0 if o.get("cosine") is None else o["cosine"]) if outputs else {}
+        cosine = worst.get("cosine")
+        nonfinite = sum(int(o.get("new_nonfinite") or 0) for o in outputs)
+        answers, answers_tone = answer_verdict(cosine, nonfinite)
+        tops = [o["top1"] for o in outputs if o.get("top1") is not None]
+        top1 = min(tops) if tops else None
+        parts = ["cosine " + cosine_text(cosine)]
+        judged = task_verdict(outputs, nonfinite)
+        if judged is not None:
+            answers, answers_tone, words = judged
+            parts.insert(0, words)
+        elif top1 is not None:
+            parts.append(f"top-1 agreement {top1:.0%}")
+        if nonfinite:
+            parts.append(f"{nonfinite} new NaN/Inf")
+        median = median_ms(bench.get(target))
+        emulated = target_emulations(target)
+        ratio = ratios.get(target)
+        if emulated:
+            e = emulated[0]
+            speed, speed_tone = "Speed: n/a here", NEUTRAL
+            word = PRECISION_WORDS.get(precision, precision)
+            speed_detail = (f"This computer only imitates {word}: {e.backend} {e.how}, so its time says nothing "
+                            f"about {word}'s real speed. A GPU with TensorRT measures it.")
+        elif ratio is None:
+            speed, speed_tone = "Speed not measured", NEUTRAL
+            speed_detail = "The benchmark did not finish for this precision or for FP32."
+        else:
+            speed, speed_tone = speed_verdict(ratio)
+            speed_detail = f"{median:.3f} ms per run, FP32 {ref_median:.3f} ms (medians)"
+            why = slower_because(bench.get(reference) or {}, bench.get(target) or {}) if ratio < 1 - SAME_SPEED \
+                else ""
+            if why:
+                speed_detail += f". Slower because {why}"
+        out.append(CardFacts(target, precision, speed, speed_tone, speed_detail, ratio, answers, answers_tone,
+                             " · ".join(parts), cosine, top1, str(worst.get("name", ""))))
+    return out
+
+
+PAGE_BACKGROUND = "#f7f7f5"
+
+
+def paint_background(widget: QWidget, color: str) -> None:
+    """A page's background by palette: a style sheet would stop font changes (presentation mode) below it."""
+    pal = widget.palette()
+    pal.setColor(QPalette.ColorRole.Window, QColor(color))
+    widget.setPalette(pal)
+    widget.setAutoFillBackground(True)
+
+
+def _tone_style(tone: str) -> str:
+    fg, bg = TONES[tone]
+    return f"QLabel {{ color:{fg}; background:{bg}; border-radius:6px; padding:6px 10px; }}"
+
+
+def decade_ticks(edges: list[float]) -> list[tuple[float, str]]:
+    """Log-axis ticks at powers of ten (and 2, 5 between them over a short range), written as plain numbers:
+    pyqtgraph labels every minor tick of a narrow log range, and the labels then run into each other."""
+    import math
+
+    positive = [e for e in edges if e > 0]
+    if not positive:
+        return []
+    lo, hi = math.floor(math.log10(min(positive))), math.ceil(math.log10(max(positive)))
+    steps = (1, 2, 5) if hi - lo <= 2 else (1,)
+    ticks = []
+    for k in range(lo, hi + 1):
+        for m in steps:
+            v = m * 10.0 ** k
+            ticks.append((math.log10(v), f"{v:.{max(0, -k)}f}" if k >= -4 else f"{m}e{k}"))
+    return ticks
+
+
+class PrecisionCard(QFrame):
+    """One precision: its name, the speed and answer verdicts in large coloured words, the differences."""
+
+    def __init__(self, facts: CardFacts, compare: dict, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.facts = facts
+        self.setObjectName("precisionCard")
+        self.setStyleSheet("#precisionCard { background:white; border:1px solid #dadce0; border-radius:10px; }")
+        col = QVBoxLayout(self)
+        col.setContentsMargins(14, 12, 14, 12)
+        col.setSpacing(6)
+        self.title = QLabel(PRECISION_WORDS.get(facts.precision, facts.precision.upper()))
+        self.title.setStyleSheet("color:#1b1f24;")
+        self.blurb = QLabel(PRECISION_BLURB.get(facts.precision, facts.target))
+        self.blurb.setStyleSheet("color:#5f6368;")
+        self.blurb.setWordWrap(True)
+        self.speed = QLabel(facts.speed)
+        self.speed.setStyleSheet(_tone_style(facts.speed_tone))
+        self.speed.setToolTip(facts.speed_detail)
+        self.speed_detail = QLabel(facts.speed_detail)
+        self.answers = QLabel(facts.answers)
+        self.answers.setStyleSheet(_tone_style(facts.answers_tone))
+        self.answers_detail = QLabel(facts.answers_detail)
+        for detail in (self.speed_detail, self.answers_detail):
+            detail.setWordWrap(True)
+            detail.setStyleSheet("color:#4a4f57;")
+        for w in (self.title, self.blurb, self.speed, self.speed_detail, self.answers, self.answers_detail):
+            col.addWidget(w)
+        self.picture = PictureLabel()
+        self.picture.setMinimumSize(120, 120)
+        self.picture.setToolTip("This precision's answer on the sample shown (◀ ▶ at the top step through them)")
+        col.addWidget(self.picture, 2)
+        self.plot = PlotCard("How far each output value moved from FP32",
+                             "No difference data for this precision.")
+        self.plot.setMinimumHeight(170)
+        col.addWidget(self.plot, 1)
+        self.pictures = compare.get("answers") or {}
+        self._draw(compare)
+        self.set_sample(0)
+
+    def set_sample(self, sample: int) -> None:
+        """The candidate's picture of the first drawn output on one sample; the histogram where there is none."""
+        outputs = self.pictures.get("outputs") or {}
+        entry = next(iter(outputs.values()), {}) if outputs else {}
+        pics = ((entry.get("candidates") or {}).get(self.facts.target) or {}).get("cand") or []
+        self.picture.set_picture(pixmap_from_uri(pics[sample] if sample < len(pics) else None))
+        self.picture.setVisible(self.picture.has_picture())
+        self.plot.setVisible(not self.picture.has_picture())
+
+    def _draw(self, compare: dict) -> None:
+        """The candidate's |difference| histogram, drawn as the Results view draws it (one state per card)."""
+        mine = [c for c in compare.get("candidates", []) if c.get("name") == self.facts.target]
+        state = ResultsState()
+        state.add_compare({**compare, "candidates": mine,
+                           "plots": {self.facts.target: (compare.get("plots") or {}).get(self.facts.target, {})}})
+        draw_abs_diff(self.plot, state, self.facts.output)
+        if not self.plot.has_data:
+            return
+        self.plot.legend.setVisible(False)  # the card names its precision: a legend would only repeat it
+        plot = self.plot.plot
+        plot.setLabel("bottom", "how much each output value changed (log scale)")
+        plot.setLabel("left", "values")
+        data = (compare.get("plots") or {}).get(self.facts.target, {}).get(self.facts.output, {}).get("abs_diff")
+        if data:
+            plot.getAxis("bottom").setTicks([decade_ticks(data[0])])
+            # Counts are whole numbers: no "0.5 values" ticks on a histogram of a few dozen values.
+            most = max([float(c) for c in data[1]] or [1.0])
+            step = next(m * 10 ** k for k in range(12) for m in (1, 2, 5) if m * 10 ** k >= most / 5)
+            plot.getAxis("left").setTickSpacing(step, step)
+
+    def apply_fonts(self, base: QFont) -> None:
+        """Sizes relative to the page's font, so presentation mode's larger font scales the whole card."""
+        size = base.pointSizeF() if base.pointSizeF() > 0 else 10.0
+        for w, factor, bold in ((self.title, 2.0, True), (self.blurb, 1.0, False), (self.speed, 1.7, True),
+                                (self.answers, 1.7, True), (self.speed_detail, 1.0, False),
+                                (self.answers_detail, 1.0, False)):
+            f = QFont(base)
+            f.setPointSizeF(size * factor)
+            f.setBold(bold)
+            w.setFont(f)
+        if self.plot.has_data:
+            tick = QFont(base)
+            tick.setPointSizeF(size * 0.9)
+            item = self.plot.plot.getPlotItem()
+            for name in ("left", "bottom"):
+                item.getAxis(name).setStyle(tickFont=tick)
+                item.getAxis(name).label.setFont(tick)
+            self.plot.plot.setTitle(self.plot.title, color="#1b1f24", size=f"{size:.0f}pt")
+
+
+class ScorecardPage(QWidget):
+    """The scorecard, filling the window; Esc (or its button) leaves to the full window."""
+
+    leaveRequested = Signal()
+    againRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.facts: list[CardFacts] = []
+        self.cards: list[PrecisionCard] = []
+        paint_background(self, PAGE_BACKGROUND)
+        # A page of the window's stack: its size must not raise the window's minimum when another page shows.
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(24, 16, 24, 16)
+        outer.setSpacing(8)
+        top = QHBoxLayout()
+        self.heading = QLabel("")
+        self.heading.setWordWrap(True)
+        self.heading.setStyleSheet("color:#1b1f24;")
+        top.addWidget(self.heading, 1)
+        self.again_button = QPushButton("Compare again")
+        self.again_button.setToolTip("Back to the choice of precisions")
+        self.again_button.clicked.connect(self.againRequested)
+        self.leave_button = QPushButton("Open the full window (Esc)")
+        self.leave_button.setToolTip("The graph, the Run panel and every result in detail")
+        self.leave_button.clicked.connect(self.leaveRequested)
+        top.addWidget(self.again_button, 0, Qt.AlignmentFlag.AlignTop)
+        top.addWidget(self.leave_button, 0, Qt.AlignmentFlag.AlignTop)
+        outer.addLayout(top)
+        self.subheading = QLabel("")
+        self.subheading.setWordWrap(True)
+        self.subheading.setStyleSheet("color:#4a4f57;")
+        steps = QHBoxLayout()
+        steps.addWidget(self.subheading, 1)
+        self.prev_button, self.next_button = QPushButton("◀"), QPushButton("▶")
+        self.sample_label = QLabel("")
+        for b, d, tip in ((self.prev_button, -1, "Previous photo (Left)"), (self.next_button, 1, "Next photo (Right)")):
+            b.setFixedWidth(36)
+            b.setToolTip(tip)
+            b.clicked.connect(lambda _=False, d=d: self.step(d))
+        steps.addWidget(self.prev_button)
+        steps.addWidget(self.sample_label)
+        steps.addWidget(self.next_button)
+        outer.addLayout(steps)
+        self.sample = 0
+        self.samples = 0
+        self.reference_card: ReferenceCard | None = None
+        for key, d in ((Qt.Key.Key_Left, -1), (Qt.Key.Key_Right, 1)):
+            sc = QShortcut(QKeySequence(key), self)
+            sc.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            sc.activated.connect(lambda d=d: self.step(d))
+        self.row_holder = QWidget()
+        self.row = QHBoxLayout(self.row_holder)
+        self.row.setContentsMargins(0, 4, 0, 4)
+        self.row.setSpacing(14)
+        # At most three precisions (FP16, BF16, INT8): their cards fit side by side from 1024 pixels wide.
+        outer.addWidget(self.row_holder, 1)
+        self.caveat = QLabel("")
+        self.caveat.setWordWrap(True)
+        self.caveat.setStyleSheet("color:#663c00; background:#fff4e5; border-radius:6px; padding:6px 10px;")
+        outer.addWidget(self.caveat)
+        esc = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
+        esc.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        esc.activated.connect(self.leaveRequested)
+
+    def show_results(self, model: str, compare: dict, bench: dict[str, dict], reference: str) -> None:
+        """Fills the cards from the jobs' JSON: the compare result and each target's bench result."""
+        for card in [*self.cards, self.reference_card]:
+            if card is not None:
+                self.row.removeWidget(card)
+                card.deleteLater()
+        self.facts = card_facts(compare, bench, reference)
+        self.cards = [PrecisionCard(f, compare) for f in self.facts]
+        answers = compare.get("answers") or {}
+        drawn = next(iter((answers.get("outputs") or {}).values()), None)
+        self.reference_card = ReferenceCard(answers, reference) if drawn else None
+        self.sample = 0
+        self.samples = max([len(drawn.get("ref") or [])] + [len(c.get("cand") or []) for c in
+                                                          drawn["candidates"].values()]) if drawn else 0
+        for card in ([self.reference_card] if self.reference_card else []) + self.cards:
+            card.setMinimumWidth(240 if self.reference_card else 300)
+            self.row.addWidget(card, 1)
+        self._show_sample()
+        backend = reference.partition(":")[0]
+        samples = int(compare.get("samples") or 0)
+        names = ", ".join(PRECISION_WORDS.get(f.precision, f.precision) for f in self.facts)
+        self.heading.setText(f"{Path(model).name}: {names} against FP32")
+        data = "random inputs" if compare.get("random_data") else str(compare.get("inputs") or "your inputs")
+        self.subheading.setText(f"Measured on this computer ({backend}): {samples} sample{'s' if samples != 1 else ''}"
+                                f" of {data}; speed from the median of each benchmark.")
+        notes = caveats(compare, bench)
+        self.caveat.setText("\n".join(notes))
+        self.caveat.setVisible(bool(notes))
+        self._apply_fonts()
+
+    def step(self, delta: int) -> None:
+        if self.samples > 1:
+            self.sample = (self.sample + delta) % self.samples
+            self._show_sample()
+
+    def _show_sample(self) -> None:
+        for w in (self.prev_button, self.next_button, self.sample_label):
+            w.setVisible(self.samples > 1)
+        self.sample_label.setText(f"Sample {self.sample + 1} of {self.samples}")
+        if self.reference_card is not None:
+            self.reference_card.set_sample(self.sample)
+        for card in self.cards:
+            card.set_sample(self.sample)
+
+    def _apply_fonts(self) -> None:
+        base = self.font()
+        size = base.pointSizeF() if base.pointSizeF() > 0 else 10.0
+        head = QFont(base)
+        head.setPointSizeF(size * 1.8)
+        head.setBold(True)
+        self.heading.setFont(head)
+        sub = QFont(base)
+        sub.setPointSizeF(size * 1.1)
+        self.subheading.setFont(sub)
+        for card in ([self.reference_card] if self.reference_card else []) + self.cards:
+            card.apply_fonts(base)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self._apply_fonts()
