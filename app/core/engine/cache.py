@@ -129,9 +129,10 @@ class BuildConfig:
         return self.optimization_level > 0
 
     def to_json(self) -> dict[str, Any]:
-        doc = {"workspace_mb": self.workspace_mb, "optimization_level": self.optimization_level,
-               "tf32": self.tf32, "strongly_typed": self.strongly_typed,
-               "profiles": [p.to_json() for p in self.profiles], "extra": dict(self.extra)}
+        doc: dict[str, object] = {
+            "workspace_mb": self.workspace_mb, "optimization_level": self.optimization_level, "tf32": self.tf32,
+            "strongly_typed": self.strongly_typed, "profiles": [p.to_json() for p in self.profiles],
+            "extra": dict(self.extra)}
         if self.targets:
             doc["targets"] = list(self.targets)
         return doc
@@ -271,7 +272,9 @@ def save_engine(path: str | os.PathLike[str], data: bytes | bytearray | memoryvi
     target = Path(path)
     side = sidecar_path(target)
     side.unlink(missing_ok=True)  # never leave an old sidecar describing the new engine
-    atomic_write_bytes(target, view)
+    # atomic_write_bytes writes any buffer (file.write); app.core.fileio annotates it as bytes only. A memoryview
+    # avoids copying an engine of hundreds of MB.
+    atomic_write_bytes(target, view)  # type: ignore[arg-type]
     atomic_write_text(side, text)
     return side
 
@@ -408,4 +411,4 @@ def load_timing_cache(path: str | os.PathLike[str]) -> bytes:
 
 def save_timing_cache(path: str | os.PathLike[str], data: bytes | bytearray | memoryview) -> None:
     """Write a serialized timing cache atomically (a build running beside this one never reads half a file)."""
-    atomic_write_bytes(path, memoryview(data).cast("B"))
+    atomic_write_bytes(path, memoryview(data).cast("B"))  # type: ignore[arg-type]  # any buffer: see save_engine

@@ -14,16 +14,21 @@ from app.core.model import TensorInfo
 
 
 class _Range(Protocol):
-    min: Sequence[int]
-    opt: Sequence[int]
-    max: Sequence[int]
+    # Read-only members: a profile's tuples and dicts match them (settable members would have to match exactly).
+    @property
+    def min(self) -> Sequence[int]: ...
+    @property
+    def opt(self) -> Sequence[int]: ...
+    @property
+    def max(self) -> Sequence[int]: ...
 
 
 class ProfileLike(Protocol):
     """What the checks here read of an optimization profile (`app.core.engine.profiles.OptimizationProfile`), named
     by shape alone: profiles.py imports this module, so this one does not import it back."""
 
-    inputs: Mapping[str, _Range]
+    @property
+    def inputs(self) -> Mapping[str, _Range]: ...
 
 
 DimNames = Mapping[str, Sequence[tuple[str, int]]]   # dim_param name -> [(input, axis)] that carry it

@@ -25,7 +25,7 @@ profiles list each profile's layers with a ``" [profile N]"`` suffix (the first 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from app.core.engine.engine_layers import PROFILE_RE, EngineInfo, EngineLayer, IOTensor, ProfileShape, TensorDesc
@@ -52,6 +52,11 @@ def _dims(value: object) -> tuple[int, ...]:
                 out.append(-1)
         return tuple(out)
     return ()
+
+
+def _each(value: object) -> Iterable[object]:
+    """The items of a JSON list (a layer's "Inputs", "Outputs"); nothing for a missing key (None) or a scalar."""
+    return value if isinstance(value, Iterable) else ()
 
 
 _DTYPE_KEYS = ("DataType", "Datatype", "Data Type", "Data type", "Type")
@@ -81,8 +86,8 @@ def parse_layer(raw: Mapping[str, object] | str) -> EngineLayer:
                            fix="Pass the JSON of IEngineInspector.get_engine_information(LayerInformationFormat.JSON).")
     name = field_text(raw.get("Name"))
     layer_type = field_text(raw.get("LayerType"))
-    inputs = tuple(_tensor(t) for t in raw.get("Inputs") or ())
-    outputs = tuple(_tensor(t) for t in raw.get("Outputs") or ())
+    inputs = tuple(_tensor(t) for t in _each(raw.get("Inputs")))
+    outputs = tuple(_tensor(t) for t in _each(raw.get("Outputs")))
     tactic = field_text(raw.get("TacticName")) or field_text(raw.get("TacticValue"))
     metadata = field_text(raw.get("Metadata"))
     m = PROFILE_RE.search(name)

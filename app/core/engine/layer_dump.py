@@ -75,7 +75,8 @@ class _Reader:
             self.i += 1
 
     def record(self, top: bool) -> dict[str, object]:
-        s, out = self.s, {}
+        s = self.s
+        out: dict[str, object] = {}
         while self.i < len(s):
             self._skip()
             if not top and s.startswith("}", self.i):
@@ -209,7 +210,7 @@ def parse_layer_dump(text: str) -> dict[str, object]:
             layers.append(parse_record(line))
         elif section == "io":
             io.append(parse_record(line))
-    count = max([len(t.get("ProfileInfo") or []) for t in io if isinstance(t.get("ProfileInfo"), list)] or [1])
+    count = max([len(p) for p in (t.get("ProfileInfo") for t in io) if isinstance(p, list)] or [1])
     for layer, profile in zip(layers, _profiles_of(layers, count), strict=True):
         name = str(layer.get("Name", ""))
         if profile > 0 and not _SUFFIX.search(name):

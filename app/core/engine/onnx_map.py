@@ -233,8 +233,8 @@ def map_to_onnx(layers: EngineInfo | Iterable[EngineLayer],
     # Myelin ranges named by their ends only: the nodes between the ends that no other layer claims.
     for layer, ranges in pending_ranges:
         for first, last in ranges:
-            a = (lookup.exact(first) or lookup.loose(first) or [None])[0]
-            b = (lookup.exact(last) or lookup.loose(last) or [None])[0]
+            a = next(iter(lookup.exact(first) or lookup.loose(first)), None)
+            b = next(iter(lookup.exact(last) or lookup.loose(last)), None)
             if a is None or b is None:
                 continue
             lo, hi = min(a, b), max(a, b)

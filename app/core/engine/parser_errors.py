@@ -90,18 +90,19 @@ def normalize_code(code: object) -> str:
     if code is None:
         return "UNKNOWN"
     name = getattr(code, "name", None)
+    value: int | str
     if isinstance(name, str) and name:
-        code = name
-    if isinstance(code, bool):
-        code = int(code)
-    if not isinstance(code, (int, str)):
-        try:
-            code = int(code)        # pybind11 enums convert to their value
-        except (TypeError, ValueError):
-            code = str(code)
-    if isinstance(code, int):
-        return ERROR_CODES[code] if 0 <= code < len(ERROR_CODES) else f"UNKNOWN({code})"
-    text = code.strip().rsplit(".", 1)[-1].strip()
+        value = name
+    elif isinstance(code, bool):
+        value = int(code)
+    elif isinstance(code, (int, str)):
+        value = code
+    else:
+        number = _int(code)         # pybind11 enums convert to their value
+        value = number if number is not None else str(code)
+    if isinstance(value, int):
+        return ERROR_CODES[value] if 0 <= value < len(ERROR_CODES) else f"UNKNOWN({value})"
+    text = value.strip().rsplit(".", 1)[-1].strip()
     if text.lstrip("-").isdigit():
         return normalize_code(int(text))
     if len(text) > 1 and text[0] == "k" and text[1].isupper():
@@ -119,7 +120,9 @@ def _str(value: object) -> str:
 
 def _int(value: object) -> int | None:
     try:
-        return int(value)  # type: ignore[arg-type]
+        # int() takes any object at run time (pybind11 enums, numbers, numeric text) and raises for the rest;
+        # typeshed only lists the convertible types.
+        return int(value)  # type: ignore[call-overload]
     except (TypeError, ValueError):
         return None
 
@@ -140,8 +143,8 @@ def issue_from_fields(**fields: object) -> ParserIssue:
 
     index = _int(pick("node_index", "node"))
     stack = pick("local_functions", "local_function_stack")
-    if isinstance(stack, (str, bytes)):
-        stack = [stack]
+    frames: Iterable[object] = ([stack] if isinstance(stack, (str, bytes))
+                                else stack if isinstance(stack, Iterable) else ())
     issue = ParserIssue(
         node_index=index if index is not None and index >= 0 else None,
         node_name=_str(pick("node_name")).strip(),
@@ -151,7 +154,7 @@ def issue_from_fields(**fields: object) -> ParserIssue:
         file=_str(pick("file")),
         line=(lambda v: v if v is not None and v >= 0 else None)(_int(pick("line"))),
         func=_str(pick("func")),
-        local_functions=tuple(_str(s) for s in (stack or ()) if _str(s)),
+        local_functions=tuple(_str(s) for s in frames if _str(s)),
     )
     text = _str(pick("text")).strip()
     if text:   # str(err), when given, fills what the accessors did not answer
@@ -333,7 +336,7 @@ def _node_text(issue: ParserIssue, key: str | None) -> str:
 def explain(item: ParserIssue | ResolvedIssue) -> tuple[str, str]:
     """(message, fix) for the user, by error code; the node is named by its project key when resolved."""
     resolved = item if isinstance(item, ResolvedIssue) else None
-    issue = resolved.issue if resolved else item
+    issue = item.issue if isinstance(item, ResolvedIssue) else item
     key = resolved.key if resolved else None
     template, fix = _TEXTS.get(issue.code, _DEFAULT)
     node = _node_text(issue, key)
@@ -359,7 +362,7 @@ def explain(item: ParserIssue | ResolvedIssue) -> tuple[str, str]:
 def describe(item: ParserIssue | ResolvedIssue) -> str:
     """One line for logs: code, node and TensorRT's description, with the parser's source location."""
     resolved = item if isinstance(item, ResolvedIssue) else None
-    issue = resolved.issue if resolved else item
+    issue = item.issue if isinstance(item, ResolvedIssue) else item
     parts = [issue.code]
     where = []
     if issue.node_index is not None:

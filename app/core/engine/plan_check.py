@@ -65,7 +65,7 @@ def plan_mismatches(ran: Mapping[str, str], planned: Mapping[str, str], *, mappi
     found: list[Mismatch] = []
 
     def neighbours(key: str) -> list[str]:
-        out = []
+        out: list[str] = []
         for layer in layers_of.get(key, ()):
             out.extend(k for k in nodes_of.get(layer, ()) if k != key)
         return list(dict.fromkeys(out))

@@ -95,7 +95,7 @@ def suggest_profile(inputs: Sequence[TensorInfo], shapes: Mapping[str, Sequence[
         ranges: list[Triple] = []
         for axis, d in enumerate(info.shape):
             if not _is_dynamic(d):
-                ranges.append((int(d), int(d), int(d)))  # type: ignore[arg-type]
+                ranges.append((int(d), int(d), int(d)))
                 continue
             name = _named(d)
             if name is not None and name in chosen:

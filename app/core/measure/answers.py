@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 import numpy as np
 
@@ -54,6 +55,19 @@ class TaskResult:
     values: dict[str, float | None]
     answers: list[dict[str, object]] = field(default_factory=list)  # per sample: {"ref": …, "cand": …}
     defaults: tuple[str, ...] = ()
+
+
+class BoxMatch(TypedDict):
+    """One image's boxes matched (``match_boxes``): counts, the matches' IoUs and score changes, the shown boxes."""
+
+    matched: int
+    missed: int
+    extra: int
+    ious: list[float]
+    dscore: list[float]
+    boundary: int
+    ref: list[dict[str, object]]
+    cand: list[dict[str, object]]
 
 
 # --------------------------------------------------------------------------------------------- boxes
@@ -130,7 +144,7 @@ def _near_kept(boxes: np.ndarray, i: int, kept: set[int]) -> bool:
     return bool(others) and float(iou_matrix(boxes[i:i + 1, :4], boxes[others, :4]).max()) >= NMS_IOU - NMS_MARGIN
 
 
-def match_boxes(ref: np.ndarray, cand: np.ndarray, threshold: float, nms_done: bool = False) -> dict[str, object]:
+def match_boxes(ref: np.ndarray, cand: np.ndarray, threshold: float, nms_done: bool = False) -> BoxMatch:
     """Match one image's boxes (both decoded down to half the threshold): counts, IoUs and each box's status.
 
     ``nms_done``: trtlab ran the NMS (raw YOLO heads); a box kept on one side and suppressed on the other because
@@ -176,7 +190,7 @@ def judge_detections(ref: list[np.ndarray], cand: list[np.ndarray], kind: Output
     matched = missed = extra = boundary = 0
     ious: list[float] = []
     dscore: list[float] = []
-    answers = []
+    answers: list[dict[str, object]] = []
     for r, c in zip(ref, cand, strict=True):
         # One answer per sample (its first image's boxes, drawn on the photo), its counts over all its images.
         counts = {"matched": 0, "missed": 0, "extra": 0}
@@ -184,17 +198,19 @@ def judge_detections(ref: list[np.ndarray], cand: list[np.ndarray], kind: Output
                                          strict=True)):
             m = match_boxes(rb, cb, threshold, nms_done=kind.kind == "yolo")
             matched, missed, extra = matched + m["matched"], missed + m["missed"], extra + m["extra"]
-            counts = {k: counts[k] + int(m[k]) for k in counts}  # type: ignore[call-overload]
-            boundary += m["boundary"]  # type: ignore[operator]
-            ious += m["ious"]  # type: ignore[arg-type]
-            dscore += m["dscore"]  # type: ignore[arg-type]
+            counts["matched"] += m["matched"]
+            counts["missed"] += m["missed"]
+            counts["extra"] += m["extra"]
+            boundary += m["boundary"]
+            ious += m["ious"]
+            dscore += m["dscore"]
             if i == 0:
                 answers.append({"ref": m["ref"], "cand": m["cand"]})
         answers[-1].update(counts)
     mean_iou = float(np.mean(ious)) if ious else None
-    task = {"matched": matched, "missed": missed, "extra": extra, "mean_iou": mean_iou,
-            "score_threshold": threshold, "max_score_change": max(dscore) if dscore else None,
-            "nms_boundary": boundary}
+    task: dict[str, object] = {
+        "matched": matched, "missed": missed, "extra": extra, "mean_iou": mean_iou, "score_threshold": threshold,
+        "max_score_change": max(dscore) if dscore else None, "nms_boundary": boundary}
     values = {"det_missed": float(missed), "det_extra": float(extra), "det_iou": mean_iou if ious else 1.0}
     return TaskResult(task, values, answers, DEFAULT_TASK_TOLERANCES[kind.kind])
 
@@ -262,7 +278,7 @@ def psnr_db(r: np.ndarray, c: np.ndarray) -> float:
 def judge_image(ref: list[np.ndarray], cand: list[np.ndarray], kind: OutputKind) -> TaskResult:
     prob = probability_like(ref)
     ious, psnrs = [], []
-    answers = []
+    answers: list[dict[str, object]] = []
     for r, c in zip(ref, cand, strict=True):
         rp, cp = planes(r, kind), planes(c, kind)
         s_iou = [mask_iou(a, b) for a, b in zip(rp, cp, strict=True)] if prob else []
@@ -272,7 +288,7 @@ def judge_image(ref: list[np.ndarray], cand: list[np.ndarray], kind: OutputKind)
         answers.append({"mask_iou": min(s_iou) if s_iou else None, "psnr_db": min(s_psnr)})
     worst_iou = min(ious) if ious else None
     worst_psnr = min(psnrs) if psnrs else None
-    task = {"mask_iou": worst_iou, "psnr_db": worst_psnr, "probability": prob}
+    task: dict[str, object] = {"mask_iou": worst_iou, "psnr_db": worst_psnr, "probability": prob}
     defaults = DEFAULT_TASK_TOLERANCES["image"] if prob else IMAGE_NOT_PROBABILITY
     return TaskResult(task, {"mask_iou": worst_iou, "psnr_db": worst_psnr}, answers, defaults)
 

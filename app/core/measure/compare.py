@@ -313,21 +313,22 @@ def _compare_output(name: str, ref: list[np.ndarray], cand: list[np.ndarray | No
                     report: CandidateReport, seed: int) -> OutputMetrics:
     m = OutputMetrics(name, list(ref[0].shape), dtype=str(getattr(cand[0], "dtype", "")), ref_dtype=str(ref[0].dtype))
     m.count = sum(int(r.size) for r in ref)
-    if any(c is None for c in cand):
+    present = [c for c in cand if c is not None]
+    if len(present) != len(cand):
         m.failures.append("the candidate has no output with this name")
         return m
-    shapes = [(tuple(r.shape), tuple(c.shape)) for r, c in zip(ref, cand, strict=True)]  # type: ignore[union-attr]
+    shapes = [(tuple(r.shape), tuple(c.shape)) for r, c in zip(ref, present, strict=True)]
     if any(a != b for a, b in shapes):
         a, b = next((a, b) for a, b in shapes if a != b)
         m.shape_mismatch = f"shape {list(b)} differs from the reference's {list(a)}"
         m.failures.append(m.shape_mismatch)
-    if any(c.dtype != r.dtype for r, c in zip(ref, cand, strict=True)):  # type: ignore[union-attr]
+    if any(c.dtype != r.dtype for r, c in zip(ref, present, strict=True)):
         m.dtype_mismatch = f"dtype {m.dtype} differs from the reference's {m.ref_dtype}"
         m.failures.append(m.dtype_mismatch)
-    if any(int(r.size) != int(c.size) for r, c in zip(ref, cand, strict=True)):  # type: ignore[union-attr]
+    if any(int(r.size) != int(c.size) for r, c in zip(ref, present, strict=True)):
         return m  # nothing element-wise to compare
-    dt = _work_dtype(ref[0].dtype, cand[0].dtype)  # type: ignore[union-attr]
-    rs, cs = [_flat(r) for r in ref], [_flat(c) for c in cand]  # type: ignore[arg-type]
+    dt = _work_dtype(ref[0].dtype, present[0].dtype)
+    rs, cs = [_flat(r) for r in ref], [_flat(c) for c in present]
     acc = _Accumulator(keep_exact=m.count <= EXACT_QUANTILES_MAX)
     for r, c in zip(rs, cs, strict=True):
         for i in range(0, r.size, _CHUNK):  # converted chunk by chunk: no full-size float64 copies
@@ -336,7 +337,7 @@ def _compare_output(name: str, ref: list[np.ndarray], cand: list[np.ndarray | No
     if m.new_nonfinite:
         m.failures.append(f"{m.new_nonfinite} NaN/Inf value(s) where the reference is finite")
     if not m.shape_mismatch:
-        m.top1, m.top5 = _class_agreement(ref, cand)  # type: ignore[arg-type]
+        m.top1, m.top5 = _class_agreement(ref, present)
     if m.compared:
         report.histograms[name] = acc.plot_hist()
         _plot_samples(name, rs, cs, m.count, report, seed, dt)
@@ -379,7 +380,8 @@ def compare_samples(reference: list[dict[str, np.ndarray]], candidate: list[dict
         kind = (kinds or {}).get(out) or OutputKind("tensor")
         m.kind, m.kind_spec = kind.kind, kind.text()
         if not m.failures and kind.kind in KIND_METRICS:
-            result = judge(kind, ref, cand)  # type: ignore[arg-type]
+            present = [c for c in cand if c is not None]  # all of them: a missing output is a failure
+            result = judge(kind, ref, present)
             if result is not None:
                 m.task, m.task_values, m.answers = result.task, result.values, result.answers
                 if "error" in result.task:

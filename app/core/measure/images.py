@@ -91,7 +91,8 @@ def read_image(path: Path) -> np.ndarray:
                          fix="Convert it to PNG or JPEG, or remove it from the folder "
                              f"(images are files ending in {', '.join(IMAGE_EXTENSIONS)}).") from exc
     except OSError as exc:  # errno set: the file cannot be opened; none: Pillow found its header broken
-        raise _bad(path, exc.strerror if exc.errno else f"the file is corrupt or truncated ({exc})") from exc
+        raise _bad(path, (exc.strerror or str(exc)) if exc.errno else f"the file is corrupt or truncated ({exc})") \
+            from exc
     except image.DecompressionBombError as exc:
         raise _bad(path, str(exc)) from exc
     with im:

@@ -69,7 +69,7 @@ def resolve_input_shapes(inputs: list[TensorInfo], user: dict[str, tuple[int, ..
             missing.extend(f"input '{info.name}' has a dynamic dimension '{info.shape[a]}' on axis {a}"
                            for a in dyn)
         else:
-            shapes[info.name] = tuple(int(d) for d in info.shape)  # type: ignore[arg-type]
+            shapes[info.name] = tuple(int(d) for d in info.shape)
     if missing:
         from app.core.engine import suggest_profile
 
@@ -251,6 +251,7 @@ def _random_samples(model: onnx.ModelProto, inputs: list[TensorInfo], shapes: di
         sample = {}
         for info in inputs:
             shape, dt = shapes[info.name], np_dtype(info)
+            arr: np.ndarray
             if dt.kind == "b":
                 arr = rng.random(shape) < 0.5
             elif dt.kind in "iu":

@@ -108,7 +108,8 @@ class OutputKind:
                 if low == "class" and value.lower() == "none":
                     out = replace(out, class_col=None)
                 elif value.isdigit():
-                    out = replace(out, **{"score_col" if low == "score" else "class_col": int(value)})
+                    col = int(value)
+                    out = replace(out, score_col=col) if low == "score" else replace(out, class_col=col)
                 else:
                     raise OutputKindError(f"'{opt}' in '{text}' needs a column number.", fix="e.g. score=4,class=5.")
             elif not eq and low in _OPTIONS[kind]:
@@ -184,7 +185,8 @@ def _softmax_last(node: onnx.NodeProto, rank: int, name: str = "",
     axis = next((a.i for a in node.attribute if a.name == "axis"), -1)
     axis = axis + rank if axis < 0 else axis
     perms: list[list[int]] = []
-    cur = (prod or {}).get(name)
+    lookup = prod or {}
+    cur = lookup.get(name)
     for _ in range(12):
         if cur is None or cur is node or cur.op_type not in _PASS or not cur.input:
             break
@@ -196,7 +198,7 @@ def _softmax_last(node: onnx.NodeProto, rank: int, name: str = "",
         elif cur.op_type not in ("Identity", "Cast", "Clip", "Relu"):  # a rank change: axes no longer line up
             perms = []
             break
-        cur = prod.get(cur.input[0])  # type: ignore[union-attr]
+        cur = lookup.get(cur.input[0])
     for perm in reversed(perms):  # from the softmax towards the output
         axis = perm.index(axis) if axis in perm else axis
     return axis == rank - 1 or (node.op_type in _SOFTMAX and rank == 2)
@@ -205,8 +207,8 @@ def _softmax_last(node: onnx.NodeProto, rank: int, name: str = "",
 def _image_input(inputs: Mapping[str, Sequence[int | None]]) -> tuple[int, int] | None:
     """(H, W) of the model's first 4-D input with 1–4 channels, if any."""
     for dims in inputs.values():
-        d = list(dims)
-        if len(d) == 4 and all(isinstance(v, int) and v > 0 for v in d):
+        d = [v for v in dims if isinstance(v, int) and v > 0]
+        if len(d) == 4 and len(dims) == 4:  # four dims, every one known
             if d[1] <= 4 and min(d[2], d[3]) >= 16:
                 return d[2], d[3]
             if d[3] <= 4 and min(d[1], d[2]) >= 16:
@@ -216,6 +218,12 @@ def _image_input(inputs: Mapping[str, Sequence[int | None]]) -> tuple[int, int] 
 
 def _stride_of(side: int, full: int) -> bool:
     return side > 0 and full % side == 0 and (full // side) & (full // side - 1) == 0
+
+
+def _all_known(dims: Sequence[int | None]) -> list[int] | None:
+    """The dims as ints when none is unknown, else None."""
+    known = [v for v in dims if v is not None]
+    return known if len(known) == len(dims) else None
 
 
 def infer_kind(name: str, dims: Sequence[int | None], elem_type: int, graph: onnx.GraphProto,
@@ -235,25 +243,29 @@ def infer_kind(name: str, dims: Sequence[int | None], elem_type: int, graph: onn
     if rank == 3 and last is not None and 5 <= last <= 64 and (via := _reaches(name, prod, _SELECT)):
         return OutputKind("detections", reason=f"rows of {last} values made through {via}")
     image_in = _image_input(inputs)
-    if rank == 4 and None not in d[1:]:
-        if d[1] <= 4 and min(d[2], d[3]) >= 16:  # type: ignore[type-var]
-            return OutputKind("image", layout="nchw", reason=f"{d[1]} channel(s) of {d[2]}×{d[3]}")
-        if d[3] <= 4 and min(d[1], d[2]) >= 16:  # type: ignore[type-var]
-            return OutputKind("image", layout="nhwc", reason=f"{d[1]}×{d[2]} with {d[3]} channel(s) last")
-    if (rank == 3 and image_in and None not in d[1:] and min(d[1], d[2]) >= 16  # type: ignore[type-var]
-            and _stride_of(d[1], image_in[0]) and _stride_of(d[2], image_in[1]) and op not in _SOFTMAX):
-        return OutputKind("image", layout="nhw", reason=f"a {d[1]}×{d[2]} map of the {image_in[0]}×{image_in[1]} input")
+    known = _all_known(d[1:])  # the non-batch dims, when every one is known
+    if rank == 4 and known is not None:
+        a, b, c = known
+        if a <= 4 and min(b, c) >= 16:
+            return OutputKind("image", layout="nchw", reason=f"{a} channel(s) of {b}×{c}")
+        if c <= 4 and min(a, b) >= 16:
+            return OutputKind("image", layout="nhwc", reason=f"{a}×{b} with {c} channel(s) last")
+    if rank == 3 and image_in and known is not None:
+        h, w = known
+        if min(h, w) >= 16 and _stride_of(h, image_in[0]) and _stride_of(w, image_in[1]) and op not in _SOFTMAX:
+            return OutputKind("image", layout="nhw", reason=f"a {h}×{w} map of the {image_in[0]}×{image_in[1]} input")
     if rank == 3 and last is not None and last >= 2 and (
-            (op in _SOFTMAX and _softmax_last(head, rank, name, prod)) or (op in _LINEAR and not image_in)):  # type: ignore[arg-type]
+            (head is not None and op in _SOFTMAX and _softmax_last(head, rank, name, prod))
+            or (op in _LINEAR and not image_in)):
         batch = [v[0] for v in inputs.values() if len(v) >= 2]
         tnv = bool(batch) and d[0] not in batch and d[1] in batch
         why = "a softmax over the last axis" if op in _SOFTMAX else f"a linear layer ({op}) last"
         return OutputKind("sequence", layout="tnv" if tnv else "ntv",
                           reason=f"{why}: {last} scores per step" + (", time-major" if tnv else ""))
-    if rank == 3 and image_in and None not in d[1:]:
-        small, big = sorted((d[1], d[2]))  # type: ignore[type-var]
+    if rank == 3 and image_in and known is not None:
+        small, big = sorted(known)
         if 5 <= small <= 1024 and big >= 8 * small:
-            v8 = d[1] == small
+            v8 = known[0] == small
             return OutputKind("yolo", layout="v8" if v8 else "v5",
                               reason=f"a raw detection head: {big} anchors × {small} values "
                                      + ("(box + class scores)" if v8 else "(box + objectness + class scores)"))
@@ -275,8 +287,8 @@ def infer_output_kinds(model: onnx.ModelProto, output_dims: Mapping[str, Sequenc
     (``output_dims``: concrete dims from a run; declared dims otherwise). Unknown names in ``user`` are refused."""
     graph = model.graph
     names = [o.name for o in graph.output]
-    user = {k: (v if isinstance(v, OutputKind) else OutputKind.parse(v)) for k, v in (user or {}).items()}
-    unknown = [k for k in user if k not in names]
+    chosen = {k: (v if isinstance(v, OutputKind) else OutputKind.parse(v)) for k, v in (user or {}).items()}
+    unknown = [k for k in chosen if k not in names]
     if unknown:
         raise OutputKindError(f"The model has no output named {', '.join(repr(k) for k in unknown)}.",
                               fix=f"Its outputs are {', '.join(repr(n) for n in names)}.")
@@ -288,8 +300,8 @@ def infer_output_kinds(model: onnx.ModelProto, output_dims: Mapping[str, Sequenc
     prod = _producers(graph)
     out: dict[str, OutputKind] = {}
     for o in graph.output:
-        if o.name in user:
-            out[o.name] = user[o.name]
+        if o.name in chosen:
+            out[o.name] = chosen[o.name]
             continue
         dims = (output_dims or {}).get(o.name)
         if dims is None:

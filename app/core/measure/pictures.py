@@ -9,11 +9,13 @@ import base64
 import functools
 import io
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from app.core.measure.answers import planes
+from app.core.measure.images import ImagePreprocess
 from app.core.measure.kinds import OutputKind
 
 MAX_SIDE = 320            # pictures are at most this many pixels on their longer side
@@ -34,9 +36,10 @@ def png_b64(img: Image.Image, photo: bool = False) -> str:
     if photo:
         img.convert("RGB").save(buf, format="JPEG", quality=90)
         return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-    if img.mode == "RGB" and np.array_equal(*(np.asarray(img)[..., k] for k in (0, 1))) and \
-            np.array_equal(*(np.asarray(img)[..., k] for k in (0, 2))):
-        img = img.convert("L")  # grey pictures stored as grey: a third of the bytes
+    if img.mode == "RGB":
+        px = np.asarray(img)
+        if np.array_equal(px[..., 0], px[..., 1]) and np.array_equal(px[..., 0], px[..., 2]):
+            img = img.convert("L")  # grey pictures stored as grey: a third of the bytes
     img.save(buf, format="PNG")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
@@ -54,7 +57,7 @@ def _fit(img: Image.Image, side: int = MAX_SIDE) -> Image.Image:
     scale = side / max(img.size)
     if scale >= 1:
         return img
-    return img.resize((max(1, round(img.width * scale)), max(1, round(img.height * scale))), Image.BILINEAR)
+    return img.resize((max(1, round(img.width * scale)), max(1, round(img.height * scale))), Image.Resampling.BILINEAR)
 
 
 def colormap(values: np.ndarray, lo: float, hi: float) -> np.ndarray:
@@ -65,23 +68,23 @@ def colormap(values: np.ndarray, lo: float, hi: float) -> np.ndarray:
     return (_ANCHORS[i] * (1 - f) + _ANCHORS[i + 1] * f).astype(np.uint8)
 
 
-def input_picture(feeds: Mapping[str, np.ndarray], preprocess: object | None) -> Image.Image | None:
+def input_picture(feeds: Mapping[str, np.ndarray], preprocess: ImagePreprocess | None) -> Image.Image | None:
     """The model's image input as a photo again (the preprocessing undone), or None for other inputs."""
     if len(feeds) != 1:
         return None
     x = np.asarray(next(iter(feeds.values())), dtype=np.float64)
     if x.ndim != 4:
         return None
-    layout = getattr(preprocess, "layout", "NCHW" if x.shape[1] in (1, 3) else "NHWC")
+    layout = preprocess.layout if preprocess is not None else "NCHW" if x.shape[1] in (1, 3) else "NHWC"
     img = x[0] if layout == "NHWC" else np.moveaxis(x[0], 0, -1)
     if img.shape[-1] not in (1, 3) or min(img.shape[:2]) < 16:
         return None
     if preprocess is not None:
         c = img.shape[-1]
-        std = np.resize(np.asarray(preprocess.std, np.float64), c)  # type: ignore[attr-defined]
-        mean = np.resize(np.asarray(preprocess.mean, np.float64), c)  # type: ignore[attr-defined]
-        img = (img * std + mean) / (preprocess.scale or 1.0)  # type: ignore[attr-defined]
-        if getattr(preprocess, "color", "RGB") == "BGR":
+        std = np.resize(np.asarray(preprocess.std, np.float64), c)
+        mean = np.resize(np.asarray(preprocess.mean, np.float64), c)
+        img = (img * std + mean) / (preprocess.scale or 1.0)
+        if preprocess.color == "BGR":
             img = img[..., ::-1]
     else:
         lo, hi = float(img.min()), float(img.max())
@@ -91,7 +94,7 @@ def input_picture(feeds: Mapping[str, np.ndarray], preprocess: object | None) ->
 
 
 @functools.lru_cache(maxsize=8)
-def _font(size: int = 12) -> ImageFont.ImageFont:
+def _font(size: int = 12) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     try:
         return ImageFont.load_default(size=size)
     except TypeError:  # Pillow < 10.1 has one bitmap size
@@ -120,7 +123,7 @@ def boxes_picture(photo: Image.Image | None, size: tuple[int, int], answer: Mapp
     """Boxes drawn on the photo (or a grey canvas of the model's input size): `sides` "ref" and/or "cand"."""
     base = photo.copy() if photo is not None else Image.new("RGB", (size[1], size[0]), (90, 90, 90))
     scale = MAX_SIDE / max(base.size)
-    big = base.resize((round(base.width * scale), round(base.height * scale)), Image.BILINEAR)
+    big = base.resize((round(base.width * scale), round(base.height * scale)), Image.Resampling.BILINEAR)
     draw = ImageDraw.Draw(big)
     font = _font(11)
     for side in sides:
@@ -204,10 +207,11 @@ def read_labels(path: str | None) -> list[str] | None:
 
 
 def output_pictures(kind: OutputKind, ref: Sequence[np.ndarray], cand: Sequence[np.ndarray],
-                    answers: Sequence[Mapping[str, object]], photos: Sequence[Image.Image | None],
+                    answers: Sequence[Mapping[str, Any]], photos: Sequence[Image.Image | None],
                     input_size: tuple[int, int]) -> dict[str, list]:
     """Per sample (up to MAX_SAMPLES): base64 PNGs of the reference's and the candidate's answers (and, for images,
-    the |difference| map and its largest value)."""
+    the |difference| map and its largest value). `answers`: the judge's per-sample answers (TaskResult.answers),
+    whose "ref" and "cand" hold boxes, top-k rows or tokens depending on the kind."""
     labels = read_labels(kind.labels)
     out: dict[str, list] = {"ref": [], "cand": [], "diff": [], "diff_max": []}
     n = min(MAX_SAMPLES, len(ref), len(cand))
@@ -223,14 +227,14 @@ def output_pictures(kind: OutputKind, ref: Sequence[np.ndarray], cand: Sequence[
         elif kind.kind in ("detections", "yolo"):
             # Boxes are drawn on a photo: JPEG stores it at a fifth of PNG's size and time.
             for side, shown in (("ref", ["ref"]), ("cand", ["ref", "cand"])):
-                pic = boxes_picture(photo, input_size, answer, shown, labels)  # type: ignore[arg-type]
+                pic = boxes_picture(photo, input_size, answer, shown, labels)
                 out[side].append(png_b64(pic, photo=photo is not None))
         elif kind.kind == "classes":
-            out["cand"].append(png_b64(bars_picture(answer, labels)))  # type: ignore[arg-type]
+            out["cand"].append(png_b64(bars_picture(answer, labels)))
         elif kind.kind == "sequence":
-            out["cand"].append(png_b64(sequence_picture(answer, labels)))  # type: ignore[arg-type]
-            out.setdefault("text", []).append({"ref": text_of(answer.get("ref", []), labels),  # type: ignore[arg-type]
-                                               "cand": text_of(answer.get("cand", []), labels)})  # type: ignore[arg-type]
+            out["cand"].append(png_b64(sequence_picture(answer, labels)))
+            out.setdefault("text", []).append({"ref": text_of(answer.get("ref", []), labels),
+                                               "cand": text_of(answer.get("cand", []), labels)})
     return {k: v for k, v in out.items() if v}
 
 
@@ -241,7 +245,7 @@ def strip(pictures: Sequence[tuple[str, str]], height: int = MAX_SIDE) -> Image.
     tiles = []
     for title, uri in pictures:
         img = decode_picture(uri)
-        img = img.resize((max(1, round(img.width * height / img.height)), height), Image.BILINEAR)
+        img = img.resize((max(1, round(img.width * height / img.height)), height), Image.Resampling.BILINEAR)
         tiles.append((title, img))
     width = sum(t.width for _, t in tiles) + 8 * (len(tiles) + 1)
     out = Image.new("RGB", (max(width, 16), height + 34), (255, 255, 255))
@@ -253,11 +257,12 @@ def strip(pictures: Sequence[tuple[str, str]], height: int = MAX_SIDE) -> Image.
     return out
 
 
-def answer_strips(answers: Mapping[str, object]) -> dict[tuple[str, int], Image.Image]:
-    """Per (output, sample): the input, the reference and every candidate side by side (|difference| maps after)."""
+def answer_strips(answers: Mapping[str, Any]) -> dict[tuple[str, int], Image.Image]:
+    """Per (output, sample): the input, the reference and every candidate side by side (|difference| maps after).
+    `answers`: the compare JSON's "answers" ({"inputs": [URI…], "outputs": {name: {"ref": […], "candidates": …}}})."""
     out: dict[tuple[str, int], Image.Image] = {}
-    inputs = list(answers.get("inputs") or [])  # type: ignore[arg-type]
-    for name, entry in (answers.get("outputs") or {}).items():  # type: ignore[union-attr]
+    inputs = list(answers.get("inputs") or [])
+    for name, entry in (answers.get("outputs") or {}).items():
         ref = entry.get("ref") or []
         n = max([len(ref)] + [len(c.get("cand") or []) for c in entry["candidates"].values()])
         for s in range(n):

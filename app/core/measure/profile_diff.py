@@ -54,7 +54,8 @@ def profile_delta(reference: Mapping, candidate: Mapping) -> dict:
     """The candidate's nodes against the reference's, by name: each node's time in both and the difference (slowest
     change first), the nodes only the candidate runs (by op: count and time), and the totals."""
     ref = {str(n["node"]): n for n in reference.get("nodes") or []}
-    rows, added = [], {}
+    rows = []
+    added: dict[str, tuple[int, float]] = {}
     for n in candidate.get("nodes") or []:
         r = ref.get(str(n["node"]))
         if r is None or r["op"] != n["op"]:  # a Cast that ONNX Runtime named after the node it follows is new
@@ -74,8 +75,8 @@ def profile_delta(reference: Mapping, candidate: Mapping) -> dict:
                       sorted(added.items(), key=lambda kv: -kv[1][1])}}
 
 
-def _ms(v: object) -> str:
-    return f"{float(v):.3f} ms"  # type: ignore[arg-type]
+def _ms(v: float) -> str:
+    return f"{float(v):.3f} ms"
 
 
 def slower_reasons(reference: Mapping, candidate: Mapping, delta: Mapping | None = None) -> list[str]:

@@ -1,7 +1,8 @@
 """The model and its graph. Opening: `open_model`/`OpenedModel` (`load_model`, external data); its facts: `summarize`,
 `graph_inputs`/`TensorInfo`, `infer_shapes`/`ShapeResult`, weights (`weight_stats`), ops' categories; the display
-graph (`DisplayGraph`), `search_graph`, `SelectionModel`, ONNX walking (`iter_graphs`, `node_keys`), the demo models
-(`write_demo_model` generates one; `bundled_demo_model` is the u2netp.onnx trtlab ships).
+graph (`DisplayGraph`), `search_graph`, `SelectionModel`, ONNX walking (`iter_graphs`, `node_keys`) and attribute
+values (`attr_int`), the demo models (`write_demo_model` generates one; `bundled_demo_model` is the u2netp.onnx trtlab
+ships).
 
 Other packages import these names from here; the modules inside import each other by their full path."""
 
@@ -23,6 +24,8 @@ from app.core.model.hierarchy import Group, hierarchy, scope_of
 from app.core.model.loader import external_refs, load_model, resolve_external
 from app.core.model.onnx_walk import (
     SUBGRAPH_OPS,
+    attr_int,
+    attr_ints,
     constant_tensor,
     dtype_name,
     graph_constants,
@@ -50,10 +53,10 @@ from app.core.model.weights import (
 __all__ = ["ALL_CATEGORIES", "BUNDLED_DEMO", "FP16_MIN_NORMAL", "FP16_MIN_SUBNORMAL", "KIND_GROUP", "KIND_OP",
            "NEST_LIMIT", "POOL_OPS", "QUANTIZABLE_OPS", "SUBGRAPH_OPS", "WEIGHTED_OPS", "Dim", "DisplayGraph",
            "GraphPicture", "Group", "GroupTree", "ModelDiff", "ModelSummary", "NodeDiff", "OpenedModel", "SearchHit",
-           "SelectionModel", "ShapeResult", "TensorInfo", "WeightStats", "bundled_demo_model", "constant_tensor",
-           "diff_models", "dtype_name", "dynamic_dims", "external_refs", "find_tensor", "graph_constants",
-           "graph_inputs", "group_tree", "hierarchy", "infer_shapes", "initial_expansion", "iter_graphs", "lay_out",
-           "load_model", "node_key", "node_keys", "node_subgraphs", "op_mix", "open_model", "opens_grouped",
-           "parse_shape_spec", "regroup", "resolve_external", "scope_of", "search_graph", "summarize",
-           "tensor_to_array", "validate_input_shape", "value_info_to_tensor_info", "visible_graph", "weight_stats",
-           "write_demo_model"]
+           "SelectionModel", "ShapeResult", "TensorInfo", "WeightStats", "attr_int", "attr_ints", "bundled_demo_model",
+           "constant_tensor", "diff_models", "dtype_name", "dynamic_dims", "external_refs", "find_tensor",
+           "graph_constants", "graph_inputs", "group_tree", "hierarchy", "infer_shapes", "initial_expansion",
+           "iter_graphs", "lay_out", "load_model", "node_key", "node_keys", "node_subgraphs", "op_mix", "open_model",
+           "opens_grouped", "parse_shape_spec", "regroup", "resolve_external", "scope_of", "search_graph",
+           "summarize", "tensor_to_array", "validate_input_shape", "value_info_to_tensor_info", "visible_graph",
+           "weight_stats", "write_demo_model"]

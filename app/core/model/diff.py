@@ -125,7 +125,7 @@ def diff_models(a: onnx.ModelProto, b: onnx.ModelProto, *, base_dir_a: str | Non
             pairs[k], how[k] = k, "name"
     used = set(pairs.values())
 
-    def shape_of(name: str, w: dict) -> tuple | None:
+    def shape_of(name: str, w: dict[str, onnx.TensorProto]) -> tuple[int, ...] | None:
         return tuple(w[name].dims) if name in w else None
 
     # Structure: the same op, reading the outputs of already matched producers (or the same graph inputs), with
@@ -153,12 +153,12 @@ def diff_models(a: onnx.ModelProto, b: onnx.ModelProto, *, base_dir_a: str | Non
         if k in pairs:
             continue
         node = nb[k]
-        want = [pairs.get(pb[x], "?") if x in pb else x for x in node.input if x and x not in wb]
-        if not want or "?" in want:
+        reads = [pairs.get(pb[x], "?") if x in pb else x for x in node.input if x and x not in wb]
+        if not reads or "?" in reads:
             continue
         for cand in free_a.get(node.op_type, []):
             c = na[cand]
-            if [pa[x] if x in pa else x for x in c.input if x and x not in wa] == want:
+            if [pa[x] if x in pa else x for x in c.input if x and x not in wa] == reads:
                 pairs[k], how[k] = cand, "structure"
                 free_a[node.op_type].remove(cand)
                 break

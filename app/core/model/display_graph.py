@@ -6,6 +6,7 @@ PaddleOCR exports keep every weight in a Constant node, and drawing them doubles
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,12 +39,12 @@ class DisplayGraph:
     heights: np.ndarray         # float64 (N,)
     edges: np.ndarray           # int32 (E,2) (src, dst)
     edge_tensors: list[str]     # tensor carried by each edge
-    weights: dict[int, list[str]] = field(default_factory=dict)   # display node -> weight tensors
+    weights: Mapping[int, list[str]] = field(default_factory=dict)   # display node -> weight tensors
     folded_constants: dict[str, int] = field(default_factory=dict)  # tensor -> graph.node index
-    producer: dict[str, int] = field(default_factory=dict)        # tensor -> display node
-    consumers: dict[str, list[int]] = field(default_factory=dict)  # tensor -> display nodes
+    producer: Mapping[str, int] = field(default_factory=dict)        # tensor -> display node
+    consumers: Mapping[str, list[int]] = field(default_factory=dict)  # tensor -> display nodes
     edge_labels: list[str] = field(default_factory=list)
-    subgraphs: dict[int, list[tuple[str, onnx.GraphProto]]] = field(default_factory=dict)
+    subgraphs: Mapping[int, list[tuple[str, onnx.GraphProto]]] = field(default_factory=dict)
     # Drawn by groups (app.core.model.grouping): a group box's ONNX nodes, its group id, each flat display node's
     # visible stand-in, each ONNX node's, and each expanded group drawn as a box: (name, depth, enclosing group).
     members: dict[int, np.ndarray] = field(default_factory=dict)

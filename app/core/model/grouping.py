@@ -167,18 +167,18 @@ class _Through(Mapping):
             return None
         return int(self._key_of[k])
 
-    def _value(self, v: object) -> object:
-        if self._value_of is None:
-            return v
+    @staticmethod
+    def _value(value_of: np.ndarray, v: int | list[int]) -> int | list[int]:
         if isinstance(v, list):
-            return sorted({int(self._value_of[d]) for d in v})
-        return int(self._value_of[v])
+            return sorted({int(value_of[d]) for d in v})
+        return int(value_of[v])
 
     def __getitem__(self, k: object) -> object:
         key = self._key(k)
         if key is None or key not in self._base:
             raise KeyError(k)
-        return self._value(self._base[key])
+        value = self._base[key]
+        return value if self._value_of is None else self._value(self._value_of, value)
 
     def __iter__(self):  # noqa: ANN204
         if self._key_of is None:
@@ -257,10 +257,10 @@ def visible_graph(tree: GroupTree, expanded: set[int], folds: ShapeFolds | None 
     dg = DisplayGraph(
         graph=full.graph, node_count=n, kinds=kinds, onnx_index=onnx_index, titles=titles, names=names,
         categories=cats, widths=widths.astype(np.float64), heights=heights.astype(np.float64), edges=edges,
-        edge_tensors=edge_tensors, weights=_Through(full.weights, key_of=flat_of),  # type: ignore[arg-type]
-        folded_constants=full.folded_constants, producer=_Through(full.producer, value_of=shown_as),  # type: ignore
-        consumers=_Through(full.consumers, value_of=shown_as), edge_labels=labels,  # type: ignore[arg-type]
-        subgraphs=_Through(full.subgraphs, key_of=flat_of))  # type: ignore[arg-type]
+        edge_tensors=edge_tensors, weights=_Through(full.weights, key_of=flat_of),
+        folded_constants=full.folded_constants, producer=_Through(full.producer, value_of=shown_as),
+        consumers=_Through(full.consumers, value_of=shown_as), edge_labels=labels,
+        subgraphs=_Through(full.subgraphs, key_of=flat_of))
     onnx_shown = np.full(len(full.graph.node), -1, dtype=np.int64)
     ops = np.nonzero(full.onnx_index >= 0)[0]
     onnx_shown[full.onnx_index[ops]] = shown_as[ops]

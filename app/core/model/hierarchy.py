@@ -14,8 +14,8 @@ gathered into ranges (`layer.0 … layer.49`).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import onnx
 
@@ -60,7 +60,13 @@ class Group:
                 "children": [c.to_json() for c in self.children.values()]}
 
 
-def _runs(indices: list[int], keys: Sequence[str], parent: str) -> dict[str, Group]:
+class _KeyOf(Protocol):
+    """A node's key by its index: a list of them, or :class:`_Keys`."""
+
+    def __getitem__(self, i: int, /) -> str: ...
+
+
+def _runs(indices: list[int], keys: _KeyOf, parent: str) -> dict[str, Group]:
     out: dict[str, Group] = {}
     for start in range(0, len(indices), RUN):
         chunk = indices[start:start + RUN]
@@ -69,7 +75,7 @@ def _runs(indices: list[int], keys: Sequence[str], parent: str) -> dict[str, Gro
     return out
 
 
-def _tidy(group: Group, keys: Sequence[str]) -> Group:
+def _tidy(group: Group, keys: _KeyOf) -> Group:
     for name in list(group.children):
         group.children[name] = _tidy(group.children[name], keys)
     # one child group and nothing else: one level, "a/b"
@@ -97,7 +103,8 @@ class _Keys:
     """node_keys(graph), computed on first use."""
 
     def __init__(self, graph: onnx.GraphProto) -> None:
-        self.graph, self._keys = graph, None
+        self.graph = graph
+        self._keys: list[str] | None = None
 
     def __getitem__(self, i: int) -> str:
         if self._keys is None:

@@ -22,7 +22,7 @@ from app.core.model.onnx_walk import iter_tensors
 _REEXPORT = "Re-export the model from its framework, or copy the file again if it was cut short."
 
 # Bits per element; types absent here (STRING, UNDEFINED) are not checked.
-_BITS = {TensorProto.FLOAT: 32, TensorProto.UINT8: 8, TensorProto.INT8: 8, TensorProto.UINT16: 16,
+_BITS: dict[int, int] = {TensorProto.FLOAT: 32, TensorProto.UINT8: 8, TensorProto.INT8: 8, TensorProto.UINT16: 16,
          TensorProto.INT16: 16, TensorProto.INT32: 32, TensorProto.INT64: 64, TensorProto.BOOL: 8,
          TensorProto.FLOAT16: 16, TensorProto.DOUBLE: 64, TensorProto.UINT32: 32, TensorProto.UINT64: 64,
          TensorProto.COMPLEX64: 64, TensorProto.COMPLEX128: 128, TensorProto.BFLOAT16: 16}
@@ -35,10 +35,11 @@ _PROTOBUF_MAX_DEPTH = 100  # protobuf's default nesting limit (messages inside m
 
 
 def _human(n: int) -> str:
+    size: float = n
     for unit in ("bytes", "KB", "MB", "GB", "TB", "PB"):
-        if n < 1024 or unit == "PB":
-            return f"{n:,} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
+        if size < 1024 or unit == "PB":
+            return f"{n:,} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
     return f"{n} bytes"
 
 

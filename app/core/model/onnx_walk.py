@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import SupportsIndex, SupportsInt
 
 import numpy as np
 import onnx
@@ -91,10 +92,26 @@ def dtype_name(data_type: int) -> str:
     except ValueError:
         return f"type{data_type}"
 
-_NAMES = {
+_NAMES: dict[int, str] = {
     TensorProto.FLOAT: "float32", TensorProto.DOUBLE: "float64", TensorProto.FLOAT16: "float16",
     TensorProto.BFLOAT16: "bfloat16", TensorProto.BOOL: "bool", TensorProto.STRING: "string",
 }
+
+
+def attr_int(value: object) -> int:
+    """An attribute value (as ``onnx.helper.get_attribute_value`` gives it) as an int, converted as ``int()`` does;
+    TypeError for a value ``int()`` refuses (a tensor, a list)."""
+    if isinstance(value, str | bytes | bytearray | SupportsInt | SupportsIndex):
+        return int(value)
+    raise TypeError(f"an integer attribute holds {type(value).__name__}")
+
+
+def attr_ints(value: object) -> list[int]:
+    """A list attribute's value as ints (each converted by :func:`attr_int`); TypeError for a value that is not
+    a list."""
+    if not isinstance(value, Iterable):
+        raise TypeError(f"an integer list attribute holds {type(value).__name__}")
+    return [attr_int(v) for v in value]
 
 
 def node_key(node: onnx.NodeProto, index: int) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 
 import onnx
@@ -79,11 +80,14 @@ def opens_grouped(tree: GroupTree | None) -> bool:
     return (tree.scoped and n >= GROUPED_FROM) or n > FLAT_LIMIT
 
 
-_KEEP: object = object()
+class _Keep(Enum):
+    """`regroup`'s default for `expanded`: the picture's own (None there means flat)."""
+
+    KEEP = "keep"
 
 
-def regroup(picture: GraphPicture, expanded: set[int] | None | object = _KEEP, cancel: CancelFn | None = None, *,
-            fold: bool | None = None, unfolded: frozenset[int] | None = None) -> GraphPicture:
+def regroup(picture: GraphPicture, expanded: set[int] | None | _Keep = _Keep.KEEP, cancel: CancelFn | None = None,
+            *, fold: bool | None = None, unfolded: frozenset[int] | None = None) -> GraphPicture:
     """The same graph drawn another way: other groups expanded (None: flat), shape arithmetic folded or not, some
     folded chains shown. Only what shows is laid out; each group's layout and the flat layout are kept for next
     time."""
@@ -91,27 +95,31 @@ def regroup(picture: GraphPicture, expanded: set[int] | None | object = _KEEP, c
 
     full = picture.all_nodes
     started = time.perf_counter()
-    exp = picture.expanded if expanded is _KEEP else expanded
+    exp = picture.expanded if isinstance(expanded, _Keep) else expanded
     fold = picture.fold if fold is None else fold
     unfolded = picture.unfolded if unfolded is None else unfolded
     folds = picture.folds if fold else None
     tree = picture.tree
-    keep = {"tree": tree, "full": full, "layout_cache": picture.layout_cache, "folds": picture.folds, "fold": fold,
-            "unfolded": unfolded}
+
+    def drawn(graph: DisplayGraph, layout: object, expanded: set[int] | None,
+              flat_layout: object | None) -> GraphPicture:
+        """The new picture; the tree, the flat graph, the layout cache and the folds carry over."""
+        return GraphPicture(graph, layout, time.perf_counter() - started, tree=tree, expanded=expanded, full=full,
+                            flat_layout=flat_layout, layout_cache=picture.layout_cache, folds=picture.folds,
+                            fold=fold, unfolded=unfolded)
+
     if exp is not None and tree is not None and tree.count:
         dg = visible_graph(tree, exp, folds, unfolded)
         layout = grouped_layout(tree, dg, picture.layout_cache)
-        return GraphPicture(dg, layout, time.perf_counter() - started, expanded=set(exp),
-                            flat_layout=picture.flat_layout, **keep)
+        return drawn(dg, layout, set(exp), picture.flat_layout)
     if folds is None or tree is None:
         layout = picture.flat_layout or layered_layout(full.node_count, full.edges, full.widths, full.heights,
                                                        cancel=cancel)
-        return GraphPicture(full, layout, time.perf_counter() - started, expanded=None, flat_layout=layout, **keep)
+        return drawn(full, layout, None, layout)
     dg = visible_graph(tree, set(range(tree.count)), folds, unfolded)  # flat, folded
     layout = layered_layout(dg.node_count, dg.edges, dg.widths, dg.heights, cancel=cancel)
     dg.frame_meta = {}
-    return GraphPicture(dg, layout, time.perf_counter() - started, expanded=None, flat_layout=picture.flat_layout,
-                        **keep)
+    return drawn(dg, layout, None, picture.flat_layout)
 
 
 @dataclass

@@ -23,7 +23,8 @@ def search_graph(graph: DisplayGraph, query: str, limit: int = 100_000) -> list[
     seen: set[int] = set()
     onnx_nodes = graph.graph.node
     for i in range(graph.node_count):
-        reason = text = None
+        reason: str | None = None
+        text = ""
         if q in graph.names[i].lower():
             reason, text = "name", graph.names[i]
         elif graph.kinds[i] == KIND_OP and q in graph.titles[i].lower():

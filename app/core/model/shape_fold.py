@@ -62,9 +62,10 @@ def _foldable_result(node: onnx.NodeProto, shapes: ShapeResult | None) -> bool:
             return False
         if info.dtype in _INTEGER:
             continue
-        if info.shape is None or any(not isinstance(d, int) for d in info.shape):
+        if info.shape is None:
             return False
-        if int(np.prod(info.shape, dtype=np.int64)) > _SMALL:
+        dims = [d for d in info.shape if isinstance(d, int)]
+        if len(dims) != len(info.shape) or int(np.prod(dims, dtype=np.int64)) > _SMALL:
             return False
     return True
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
+from typing import overload
 
 import numpy as np
 import onnx
 from onnx import TypeProto, helper, numpy_helper
 
-from app.core.model.onnx_walk import constant_tensor
+from app.core.model.onnx_walk import attr_int, attr_ints, constant_tensor
 
 log = logging.getLogger(__name__)
 
@@ -54,15 +55,34 @@ def _attrs(node: onnx.NodeProto) -> dict[str, object]:
             if a.type not in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)}
 
 
+def _arr(inputs: Arrays, index: int) -> np.ndarray:
+    """Input ``index``, which the op requires: an empty input name there is an invalid node, not computed."""
+    x = inputs[index]
+    if x is None:
+        raise ValueError(f"input {index} is required")
+    return x
+
+
+@overload
+def _int_list(v: np.ndarray) -> list[int]: ...
+
+
+@overload
+def _int_list(v: np.ndarray | None) -> list[int] | None: ...
+
+
 def _int_list(v: np.ndarray | None) -> list[int] | None:
     return None if v is None else [int(x) for x in np.asarray(v).reshape(-1)]
+
+
+def _ints_attr(value: object) -> list[int] | None:
+    return None if value is None else attr_ints(value)
 
 
 def _axes(attrs: dict[str, object], inputs: Arrays, index: int, opset: int, since: int) -> list[int] | None:
     """Axes given as an attribute before opset ``since`` and as input ``index`` from it on."""
     if opset < since:
-        ax = attrs.get("axes")
-        return None if ax is None else [int(a) for a in ax]  # type: ignore[union-attr]
+        return _ints_attr(attrs.get("axes"))
     return _int_list(inputs[index]) if len(inputs) > index else None
 
 
@@ -90,7 +110,7 @@ def _reshape(x: np.ndarray, shape: list[int], allowzero: int) -> np.ndarray:
 
 def _reduce(fn: Callable[..., np.ndarray]) -> Callable[[Arrays, dict[str, object], int, int], Arrays]:
     def run(inputs: Arrays, attrs: dict[str, object], opset: int, since: int) -> Arrays:
-        x = inputs[0]
+        x = _arr(inputs, 0)
         axes = _axes(attrs, inputs, 1, opset, since)
         if not axes and attrs.get("noop_with_empty_axes", 0):
             return [x]
@@ -116,6 +136,8 @@ def _constant_of_shape(shape: list[int], attrs: dict[str, object]) -> np.ndarray
     if int(np.prod(shape, dtype=np.int64)) > MAX_VALUE_ELEMENTS:
         return None
     value = attrs.get("value")
+    if value is not None and not isinstance(value, onnx.TensorProto):
+        raise TypeError(f"ConstantOfShape's value is {type(value).__name__}, not a tensor")
     fill = numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)
     return np.full(shape, fill[0], dtype=fill.dtype)
 
@@ -129,7 +151,7 @@ def _expand(x: np.ndarray, shape: list[int]) -> np.ndarray | None:
 
 def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray], keep_dtype: bool = True) -> Callable[..., Arrays]:
     def run(inputs: Arrays, _attrs: dict[str, object], _opset: int, _since: int) -> Arrays:
-        a, b = inputs[0], inputs[1]
+        a, b = _arr(inputs, 0), _arr(inputs, 1)
         out = np.asarray(fn(a, b))
         return [out.astype(a.dtype) if keep_dtype else out]
     return run
@@ -137,15 +159,16 @@ def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray], keep_dtype: bool
 
 def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., Arrays]:
     def run(inputs: Arrays, _attrs: dict[str, object], _opset: int, _since: int) -> Arrays:
-        return [np.asarray(fn(inputs[0])).astype(inputs[0].dtype)]
+        x = _arr(inputs, 0)
+        return [np.asarray(fn(x)).astype(x.dtype)]
     return run
 
 
 def _variadic(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., Arrays]:
     def run(inputs: Arrays, _attrs: dict[str, object], _opset: int, _since: int) -> Arrays:
-        out = inputs[0]
-        for x in inputs[1:]:
-            out = np.asarray(fn(out, x))
+        out = _arr(inputs, 0)
+        for k in range(1, len(inputs)):
+            out = np.asarray(fn(out, _arr(inputs, k)))
         return [out]
     return run
 
@@ -153,37 +176,39 @@ def _variadic(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..
 # op type -> (evaluate(inputs, attrs, opset, since), the opset from which axes-like attributes became inputs)
 _EVAL: dict[str, tuple[Callable[[Arrays, dict[str, object], int, int], Arrays | None], int]] = {
     "Identity": (lambda i, a, o, s: [i[0]], 0),
-    "Cast": (lambda i, a, o, s: [i[0].astype(helper.tensor_dtype_to_np_dtype(int(a["to"])))], 0),
-    "Gather": (lambda i, a, o, s: [np.take(i[0], i[1].astype(np.int64), axis=int(a.get("axis", 0)))], 0),
-    "Concat": (lambda i, a, o, s: [np.concatenate([x for x in i if x is not None], axis=int(a["axis"]))], 0),
-    "Unsqueeze": (lambda i, a, o, s: [_unsqueeze(i[0], _axes(a, i, 1, o, s) or [])], 13),
-    "Squeeze": (lambda i, a, o, s: [np.squeeze(i[0], axis=None if (ax := _axes(a, i, 1, o, s)) is None
+    "Cast": (lambda i, a, o, s: [_arr(i, 0).astype(helper.tensor_dtype_to_np_dtype(attr_int(a["to"])))], 0),
+    "Gather": (lambda i, a, o, s: [np.take(_arr(i, 0), _arr(i, 1).astype(np.int64),
+                                           axis=attr_int(a.get("axis", 0)))], 0),
+    "Concat": (lambda i, a, o, s: [np.concatenate([x for x in i if x is not None], axis=attr_int(a["axis"]))], 0),
+    "Unsqueeze": (lambda i, a, o, s: [_unsqueeze(_arr(i, 0), _axes(a, i, 1, o, s) or [])], 13),
+    "Squeeze": (lambda i, a, o, s: [np.squeeze(_arr(i, 0), axis=None if (ax := _axes(a, i, 1, o, s)) is None
                                                else tuple(ax))], 13),
-    "Slice": (lambda i, a, o, s: [_slice(i[0], [int(v) for v in a["starts"]], [int(v) for v in a["ends"]],
-                                         a.get("axes"), None) if o < s else
-                                  _slice(i[0], _int_list(i[1]), _int_list(i[2]),
+    "Slice": (lambda i, a, o, s: [_slice(_arr(i, 0), attr_ints(a["starts"]), attr_ints(a["ends"]),
+                                         _ints_attr(a.get("axes")), None) if o < s else
+                                  _slice(_arr(i, 0), _int_list(_arr(i, 1)), _int_list(_arr(i, 2)),
                                          _int_list(i[3]) if len(i) > 3 else None,
                                          _int_list(i[4]) if len(i) > 4 else None)], 10),
-    "Reshape": (lambda i, a, o, s: [_reshape(i[0], _int_list(i[1]) or [], int(a.get("allowzero", 0)))], 0),
-    "Transpose": (lambda i, a, o, s: [np.transpose(i[0], a.get("perm"))], 0),
+    "Reshape": (lambda i, a, o, s: [_reshape(_arr(i, 0), _int_list(i[1]) or [], attr_int(a.get("allowzero", 0)))],
+                0),
+    "Transpose": (lambda i, a, o, s: [np.transpose(_arr(i, 0), _ints_attr(a.get("perm")))], 0),
     "ConstantOfShape": (lambda i, a, o, s: [_constant_of_shape(_int_list(i[0]) or [], a)], 0),
-    "Expand": (lambda i, a, o, s: [_expand(i[0], _int_list(i[1]) or [])], 0),
-    "Range": (lambda i, a, o, s: [_range(i[0], i[1], i[2])], 0),
+    "Expand": (lambda i, a, o, s: [_expand(_arr(i, 0), _int_list(i[1]) or [])], 0),
+    "Range": (lambda i, a, o, s: [_range(_arr(i, 0), _arr(i, 1), _arr(i, 2))], 0),
     "Add": (_binary(np.add), 0), "Sub": (_binary(np.subtract), 0), "Mul": (_binary(np.multiply), 0),
     "Div": (_binary(_div), 0), "Mod": (_binary(np.fmod), 0),
     "Equal": (_binary(np.equal, False), 0), "Less": (_binary(np.less, False), 0),
     "Greater": (_binary(np.greater, False), 0), "LessOrEqual": (_binary(np.less_equal, False), 0),
     "GreaterOrEqual": (_binary(np.greater_equal, False), 0),
     "And": (_binary(np.logical_and, False), 0), "Or": (_binary(np.logical_or, False), 0),
-    "Not": (lambda i, a, o, s: [np.logical_not(i[0])], 0),
-    "Where": (lambda i, a, o, s: [np.where(i[0], i[1], i[2])], 0),
+    "Not": (lambda i, a, o, s: [np.logical_not(_arr(i, 0))], 0),
+    "Where": (lambda i, a, o, s: [np.where(_arr(i, 0), _arr(i, 1), _arr(i, 2))], 0),
     "Neg": (_unary(np.negative), 0), "Abs": (_unary(np.abs), 0), "Floor": (_unary(np.floor), 0),
     "Ceil": (_unary(np.ceil), 0), "Sqrt": (_unary(np.sqrt), 0), "Sign": (_unary(np.sign), 0),
     "Min": (_variadic(np.minimum), 0), "Max": (_variadic(np.maximum), 0), "Sum": (_variadic(np.add), 0),
     "ReduceProd": (_reduce(np.prod), 18), "ReduceSum": (_reduce(np.sum), 13),
     "ReduceMin": (_reduce(np.min), 18), "ReduceMax": (_reduce(np.max), 18),
-    "Tile": (lambda i, a, o, s: [np.tile(i[0], _int_list(i[1]) or [])
-                                 if i[0].size * int(np.prod(_int_list(i[1]) or [1])) <= MAX_VALUE_ELEMENTS
+    "Tile": (lambda i, a, o, s: [np.tile(_arr(i, 0), _int_list(i[1]) or [])
+                                 if _arr(i, 0).size * int(np.prod(_int_list(i[1]) or [1])) <= MAX_VALUE_ELEMENTS
                                  else None], 0),
 }
 
@@ -196,13 +221,13 @@ def _evaluate(node: onnx.NodeProto, inputs: Arrays, types: dict[str, TypeProto],
     attrs = _attrs(node)
     if node.op_type in ("Shape", "Size"):
         t = types.get(node.input[0]) if node.input else None
-        if not is_static_type(t):
+        if t is None or not is_static_type(t):
             return None
-        dims = np.array(_dims(t), dtype=np.int64)  # type: ignore[arg-type]
+        dims = np.array(_dims(t), dtype=np.int64)
         if node.op_type == "Size":
             return [np.array(np.prod(dims), dtype=np.int64)]
-        start, end = int(attrs.get("start", 0)), attrs.get("end")
-        return [dims[start:None if end is None else int(end)]]  # type: ignore[arg-type]
+        start, end = attr_int(attrs.get("start", 0)), attrs.get("end")
+        return [dims[start:None if end is None else attr_int(end)]]
     entry = _EVAL.get(node.op_type)
     if entry is None or any(x is None for x in inputs[:1]):
         return None

@@ -25,7 +25,14 @@ class TensorInfo:
         return "×".join(str(d) for d in self.shape) if self.shape else "scalar"
 
     def is_static(self) -> bool:
-        return self.shape is not None and all(isinstance(d, int) and d >= 0 for d in self.shape)
+        return self.static_shape() is not None
+
+    def static_shape(self) -> tuple[int, ...] | None:
+        """The dims when every one is a known size (none symbolic or negative), else None."""
+        if self.shape is None:
+            return None
+        dims = tuple(d for d in self.shape if isinstance(d, int) and d >= 0)
+        return dims if len(dims) == len(self.shape) else None
 
     def to_json(self) -> dict[str, object]:
         return {"name": self.name, "dtype": self.dtype,

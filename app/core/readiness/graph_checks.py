@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 
 import onnx
 
-from app.core.model import value_info_to_tensor_info
+from app.core.model import attr_ints, value_info_to_tensor_info
 from app.core.precision import qdq_issues
 from app.core.readiness.context import GraphIndex
 from app.core.readiness.findings import Finding, Severity
@@ -102,7 +102,9 @@ def check_ops(index: GraphIndex, table: SupportTable, version: str) -> list[Find
             fix = (f"Replace {op} when exporting (or cut it out and run it outside the engine), or implement it as a "
                    "TensorRT plugin. " + _FALLBACK)
         elif code == "op-needs-newer-trt":
-            since = table.op(op).since[version]  # type: ignore[union-attr]
+            support = table.op(op)
+            assert support is not None, "op-needs-newer-trt is given to listed ops only"
+            since = support.since[version]
             msg = (f"{op} ({n}{where}) is imported only from TensorRT {since}; older {label} parsers reject it.")
             fix = f"Build with TensorRT {since} or newer, or replace {op} when exporting."
         elif code == "qdq-domain":
@@ -203,7 +205,7 @@ def check_data_dependent(index: GraphIndex, table: SupportTable, version: str) -
     return out
 
 
-_CONTROL = {
+_CONTROL: dict[str, tuple[Severity, str, str, str]] = {
     "If": ("info", "control-flow-if",
            "becomes a TensorRT conditional: both branches are built into the engine, their outputs must have the "
            "same rank and different names, and trtlab's precision plan does not reach the nodes inside the branches",
@@ -229,7 +231,7 @@ def check_control_flow(index: GraphIndex) -> list[Finding]:
     out = []
     for op, owners in sorted(groups.items()):
         severity, code, what, fix = _CONTROL[op]
-        out.append(Finding(severity, code, _keys(index, owners),  # type: ignore[arg-type]
+        out.append(Finding(severity, code, _keys(index, owners),
                            f"{op} ({_count(len(owners), 'node')}) {what}.", fix))
     return out
 
@@ -259,8 +261,8 @@ def _restriction(node: onnx.NodeProto, graph_outputs: set[str], readers: set[str
         return resize_problem(node, opset, consts)
     elif op == "MaxPool" and used(1):
         return "its Indices output is used (TensorRT's pooling has none)"
-    elif op in ("MaxPool", "AveragePool", "LpPool") and any(int(d) != 1 for d in (_attr(node, "dilations") or [])):
-        return f"dilations {list(_attr(node, 'dilations'))} (only 1)"
+    elif op in ("MaxPool", "AveragePool", "LpPool") and any(d != 1 for d in attr_ints(_attr(node, "dilations") or [])):
+        return f"dilations {attr_ints(_attr(node, 'dilations'))} (only 1)"
     elif op == "ScatterND" and text("reduction", "none") != "none":
         return f"reduction '{text('reduction', 'none')}' (only none)"
     elif op == "ScatterElements" and version == "rtx" and text("reduction", "none") != "none":

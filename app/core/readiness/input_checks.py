@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import onnx
+
 from app.core.engine import InputProfile, OptimizationProfile, dim_name_problems, named_dims, profile_problems
 from app.core.errors import ShapeSpecError
-from app.core.model import TensorInfo, dynamic_dims, validate_input_shape
+from app.core.model import ShapeResult, TensorInfo, dynamic_dims, validate_input_shape
 from app.core.readiness.context import GraphIndex
 from app.core.readiness.findings import Finding
 
@@ -111,7 +113,9 @@ def check_dim_names(index: GraphIndex, shapes: Mapping[str, Sequence[int]] | Non
         checks.append(profile)
     seen: set[str] = set()
     for p in checks:
-        for problem, fix in dim_name_problems(p, names):
+        # ProfileLike (app.core.engine.dim_params) declares settable attributes, which OptimizationProfile's dict of
+        # frozen InputProfiles cannot match; declared as read-only properties there, they would.
+        for problem, fix in dim_name_problems(p, names):  # type: ignore[arg-type]  # see the comment above
             if problem in seen:
                 continue
             seen.add(problem)
@@ -121,21 +125,21 @@ def check_dim_names(index: GraphIndex, shapes: Mapping[str, Sequence[int]] | Non
     return out
 
 
-def check_shape_range(model: object, shapes: Mapping[str, Sequence[int]] | None,
-                      profile: OptimizationProfile | None, fixes: dict | None = None,
-                      shape_result: object | None = None, budget_s: float | None = None) -> list[Finding]:
+def check_shape_range(model: onnx.ModelProto, shapes: Mapping[str, Sequence[int]] | None,
+                      profile: OptimizationProfile | None, fixes: dict[str, tuple[str, str]] | None = None,
+                      shape_result: ShapeResult | None = None, budget_s: float | None = None) -> list[Finding]:
     """Where the given shapes, or the profile's min/opt/max and sizes inside its ranges, make the graph's shapes
     disagree (app.core.readiness.shape_range), with the rule on the input dims and the nearest valid sizes.
     `fixes` receives, per profile input that breaks, the problem and the range with valid sizes."""
     from app.core.readiness.shape_range import analyse, analyse_profile, profile_fixes
 
     if profile is not None and profile.inputs:
-        report = analyse_profile(model, profile, shapes, budget_s=budget_s)  # type: ignore[arg-type]
+        report = analyse_profile(model, profile, shapes, budget_s=budget_s)
         if fixes is not None:
             fixes.update(profile_fixes(report, profile))
         corners = {w: {**dict(shapes or {}), **profile.shapes(w)} for w in ("min", "opt", "max")}
     elif shapes:
-        report = analyse(model, shapes=shapes, result=shape_result, budget_s=budget_s)  # type: ignore[arg-type]
+        report = analyse(model, shapes=shapes, result=shape_result, budget_s=budget_s)
         corners = {"shapes": dict(shapes)}
     else:
         return []
@@ -143,8 +147,8 @@ def check_shape_range(model: object, shapes: Mapping[str, Sequence[int]] | None,
              "max": "At the profile's max"}
     out = []
     for which, b in report.breaks:
-        fixes = report.fixes(corners[which])
-        fix = ("Use " + "; ".join(fixes) + "." if fixes else
+        suggested = report.fixes(corners[which])
+        fix = ("Use " + "; ".join(suggested) + "." if suggested else
                "Change the input sizes so that these dims agree (no single rule on one input dim explains it).")
         rules = "; ".join(r.text() for r in report.rules
                           if r.input in corners[which] and not r.ok(int(corners[which][r.input][r.axis])))

@@ -26,6 +26,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from app.core.model import attr_int, attr_ints
+
 MODES = ("nearest", "linear", "cubic")
 TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "tf_half_pixel_for_nn", "asymmetric", "align_corners")
 RESIZED_DIMS = {"linear": 3, "cubic": 2}   # the innermost dims each interpolation may resize
@@ -62,12 +64,12 @@ def resize_problem(node: onnx.NodeProto, opset: int, consts: Mapping[str, onnx.T
         if ct == "tf_half_pixel_for_nn" and nearest != "round_prefer_floor":
             return f"coordinate_transformation_mode tf_half_pixel_for_nn with nearest_mode '{nearest}' (only " \
                    "round_prefer_floor there)"
-    if int(_attr(node, "antialias", 0) or 0):
+    if attr_int(_attr(node, "antialias", 0) or 0):
         return "antialias=1 (TensorRT does not antialias)"
     policy = str(_attr(node, "keep_aspect_ratio_policy", "stretch"))
     if policy != "stretch":
         return f"keep_aspect_ratio_policy '{policy}' (only stretch)"
-    axes = [int(a) for a in (_attr(node, "axes") or [])]
+    axes = attr_ints(_attr(node, "axes") or [])
     if len(set(axes)) != len(axes):
         return f"axes {axes} with a repeated axis"
     has_sizes = opset >= 11 and len(node.input) > 3 and bool(node.input[3])

@@ -26,7 +26,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from app.core.model import ShapeResult, constant_tensor, infer_shapes, node_keys
+from app.core.model import ShapeResult, attr_int, attr_ints, constant_tensor, infer_shapes, node_keys
 
 Shapes = Mapping[str, Sequence[int]]
 # Ops whose inputs broadcast against each other (numpy rules): every input for these, the first two for PRelu.
@@ -62,7 +62,7 @@ class ShapeBreak:
 
 def _static(result: ShapeResult, name: str) -> tuple[int, ...] | None:
     info = result.get(name) if name else None
-    return info.shape if info is not None and info.is_static() else None  # type: ignore[return-value]
+    return info.static_shape() if info is not None else None
 
 
 def _ints(name: str, consts: Mapping[str, onnx.TensorProto]) -> list[int] | None:
@@ -100,14 +100,14 @@ def _check_node(node: onnx.NodeProto, ins: list[tuple[int, ...] | None], outs: l
         dims = [d for d in ins if d is not None]
         if len({len(d) for d in dims}) > 1:
             return f"inputs of rank {' and '.join(str(len(d)) for d in dims[:2])} cannot be concatenated"
-        axis = int(_attr(node, "axis", 0)) % len(dims[0])  # type: ignore[arg-type]
+        axis = attr_int(_attr(node, "axis", 0)) % len(dims[0])
         for j in range(len(dims[0])):
             sizes = sorted({d[j] for d in dims})
             if j != axis and len(sizes) > 1:
                 return f"inputs disagree on axis {j} ({sizes[0]} ≠ {sizes[1]}); only axis {axis} may differ"
         return None
     if op == "MatMul" and len(ins) == 2 and ins[0] is not None and ins[1] is not None:
-        a, b = ins
+        a, b = ins[0], ins[1]
         k_a, k_b = a[-1], (b[-2] if len(b) >= 2 else b[-1])
         if k_a != k_b:
             return f"inner dims {k_a} and {k_b} differ ({'×'.join(map(str, a))} @ {'×'.join(map(str, b))})"
@@ -129,10 +129,14 @@ def _check_node(node: onnx.NodeProto, ins: list[tuple[int, ...] | None], outs: l
             return f"{volume} values reshaped to {math.prod(outs[0])}"
         return None
     if op == "Split" and ins and ins[0] is not None:
-        split = _ints(node.input[1], consts) if len(node.input) > 1 and node.input[1] else _attr(node, "split")
-        axis = int(_attr(node, "axis", 0)) % len(ins[0])  # type: ignore[arg-type]
-        if split and sum(split) != ins[0][axis]:  # type: ignore[arg-type]
-            return f"split sizes {list(split)} add up to {sum(split)}, not axis {axis}'s {ins[0][axis]}"  # type: ignore
+        if len(node.input) > 1 and node.input[1]:
+            split = _ints(node.input[1], consts)
+        else:
+            given = _attr(node, "split")
+            split = None if given is None else attr_ints(given)
+        axis = attr_int(_attr(node, "axis", 0)) % len(ins[0])
+        if split and sum(split) != ins[0][axis]:
+            return f"split sizes {split} add up to {sum(split)}, not axis {axis}'s {ins[0][axis]}"
         return None
     if op in SIZE_OPS:
         for name, d in zip(node.output, outs, strict=False):
@@ -401,9 +405,9 @@ def analyse(model: onnx.ModelProto, shapes: Shapes | None = None, corners: Mappi
                 found = shape_breaks(model, {**opt, name: tuple(dims)})
                 if found:
                     report.inside.append((name, axis, v, found[0]))
-                    if report.rule_for(name, axis) is None and (rule := dim_rule(model, opt, name, axis, v, lo, hi,
-                                                                                    deadline=deadline)):
-                        report.rules.append(rule)
+                    if report.rule_for(name, axis) is None and (found_rule := dim_rule(
+                            model, opt, name, axis, v, lo, hi, deadline=deadline)):
+                        report.rules.append(found_rule)
                     break
     return report
 

@@ -17,7 +17,7 @@ from onnx import TensorProto
 
 from app.core.model import WeightStats, weight_stats
 from app.core.readiness.context import GraphIndex, StoredTensor
-from app.core.readiness.findings import Finding
+from app.core.readiness.findings import Finding, Severity
 from app.core.readiness.support import SupportTable
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -47,6 +47,7 @@ class ScanCache:
 
     @staticmethod
     def _key(name: str, t: TensorProto) -> tuple:
+        where: tuple[object, ...]
         if t.data_location == TensorProto.EXTERNAL:
             where = tuple((e.key, e.value) for e in t.external_data)
         elif t.raw_data:
@@ -117,7 +118,7 @@ def check_values(index: GraphIndex, table: SupportTable, cache: ScanCache, model
             beyond.append((st, stats))
     for st, stats in beyond:
         narrow = _int32_only(index, table, st)
-        severity = "warning" if narrow else "info"
+        severity: Severity = "warning" if narrow else "info"
         where = (f" It is read as INT32 by {', '.join(repr(k) for k in narrow[:3])}, which clamps those values to "
                  "±2147483647." if narrow else " Every reader takes INT64 on TensorRT 10/11, so nothing is clamped "
                  "there; TensorRT 8.x clamps them when it casts to INT32.")
