@@ -272,9 +272,7 @@ def save_engine(path: str | os.PathLike[str], data: bytes | bytearray | memoryvi
     target = Path(path)
     side = sidecar_path(target)
     side.unlink(missing_ok=True)  # never leave an old sidecar describing the new engine
-    # atomic_write_bytes writes any buffer (file.write); app.core.fileio annotates it as bytes only. A memoryview
-    # avoids copying an engine of hundreds of MB.
-    atomic_write_bytes(target, view)  # type: ignore[arg-type]
+    atomic_write_bytes(target, view)  # a memoryview: an engine of hundreds of MB is not copied
     atomic_write_text(side, text)
     return side
 
@@ -411,4 +409,4 @@ def load_timing_cache(path: str | os.PathLike[str]) -> bytes:
 
 def save_timing_cache(path: str | os.PathLike[str], data: bytes | bytearray | memoryview) -> None:
     """Write a serialized timing cache atomically (a build running beside this one never reads half a file)."""
-    atomic_write_bytes(path, memoryview(data).cast("B"))  # type: ignore[arg-type]  # any buffer: see save_engine
+    atomic_write_bytes(path, memoryview(data).cast("B"))

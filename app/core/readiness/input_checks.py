@@ -113,9 +113,7 @@ def check_dim_names(index: GraphIndex, shapes: Mapping[str, Sequence[int]] | Non
         checks.append(profile)
     seen: set[str] = set()
     for p in checks:
-        # ProfileLike (app.core.engine.dim_params) declares settable attributes, which OptimizationProfile's dict of
-        # frozen InputProfiles cannot match; declared as read-only properties there, they would.
-        for problem, fix in dim_name_problems(p, names):  # type: ignore[arg-type]  # see the comment above
+        for problem, fix in dim_name_problems(p, names):
             if problem in seen:
                 continue
             seen.add(problem)
