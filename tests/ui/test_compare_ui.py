@@ -11,9 +11,9 @@ from tests.ui.conftest import open_and_wait
 
 
 def _compare(qtbot, window, path):
-    window.compare_with(path)
-    qtbot.waitUntil(lambda: bool(getattr(window, "compare_windows", [])), timeout=60_000)
-    win = window.compare_windows[-1]
+    window.files.compare_with(path)
+    qtbot.waitUntil(lambda: bool(window.files.compare_windows), timeout=60_000)
+    win = window.files.compare_windows[-1]
     qtbot.addWidget(win)
     qtbot.waitExposed(win)
     return win
@@ -26,7 +26,7 @@ def test_a_model_against_its_fp16_variant(qtbot, window, model_paths, tmp_path):
     window.shapes_panel.edits["x"].setText("1x3x224x224")  # its batch is free: the numbers need a size
     window.shapes_panel.apply()
     qtbot.waitUntil(lambda: not window.loader.is_busy(), timeout=30_000)
-    assert window.act_compare_model.shortcut().toString() == "Ctrl+Shift+K"
+    assert window.menus.act_compare_model.shortcut().toString() == "Ctrl+Shift+K"
     win = _compare(qtbot, window, variant.path)
     counts = win.diff.counts()
     assert counts["removed"] == 0 and counts["added"] == variant.report["half"]["casts_added"]

@@ -51,7 +51,7 @@ def _no_engine_backend(monkeypatch):
 def test_build_without_tensorrt_says_how_to_install(qtbot, window, model_paths, monkeypatch):
     _no_engine_backend(monkeypatch)
     open_and_wait(qtbot, window, model_paths["u2netp"])  # static input shapes: nothing else to ask first
-    window.run_controller._availability = {}  # forget what this machine has: ask the backends again
+    window.run_controller.availability = {}  # forget what this machine has: ask the backends again
     assert window.run_controller.start_build() is None
     assert "trtlab[tensorrt-rtx]" in window.banner.fix
     assert window.banner.isVisible() and "trtlab[tensorrt]" in window.banner.fix
@@ -72,8 +72,8 @@ def test_the_window_builds_a_real_engine_with_tensorrt_rtx(qtbot, window, model_
         assert job is not None, (window.banner.text(), window.run_panel.message.text())
     result = sig.args[1]
     assert result.status == "done", (result.error, result.log_tail)
-    assert window.engine is not None and window.engine["target"] == "trt-rtx:plan"
-    layers = window.engine["layers"]
+    assert window.precision.engine is not None and window.precision.engine["target"] == "trt-rtx:plan"
+    layers = window.precision.engine["layers"]
     # FP16 layers, and the few whose activations leave FP16's range on the data kept FP32 (magika: 3 nodes), which
     # TensorRT fuses into mixed layers
     assert layers and "fp16" in {la["precision"] for la in layers} <= {"fp16", "mixed", "fp32"}
@@ -81,7 +81,7 @@ def test_the_window_builds_a_real_engine_with_tensorrt_rtx(qtbot, window, model_
     panel = window.engine_panel
     assert panel.table.rowCount() == len(layers)
     assert "trt-rtx" in panel.summary.text() or "RTX" in panel.summary.text()
-    assert window.color_mode == "engine" or window.engine_dock.isVisible()
+    assert window.precision.color_mode == "engine" or window.engine_dock.isVisible()
 
 
 def test_engine_result_fills_the_table_colours_the_graph_and_warns(qtbot, window, tmp_path):
@@ -91,10 +91,10 @@ def test_engine_result_fills_the_table_colours_the_graph_and_warns(qtbot, window
     report = engine_report(json.loads(load("engine_10x_detailed.json"), strict=False), graph, fixture_plan(), graph)
     doc = {"model": str(path), "target": "trt:plan", "engine": str(tmp_path / "x.engine"), "cached": False,
            "trt_version": "10.13.0", "gpu": "NVIDIA H100", "compute_capability": "9.0", "warnings": [], **report}
-    window.set_engine(doc)
+    window.precision.set_engine(doc)
     panel = window.engine_panel
     assert panel.table.rowCount() == len(report["layers"]) > 0
-    assert window.engine_dock.isVisible() and window.color_mode == "engine"
+    assert window.engine_dock.isVisible() and window.precision.color_mode == "engine"
     assert window.view.legend.title == "Ran in the engine"
     g = window.graph_page.picture.graph
     for key, ran in report["ran"].items():
@@ -124,8 +124,8 @@ def test_engine_result_fills_the_table_colours_the_graph_and_warns(qtbot, window
     # ...and as a heat-map on the graph: the layer's nodes share its 50 %.
     from app.ui.graph.node_colors import TIME_BANDS
 
-    window.color_actions["time"].trigger()
-    assert window.color_mode == "time" and window.view.legend.title == "Share of the engine's time"
+    window.precision.color_actions["time"].trigger()
+    assert window.precision.color_mode == "time" and window.view.legend.title == "Share of the engine's time"
     nodes = timed["onnx_nodes"]
     row = next(x for x in window.plan.rows if x.key == nodes[0])
     share = 0.5 / len(nodes)
@@ -134,14 +134,14 @@ def test_engine_result_fills_the_table_colours_the_graph_and_warns(qtbot, window
 
     # A profile that comes later colours by its times instead; engine times that come after it take over again.
     keys = [r.key for r in window.plan.rows]
-    window.set_profile({"backend": "ort-cpu:fp32", "total_ms": 1.0, "kernels_ms": 1.0, "node_count": 1,
+    window.precision.set_profile({"backend": "ort-cpu:fp32", "total_ms": 1.0, "kernels_ms": 1.0, "node_count": 1,
                         "nodes": [{"node": keys[-1], "op": window.plan.rows[-1].op_type,
                                    "provider": "CPUExecutionProvider", "ms": 1.0}],
                         "by_op": {}, "placement": {"CPUExecutionProvider": 1}, "fallback_nodes": []})
-    window.set_color_mode("time")
+    window.precision.set_color_mode("time")
     assert window.view.legend.title != "Share of the engine's time"
     panel.set_times({name: {"mean_ms": 0.25, "median_ms": 0.24, "share": 0.5}})
-    window.set_color_mode("time")
+    window.precision.set_color_mode("time")
     assert window.view.legend.title == "Share of the engine's time"
 
 
@@ -159,7 +159,7 @@ def test_parser_refusal_marks_the_nodes_on_the_graph(qtbot, window, tmp_path):
     errors = [{"node": r.key, "op": r.issue.op, "code": r.issue.code, "message": explain(r)[0], "fix": explain(r)[1]}
               for r in resolved]
     assert errors[0]["node"] == "/head/GlobalAveragePool"
-    window.set_engine({"model": str(path), "target": "trt:fp32", "ok": False, "parse_errors": errors,
+    window.precision.set_engine({"model": str(path), "target": "trt:fp32", "ok": False, "parse_errors": errors,
                        "layers": [], "ran": {}, "mismatches": [], "warnings": []})
     assert window.banner.isVisible() and "cannot parse" in window.banner.title
     g = window.graph_page.picture.graph
@@ -195,11 +195,11 @@ def test_engine_state_is_cleared_with_the_model(qtbot, window, tmp_path):
     open_and_wait(qtbot, window, path)
     graph = fixture_graph()
     report = engine_report(json.loads(load("engine_10x_detailed.json"), strict=False), graph, fixture_plan(), graph)
-    window.set_engine({"model": str(path), "target": "trt:plan", "engine": str(tmp_path / "x.engine"),
+    window.precision.set_engine({"model": str(path), "target": "trt:plan", "engine": str(tmp_path / "x.engine"),
                        "warnings": [], **report})
     window.engine_panel.set_times({report["layers"][0]["name"]: {"mean_ms": 1.0, "median_ms": 1.0, "share": 1.0}})
     window.close_model()
-    assert window.engine is None and not window.engine_panel.save_button.isEnabled()
+    assert window.precision.engine is None and not window.engine_panel.save_button.isEnabled()
     assert window.engine_panel.times == {} and window.readiness_dock.windowTitle() == "Readiness"
 
 
@@ -208,7 +208,7 @@ def test_a_parser_error_on_a_variant_only_node_does_not_crash(qtbot, window, tmp
     open_and_wait(qtbot, window, path)
     errors = [{"node": "x__to_fp16__cast", "op": "Cast", "code": "INVALID_NODE", "message": "bad cast", "fix": "f"},
               {"node": "/head/Softmax", "op": "Softmax", "code": "UNSUPPORTED_NODE", "message": "no", "fix": "g"}]
-    window.set_engine({"model": str(path), "target": "trt:fp16", "ok": False, "parse_errors": errors,
+    window.precision.set_engine({"model": str(path), "target": "trt:fp16", "ok": False, "parse_errors": errors,
                        "layers": [], "ran": {}, "mismatches": [], "warnings": []})
     g = window.graph_page.picture.graph
     row = next(r for r in window.plan.rows if r.key == "/head/Softmax")
@@ -239,7 +239,7 @@ def test_a_build_in_the_window_shows_progress_and_cancel_stops_it(qtbot, window,
     with qtbot.waitSignal(window.jobs.finished, timeout=30_000) as sig:
         qtbot.mouseClick(jobs.cancel_button(job), Qt.MouseButton.LeftButton)
     assert sig.args[1].status == "cancelled", (sig.args[1].status, sig.args[1].error)
-    assert window.engine is None and "cancelled" in window.status_label.text().lower()
+    assert window.precision.engine is None and "cancelled" in window.status_label.text().lower()
 
 
 def test_a_profile_whose_sizes_break_the_graph_is_marked_with_a_one_click_fix(qtbot, window, tmp_path):
@@ -260,8 +260,8 @@ def test_a_profile_whose_sizes_break_the_graph_is_marked_with_a_one_click_fix(qt
     qtbot.waitUntil(lambda: fix.isVisible(), timeout=10_000)
     assert "#b3261e" in edit.styleSheet() and "fpn_add" in edit.toolTip()
     assert fix.text() == "Use 1x1x32x32:1x1x64x64:1x1x128x128"
-    assert any(f.code == "shape-break" and f.nodes == ["fpn_add"] for f in window.readiness.findings)
+    assert any(f.code == "shape-break" and f.nodes == ["fpn_add"] for f in window.readiness.report.findings)
     qtbot.mouseClick(fix, Qt.MouseButton.LeftButton)
     assert edit.text() == "1x1x32x32:1x1x64x64:1x1x128x128"
     qtbot.waitUntil(lambda: not fix.isVisible(), timeout=10_000)
-    assert edit.styleSheet() == "" and not any(f.code == "shape-break" for f in window.readiness.findings)
+    assert edit.styleSheet() == "" and not any(f.code == "shape-break" for f in window.readiness.report.findings)

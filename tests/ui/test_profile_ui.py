@@ -19,12 +19,12 @@ def test_profile_fp16_against_fp32_in_the_window(qtbot, window, models_dir, tmp_
     panel.checks["ort-cpu"].setChecked(True)
     assert panel.diagnose_candidate() == "ort-cpu:fp16"  # FP16 and INT8 are ticked by default: the first is profiled
     # Before any profile, the profile colour modes say what to do instead of colouring nothing.
-    window.set_color_mode("device")
-    assert window.color_mode != "device" and "Profile Nodes (Ctrl+Alt+P)" in window.status_label.text()
+    window.precision.set_color_mode("device")
+    assert window.precision.color_mode != "device" and "Profile Nodes (Ctrl+Alt+P)" in window.status_label.text()
 
-    assert window.act_profile.isEnabled() and window.act_profile.shortcut().toString() == "Ctrl+Alt+P"
+    assert window.menus.act_profile.isEnabled() and window.menus.act_profile.shortcut().toString() == "Ctrl+Alt+P"
     with qtbot.waitSignal(window.jobs.finished, timeout=180_000) as sig:
-        window.act_profile.trigger()
+        window.menus.act_profile.trigger()
     assert sig.args[1].status == "done", (sig.args[1].error, sig.args[1].log_tail)
     prof = window.profile_panel
     doc = prof.doc
@@ -39,11 +39,11 @@ def test_profile_fp16_against_fp32_in_the_window(qtbot, window, models_dir, tmp_
     assert {table.item(r, 1).text() for r in new} >= {"Cast"}  # the Casts FP16 added: only FP16 runs them
     assert "ort-cpu:fp16" in prof.summary.text() and "against" in prof.summary.text()
     # On the CPU no node falls back: the graph is coloured by each node's share of the time.
-    assert window.color_mode == "time" and window.view.item.node_fill is not None
+    assert window.precision.color_mode == "time" and window.view.item.node_fill is not None
     legend = {label for label, _n in window.view.legend.entries}
     assert legend & {label for _lo, label, _c in TIME_BANDS}
-    window.set_color_mode("device")
-    assert window.color_mode == "device" and window.color_actions["device"].isChecked()
+    window.precision.set_color_mode("device")
+    assert window.precision.color_mode == "device" and window.precision.color_actions["device"].isChecked()
     labels = [label for label, _n in window.view.legend.entries]
     assert labels[0] == "CPU" and "CPU: fell back from the GPU" not in labels  # a CPU session has no fallbacks
     cpu = dict(DEVICE_COLORS)["CPU"]
@@ -64,9 +64,9 @@ def test_profile_fp16_against_fp32_in_the_window(qtbot, window, models_dir, tmp_
 
     # The profile is a result of the project: saved, and shown again when the project opens.
     path = tmp_path / "profiled.trtlab"
-    assert window.save_project_to(path)
-    window.set_profile(None)
-    assert prof.doc is None and table.rowCount() == 0 and window.color_mode not in ("time", "device")
-    window.open_project(path)
+    assert window.project.save_project_to(path)
+    window.precision.set_profile(None)
+    assert prof.doc is None and table.rowCount() == 0 and window.precision.color_mode not in ("time", "device")
+    window.project.open_project(path)
     qtbot.waitUntil(lambda: prof.doc is not None, timeout=60_000)
     assert prof.doc["against"]["backend"] == "ort-cpu:fp32" and table.rowCount() == doc["node_count"]

@@ -106,11 +106,11 @@ def test_a_project_brings_back_the_whole_workspace(qtbot, window, new_window, mo
     _run(qtbot, window, panel.diagnose_button.click)
     panel.min_cos.setValue(0.99)
     _run(qtbot, window, window.run_controller.start_fallback)
-    kinds = [r.kind for r in window.session_results]
+    kinds = [r.kind for r in window.project.session_results]
     assert kinds == ["compare", "bench", "bench", "diagnose", "fallback"]
     assert "•" in window.windowTitle()
-    assert window.session_results[0].command.startswith("trtlab compare ")
-    assert "--candidate ort-cpu:fp16" in window.session_results[0].command
+    assert window.project.session_results[0].command.startswith("trtlab compare ")
+    assert "--candidate ort-cpu:fp16" in window.project.session_results[0].command
 
     view = window.results_view
     rows, plots = _rows(view), _plots(view)
@@ -120,11 +120,11 @@ def test_a_project_brings_back_the_whole_workspace(qtbot, window, new_window, mo
     assert "ort-cpu:fp16" in diag_text and "Fallback for" in fallback_text
 
     path = tmp_path / "orientation"
-    assert window.save_project_to(path)
+    assert window.project.save_project_to(path)
     saved = tmp_path / "orientation.trtlab"
-    assert saved.is_file() and window.project_path == saved
+    assert saved.is_file() and window.project.project_path == saved
     assert window.windowTitle() == "orientation.trtlab — trtlab"  # saved: no "•"
-    assert str(saved) in window.recent_files()
+    assert str(saved) in window.files.recent_files()
 
     other = new_window()
     assert other.results_view.scorecard.rowCount() == 0
@@ -138,17 +138,18 @@ def test_a_project_brings_back_the_whole_workspace(qtbot, window, new_window, mo
     assert _rows(other.results_view) == rows
     assert _plots(other.results_view) == plots  # the same plot items with the same values
     assert other.results_dock.isVisible()
-    assert other.diagnosis == window.diagnosis and other.precision_panel.diag_label.text() == diag_text
+    assert other.precision.diagnosis == window.precision.diagnosis
+    assert other.precision_panel.diag_label.text() == diag_text
     assert other.precision_panel.model.rowCount() == window.precision_panel.model.rowCount()
     assert other.precision_panel.fallback_label.text() == fallback_text
     assert other.precision_panel.fallback_label.isVisible()
     op = other.run_panel
     assert (op.precisions(), op.samples.value(), op.iterations.text(), op.seed.value()) == (["fp16"], 2, "5", 7)
     assert op.min_cos.value() == pytest.approx(0.99)
-    assert [r.kind for r in other.session_results] == kinds
+    assert [r.kind for r in other.project.session_results] == kinds
     # A Results view cleared forgets them in the project too.
     other.results_view.clear_button.click()
-    assert [r.kind for r in other.session_results] == ["diagnose", "fallback"]
+    assert [r.kind for r in other.project.session_results] == ["diagnose", "fallback"]
     assert "•" in other.windowTitle()
 
 
@@ -171,20 +172,20 @@ def test_a_build_result_is_restored_in_the_engine_panel(qtbot, window, new_windo
     doc = {"model": str(path), "target": "trt:fp16", "engine": str(tmp_path / "x.engine"), "cached": False,
            "trt_version": "10.13.0", "gpu": "NVIDIA H100", "compute_capability": "9.0", "warnings": [], **report}
     spec = BuildSpec(model=str(path), target="trt:fp16", out=str(tmp_path / "x.engine"))
-    window.set_engine(doc)
-    window.record_result("build", spec.to_json(), doc, "Build TensorRT engine (trt:fp16)")
-    assert window.session_results[0].command.startswith("trtlab build ")
+    window.precision.set_engine(doc)
+    window.project.record_result("build", spec.to_json(), doc, "Build TensorRT engine (trt:fp16)")
+    assert window.project.session_results[0].command.startswith("trtlab build ")
     saved = tmp_path / "built.trtlab"
-    assert window.save_project_to(saved)
+    assert window.project.save_project_to(saved)
     from app.main import gui_usage_error
 
     assert gui_usage_error([str(saved)], {"QT_QPA_PLATFORM": "offscreen"}) is None  # `trtlab built.trtlab` opens it
     other = new_window()
-    other.open_project(saved)
-    qtbot.waitUntil(lambda: other.engine is not None, timeout=60_000)
-    assert other.engine == json.loads(json.dumps(doc))
+    other.project.open_project(saved)
+    qtbot.waitUntil(lambda: other.precision.engine is not None, timeout=60_000)
+    assert other.precision.engine == json.loads(json.dumps(doc))
     assert other.engine_panel.table.rowCount() == window.engine_panel.table.rowCount() == len(report["layers"])
-    assert other.engine_dock.isVisible() and other.color_mode == window.color_mode
+    assert other.engine_dock.isVisible() and other.precision.color_mode == window.precision.color_mode
 
 
 def test_changed_and_missing_models_are_said_and_can_be_located(qtbot, window, new_window, model_paths, tmp_path):
@@ -193,15 +194,15 @@ def test_changed_and_missing_models_are_said_and_can_be_located(qtbot, window, n
     open_and_wait(qtbot, window, model)
     window.plan.set_default("fp16")
     saved = tmp_path / "cls.trtlab"
-    assert window.save_project_to(saved)
+    assert window.project.save_project_to(saved)
 
     proto = onnx.load(str(model))
     proto.doc_string = "edited after the project was saved"
     onnx.save(proto, str(model))
     other = new_window()
-    other.open_project(saved)
+    other.project.open_project(saved)
     qtbot.waitUntil(lambda: other.opened is not None and not other.loader.is_busy(), timeout=60_000)
-    banner = other.project_banner
+    banner = other.project.project_banner
     assert banner.isVisible() and "model changed" in banner.text()
     assert "Locate model…" in banner.buttons
     assert other.plan.plan.default == "fp16"  # the rest of the project is still opened
@@ -210,22 +211,22 @@ def test_changed_and_missing_models_are_said_and_can_be_located(qtbot, window, n
     kept.parent.mkdir()
     shutil.move(model, kept)
     third = new_window()
-    third.open_project(saved)
+    third.project.open_project(saved)
     assert third.opened is None
-    assert third.project_banner.isVisible() and "missing" in third.project_banner.text()
-    assert str(model) in third.project_banner.text()
-    third.relocate_model(kept)  # what Locate model… does with the file chosen
+    assert third.project.project_banner.isVisible() and "missing" in third.project.project_banner.text()
+    assert str(model) in third.project.project_banner.text()
+    third.project.relocate_model(kept)  # what Locate model… does with the file chosen
     qtbot.waitUntil(lambda: third.opened is not None and not third.loader.is_busy(), timeout=60_000)
     assert third.opened.path == kept and third.plan.plan.default == "fp16"
     # it is the edited copy: said once the loader's thread has hashed it (no hashing on the GUI thread)
-    assert third.project_banner.isVisible() and "not the model the project was saved with" in \
-        third.project_banner.text()
+    assert third.project.project_banner.isVisible() and "not the model the project was saved with" in \
+        third.project.project_banner.text()
 
 
 def test_a_damaged_project_is_refused_in_the_banner(qtbot, window, tmp_path):
     bad = tmp_path / "bad.trtlab"
     bad.write_text("not a zip")
-    assert window.open_project(bad) is False
+    assert window.project.open_project(bad) is False
     assert window.banner.isVisible() and "not a ZIP archive" in window.banner.message
     assert window.banner.fix and window.opened is None
 
@@ -260,8 +261,8 @@ CHILD = textwrap.dedent("""
         cb.setChecked(name == "ort-cpu")
     w.run_panel.set_precisions(["fp16"])
     w.run_panel.compare_button.click()
-    wait(lambda: w.session_results, 180)
-    auto = w.project_autosave_path(w.opened.path)
+    wait(lambda: w.project.session_results, 180)
+    auto = w.project.project_autosave_path(w.opened.path)
     wait(lambda: auto.is_file(), 30)
     print("ROWS", w.results_view.scorecard.rowCount(), flush=True)
     os.kill(os.getpid(), 9)
@@ -281,20 +282,20 @@ def test_work_is_offered_back_after_the_process_is_killed(qtbot, new_window, mod
     assert list((settings_dir / "autosave").glob("session-*.json"))
 
     w = new_window(settings_dir)
-    banner = w.project_banner
+    banner = w.project.project_banner
     assert banner.isVisible() and "did not close cleanly" in banner.text() and "rapid_orientation" in banner.text()
     assert set(banner.buttons) == {"Restore", "Discard"}
     banner.buttons["Restore"].click()
     qtbot.waitUntil(lambda: w.opened is not None and w.results_view.scorecard.rowCount() == 2, timeout=60_000)
     assert not banner.isVisible()
     assert w.opened.input_shapes == SHAPES and w.run_panel.precisions() == ["fp16"]
-    assert [r.kind for r in w.session_results] == ["compare"]
+    assert [r.kind for r in w.project.session_results] == ["compare"]
     assert w.results_view.diff_plot.has_data
     assert "•" in w.windowTitle()  # the work is back, not yet saved in a project
     assert not list((settings_dir / "autosave").glob("session-*.json"))  # offered once
 
     # Closing now asks what to do with the unsaved results: Cancel keeps the window open.
-    w.ask_before_close = True
+    w.project.ask_before_close = True
     asked = []
     monkeypatch.setattr(QMessageBox, "question",
                         lambda *a, **k: asked.append(a[2]) or QMessageBox.StandardButton.Cancel)
@@ -302,7 +303,7 @@ def test_work_is_offered_back_after_the_process_is_killed(qtbot, new_window, mod
     assert asked and "1 result(s)" in asked[0]
     # Discard closes and forgets the autosave: the model opens clean next time.
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Discard)
-    auto = w.project_autosave_path(w.opened.path)
+    auto = w.project.project_autosave_path(w.opened.path)
     assert auto.is_file()
     assert w.close() is True
     assert not auto.is_file()
@@ -318,13 +319,13 @@ def test_opening_the_same_model_again_restores_its_autosaved_work(qtbot, new_win
         cb.setChecked(name == "ort-cpu")
     window.run_panel.set_precisions(["fp16"])
     _run(qtbot, window, window.run_panel.compare_button.click)
-    auto = window.project_autosave_path(model)
+    auto = window.project.project_autosave_path(model)
     qtbot.waitUntil(auto.is_file, timeout=10_000)  # written about 2 s after the result
     rows = _rows(window.results_view)
     window.close()  # a clean close: nothing to recover, the autosave stays
 
     w = new_window(settings_dir)
-    assert not w.project_banner.isVisible()
+    assert not w.project.project_banner.isVisible()
     open_and_wait(qtbot, w, model)
     qtbot.waitUntil(lambda: w.results_view.scorecard.rowCount() == 2 and not w.loader.is_busy(), timeout=60_000)
     assert w.opened.input_shapes == SHAPES and _rows(w.results_view) == rows
@@ -343,14 +344,14 @@ def test_a_real_tensorrt_rtx_build_comes_back_with_the_project(qtbot, window, ne
     with qtbot.waitSignal(window.jobs.finished, timeout=240_000) as sig:
         assert window.run_controller.start_build() is not None
     assert sig.args[1].status == "done", (sig.args[1].error, sig.args[1].log_tail)
-    qtbot.waitUntil(lambda: any(r.kind == "build" for r in window.session_results), timeout=10_000)
+    qtbot.waitUntil(lambda: any(r.kind == "build" for r in window.project.session_results), timeout=10_000)
     saved = tmp_path / "built.trtlab"
-    assert window.save_project_to(saved)
+    assert window.project.save_project_to(saved)
     other = new_window()
-    other.open_project(saved)
-    qtbot.waitUntil(lambda: other.engine is not None, timeout=60_000)
-    assert other.engine["target"] == window.engine["target"] == "trt-rtx:plan"
-    assert other.engine["layers"] == window.engine["layers"]
+    other.project.open_project(saved)
+    qtbot.waitUntil(lambda: other.precision.engine is not None, timeout=60_000)
+    assert other.precision.engine["target"] == window.precision.engine["target"] == "trt-rtx:plan"
+    assert other.precision.engine["layers"] == window.precision.engine["layers"]
     assert other.engine_panel.table.rowCount() == window.engine_panel.table.rowCount() > 0
     from app.core.project import load_project
 
@@ -361,6 +362,7 @@ def test_a_real_tensorrt_rtx_build_comes_back_with_the_project(qtbot, window, ne
 def test_saving_uses_the_hash_the_loader_made_not_the_gui_thread(qtbot, window, model_paths, monkeypatch, tmp_path):
     """A big model takes seconds to hash: the loader's thread hashes it as it opens, saving reuses that."""
     import app.ui.project.window_project as window_project
+
     from app.core.fileio import file_sha256
     from app.core.project import load_project
 
@@ -372,7 +374,7 @@ def test_saving_uses_the_hash_the_loader_made_not_the_gui_thread(qtbot, window, 
 
     monkeypatch.setattr(window_project, "file_sha256", no_hashing_here)
     saved = tmp_path / "p.trtlab"
-    assert window.save_project_to(saved)
+    assert window.project.save_project_to(saved)
     assert load_project(saved).model_sha256 == window.opened.sha256
 
 
@@ -389,7 +391,7 @@ def test_a_project_bomb_is_refused_at_once_and_the_window_keeps_working(qtbot, w
                 fh.write(b" " * (16 * 2**20))
     assert bomb.stat().st_size < 2 * 2**20
     t0 = time.perf_counter()
-    assert window.open_project(bomb) is False
+    assert window.project.open_project(bomb) is False
     assert time.perf_counter() - t0 < 1.0
     assert window.banner.isVisible() and "(to 512.0 MB): a ZIP bomb" in window.banner.message
     window.open_demo()  # the window still works

@@ -24,7 +24,7 @@ def _custom_op_model(path):
 
 def test_clean_model_is_checked_on_open(qtbot, window, model_paths):
     open_and_wait(qtbot, window, model_paths["u2netp"])
-    report = window.readiness
+    report = window.readiness.report
     assert report is not None and report.errors == 0 and report.warnings == 0
     assert "Nothing found that stops a TensorRT build" in window.readiness_panel.summary.text()
     # In the layout, but behind the Precision tab: nothing to say, so it does not come forward.
@@ -35,9 +35,9 @@ def test_clean_model_is_checked_on_open(qtbot, window, model_paths):
 
 def test_plan_edit_rechecks_and_badges_the_overflowing_node(qtbot, window, tmp_path):
     open_and_wait(qtbot, window, weight_overflow_model(tmp_path / "wov.onnx"))
-    assert window.readiness.warnings == 0
+    assert window.readiness.report.warnings == 0
     window.plan.set_default("fp16")
-    qtbot.waitUntil(lambda: window.readiness.warnings == 1, timeout=3_000)
+    qtbot.waitUntil(lambda: window.readiness.report.warnings == 1, timeout=3_000)
     g = window.graph_page.picture.graph
     mm2 = g.node_of_onnx(next(r.index for r in window.plan.rows if r.key == "mm2"))
     assert window.view.item.badges == {mm2: SEVERITY_COLORS["warning"]}
@@ -46,14 +46,14 @@ def test_plan_edit_rechecks_and_badges_the_overflowing_node(qtbot, window, tmp_p
     assert "mm2" in finding.text(1) and "FP16" in finding.text(0)
     window.readiness_panel._activated(finding)
     assert window.view.selection.selected == frozenset({mm2})
-    window.act_undo.trigger()
-    qtbot.waitUntil(lambda: window.readiness.warnings == 0, timeout=3_000)
+    window.menus.act_undo.trigger()
+    qtbot.waitUntil(lambda: window.readiness.report.warnings == 0, timeout=3_000)
     assert window.view.item.badges == {}
 
 
 def test_errors_make_a_build_ask_first(qtbot, window, tmp_path, monkeypatch):
     open_and_wait(qtbot, window, _custom_op_model(tmp_path / "custom.onnx"))
-    report = window.readiness
+    report = window.readiness.report
     assert report.errors >= 1 and "expected to fail" in window.readiness_panel.summary.text()
     assert window.readiness_dock.isVisible()  # shown at once for a model TensorRT cannot take
     assert "✗" in window.readiness_dock.windowTitle()
@@ -66,7 +66,7 @@ def test_errors_make_a_build_ask_first(qtbot, window, tmp_path, monkeypatch):
     assert asked and "Build not started" in window.status_label.text()
     # TensorRT 10.x is checked too, from the same support table.
     window.readiness_panel.version.setCurrentIndex(1)
-    assert window.readiness.trt_version == "10" and window.readiness.errors >= 1
+    assert window.readiness.report.trt_version == "10" and window.readiness.report.errors >= 1
 
 
 def _scatter_add_model(tmp_path):
@@ -92,10 +92,10 @@ def test_tensorrt_for_rtx_is_a_target_in_the_window(qtbot, window, tmp_path):
     """ScatterElements reducing with add: TensorRT 11 takes it, TensorRT for RTX's parser refuses it (measured)."""
     open_and_wait(qtbot, window, _scatter_add_model(tmp_path))
     combo = window.readiness_panel.version
-    assert combo.currentData() == "11" and window.readiness.errors == 0
+    assert combo.currentData() == "11" and window.readiness.report.errors == 0
     combo.setCurrentIndex(combo.findData("rtx"))
-    qtbot.waitUntil(lambda: window.readiness.trt_version == "rtx", timeout=5_000)
-    assert any("scat" in f.nodes and f.severity == "error" for f in window.readiness.findings)
+    qtbot.waitUntil(lambda: window.readiness.report.trt_version == "rtx", timeout=5_000)
+    assert any("scat" in f.nodes and f.severity == "error" for f in window.readiness.report.findings)
     assert "TensorRT for RTX" in window.readiness_panel.summary.text()
 
 
@@ -108,10 +108,10 @@ def test_a_build_is_checked_against_the_tensorrt_that_builds(qtbot, window, tmp_
 
         pytest.skip("needs TensorRT for RTX as the engine backend (installed, and no TensorRT 10/11)")
     open_and_wait(qtbot, window, _scatter_add_model(tmp_path))
-    assert window.readiness_panel.version.currentData() == "11" and window.readiness.errors == 0
+    assert window.readiness_panel.version.currentData() == "11" and window.readiness.report.errors == 0
     asked = []
     monkeypatch.setattr(window.run_controller, "_confirm_build", lambda report: asked.append(report) or False)
     assert window.run_controller.start_build() is None
-    assert asked and asked[0].trt_version == "rtx" and window.readiness.trt_version == "rtx"
+    assert asked and asked[0].trt_version == "rtx" and window.readiness.report.trt_version == "rtx"
     assert any("scat" in f.nodes for f in asked[0].by_severity()["error"])
     assert "Build not started" in window.status_label.text()

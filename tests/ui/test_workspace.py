@@ -30,13 +30,13 @@ def test_view_menu_raises_a_tabbed_dock(qtbot, window, model_paths):
     open_and_wait(qtbot, window, model_paths["u2netp"])
     for name in ("readiness", "run", "precision", "properties"):
         dock = getattr(window, f"{name}_dock")
-        window.panel_actions[name].trigger()
+        window.menus.panel_actions[name].trigger()
         qtbot.wait(20)
         assert _in_front(dock), name
     # A closed panel comes back too.
     window.summary_dock.close()
     assert not window.summary_dock.isVisible()
-    window.panel_actions["summary"].trigger()
+    window.menus.panel_actions["summary"].trigger()
     qtbot.wait(20)
     assert _in_front(window.summary_dock)
 
@@ -52,7 +52,7 @@ def test_layout_and_geometry_survive_a_restart(qtbot, tmp_path, model_paths):
     qtbot.waitExposed(first)
     open_and_wait(qtbot, first, model_paths["u2netp"])
     first.summary_dock.close()
-    first.show_dock(first.run_dock)
+    first.workspace.show_dock(first.run_dock)
     first.close()
     qtbot.wait(10)
     gc.collect()
@@ -119,7 +119,7 @@ def test_a_restored_layout_draws_no_tab_bar_of_hidden_panels(qtbot, tmp_path, mo
         qtbot.wait(600)  # the stray bar appeared once the layout had settled
         assert _stray_tab_bars(w) == [], size
         w.resize(size[0] - 200, size[1] - 100)
-        w.show_dock(w.jobs_dock)
+        w.workspace.show_dock(w.jobs_dock)
         qtbot.wait(20)
         assert w.precision_dock in w.tabifiedDockWidgets(w.jobs_dock)
         w.jobs_dock.hide()
@@ -140,7 +140,7 @@ def test_hover_hints_do_not_replace_the_status(qtbot, window, model_paths, tmp_p
     assert window.hint_label.text() == "Drag to pan · wheel to zoom"
     # An export says where it went.
     out = tmp_path / "u2netp.png"
-    assert window.export_to(out)
+    assert window.files.export_to(out)
     assert str(out) in window.status_label.text() and out.stat().st_size > 0
 
 

@@ -384,6 +384,13 @@ class GraphView(QGraphicsView):
         lg.move(vp.left() + 10, vp.bottom() - lg.height() - 10)
 
     # ----------------------------------------------------------------- export
+    def show_overlays(self) -> None:
+        """The minimap and the legend, where a graph is drawn and the user wants them (their "wanted" property,
+        set by View ▸ Minimap and Legend)."""
+        has = self.item is not None
+        self.minimap.setVisible(has and self.minimap.property("wanted") is not False)
+        self.legend.setVisible(has and self.legend.property("wanted") is not False)
+
     def render_image(self, max_side: int = EXPORT_MAX_SIDE, max_pixels: int = EXPORT_MAX_PIXELS,
                      scale: float = 1.0) -> QImage:
         """Render the whole graph, scaled down if it would exceed the size limits."""

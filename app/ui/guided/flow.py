@@ -8,8 +8,9 @@ are the same typed specs and jobs as the Run panel's, and their results fill the
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Protocol
 
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QEvent, QSettings, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QFrame,
@@ -17,6 +18,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QSizePolicy,
+    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -24,8 +26,13 @@ from PySide6.QtWidgets import (
 from app.core.errors import TrtlabError
 from app.core.model import OpenedModel
 from app.ui.common.style import pass_font
+from app.ui.graph.view import GraphView
 from app.ui.guided.steps import ModelStep, PrecisionsStep, ShapesStep, show_error
 from app.ui.results.scorecard import PAGE_BACKGROUND, ScorecardPage, paint_background
+from app.ui.results.view import ResultsView
+from app.ui.run.controller import RunController
+from app.ui.run.job_bridge import JobBridge
+from app.ui.run.requests import BenchRequest, CompareRequest, JobSettings
 
 BACKEND = "ort-cpu"  # runs everywhere: the flow never asks for a GPU
 REFERENCE = f"{BACKEND}:fp32"
@@ -61,13 +68,41 @@ class StepCard(QFrame):
         return self._steps[self._current] if 0 <= self._current < len(self._steps) else None
 
 
+class GuidedHost(Protocol):
+    """The window the flow fills: its central stack and pages, its run controller and jobs, and the signals it
+    sends once it has shown a model (`modelShown`) or could not (`openFailed`, None when cancelled)."""
+
+    opened: OpenedModel | None
+    settings: QSettings
+    stack: QStackedWidget
+    start_page: QWidget
+    graph_page: QWidget
+    view: GraphView
+    results_view: ResultsView
+    run_controller: RunController
+    jobs: JobBridge
+    modelShown: Signal
+    openFailed: Signal
+    compareRequested: Signal   # the start page's "Compare precisions"
+
+    def open_path(self, path: str | Path, shapes: dict | None = None) -> None: ...
+
+    def open_demo(self) -> None: ...
+
+    def model_docks(self) -> list[QWidget]: ...
+
+    def show_model_layout(self) -> None: ...
+
+    def show_results(self) -> None: ...
+
+
 class GuidedFlow(QWidget):
     """The flow's page (steps 1–3) and its scorecard page, both in ``window.stack``.
 
     ``iterations`` / ``samples``: the benchmark's runs per precision and the comparison's samples (tests make
     them small)."""
 
-    def __init__(self, window: QWidget) -> None:
+    def __init__(self, window: GuidedHost) -> None:
         super().__init__()
         self.w = window
         self.iterations = "100"
@@ -118,7 +153,7 @@ class GuidedFlow(QWidget):
         self.scorecard = ScorecardPage()
         window.stack.addWidget(self)
         window.stack.addWidget(self.scorecard)
-        window.start_page.compareRequested.connect(self.begin)
+        window.compareRequested.connect(self.begin)
         self.model_step.demoChosen.connect(self.use_demo)
         self.model_step.fileChosen.connect(self.use_file)
         self.model_step.openChosen.connect(self.use_open)
@@ -129,11 +164,9 @@ class GuidedFlow(QWidget):
         self.precisions_step.cancelRequested.connect(self.cancel)
         self.scorecard.leaveRequested.connect(self.leave)
         self.scorecard.againRequested.connect(self.again)
-        # Connected after the window's own slots: the window shows the graph page first, then the flow takes
-        # its place back.
-        window.loader.loaded.connect(self._on_loaded)
-        window.loader.failed.connect(self._on_failed)
-        window.loader.cancelled.connect(lambda: self._on_failed(None))
+        # Sent once the window has shown the model (or said why it could not): the flow then takes its place back.
+        window.modelShown.connect(self._on_loaded)
+        window.openFailed.connect(self._on_failed)
         window.jobs.started.connect(self._on_started)
         window.jobs.progress.connect(self._on_progress)
         window.jobs.finished.connect(self._on_finished)
@@ -175,7 +208,7 @@ class GuidedFlow(QWidget):
         """The flow fills the window: the model's panels wait until it is left."""
         self.w.stack.setCurrentWidget(self)
         self.covered = True
-        for dock in self.w._model_docks():
+        for dock in self.w.model_docks():
             dock.hide()
 
     def covering(self) -> bool:
@@ -191,7 +224,7 @@ class GuidedFlow(QWidget):
             self.w.stack.setCurrentWidget(self.w.start_page)
             return
         self.w.stack.setCurrentWidget(self.w.graph_page)
-        self.w._show_model_layout()
+        self.w.show_model_layout()
         if not self.w.results_view.state.empty:
             self.w.show_results()
         self.w.view.setFocus()
@@ -228,7 +261,7 @@ class GuidedFlow(QWidget):
                 self.covered = False
                 if self.running:
                     self.cancel()
-                self.w._show_model_layout()
+                self.w.show_model_layout()
             return
         self._cover()
         self.model_step.set_busy("")
@@ -280,13 +313,13 @@ class GuidedFlow(QWidget):
         self.go(2)
 
     # ----------------------------------------------------------------- step 3: the run
-    def _common(self) -> dict:
+    def _settings(self) -> JobSettings:
         folder = self.precisions_step.folder.text().strip()
         if folder and self.precisions_step.images_box.isVisible():
-            inputs = {"kind": "images", "path": folder}
+            inputs: dict | None = {"kind": "images", "path": folder}
         else:
             inputs = None  # trtlab's sample photos for an image model, else random data
-        return {"inputs": inputs, "options": {"tf32": False}, "calib_method": "minmax"}
+        return JobSettings(inputs=inputs, samples=self.samples, tf32=False, calib_method="minmax")
 
     def run(self) -> None:
         """The comparison first, then each benchmark (one at a time: they must not compete for the CPU)."""
@@ -306,20 +339,15 @@ class GuidedFlow(QWidget):
         step.set_running(True)
         self._say(f"Comparing {', '.join(p.upper() for p in precisions)} with FP32…")
         # No tolerance: each output is judged by what it means (masks, boxes, labels, text), the rest by cosine.
-        params = {**self._common(), "samples": self.samples, "reference": REFERENCE, "candidates": self.targets}
-        if self.w.run_controller.start_compare(params) is None:
-            self._stop(self._refusal() or "The comparison did not start.")
+        request = CompareRequest(self._settings(), REFERENCE, tuple(self.targets))
+        if self.w.run_controller.start_compare(request) is None:
+            self._stop(self.w.run_controller.last_refusal or "The comparison did not start.")
 
     def _start_bench(self) -> None:
         self._say("Timing FP32…")
-        self.w.run_controller.start_bench({**self._common(), "samples": 1, "targets": [REFERENCE, *self.targets],
-                                           "iterations": self.iterations, "warmup": "10"})
-        if not self.mine - set(self.w.jobs.results):
-            self._stop(self._refusal() or "The benchmark did not start.")
-
-    def _refusal(self) -> str:
-        b = self.w.banner
-        return f"{b.message} {b.fix}".strip() if b.isVisible() else ""
+        request = BenchRequest(self._settings().with_samples(1), (REFERENCE, *self.targets), self.iterations, "10")
+        if self.w.run_controller.start_bench(request) is None:
+            self._stop(self.w.run_controller.last_refusal or "The benchmark did not start.")
 
     def cancel(self) -> None:
         if not self.running:
@@ -384,6 +412,6 @@ class GuidedFlow(QWidget):
         self.scorecard.show_results(model, self.compare or {}, self.bench, REFERENCE)
         self.w.stack.setCurrentWidget(self.scorecard)
         self.covered = True
-        for dock in self.w._model_docks():
+        for dock in self.w.model_docks():
             dock.hide()
         self.scorecard.leave_button.setFocus()

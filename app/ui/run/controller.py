@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
@@ -19,26 +21,48 @@ from app.backends.tasks.specs import (
 )
 from app.core.errors import TrtlabError
 from app.ui.run.host import RunHost
+from app.ui.run.requests import BenchRequest, CompareRequest, DiagnoseRequest
 
 log = logging.getLogger(__name__)
 
 
-class RunController(QObject):
-    """Comparisons run as one job; benchmarks one target at a time, so they never compete for the machine."""
+@dataclass(frozen=True)
+class RunningJob:
+    """A job this controller started, and what its result needs to be shown."""
 
+    kind: str                  # "compare" | "bench" | "diagnose" | "fallback" | "variant" | "build" | "profile"
+    model: str                 # the model it ran on: a result for another model is not shown
+    title: str
+    spec_json: dict            # recorded with the result in the project
+    plan_precisions: frozenset[str] = frozenset()  # precisions its `B:plan` targets ran (verdicts)
+    bench_reference: str | None = None             # a benchmark's speed-up is relative to this target
+
+
+class RunController(QObject):
+    """Comparisons run as one job; benchmarks one target at a time, so they never compete for the machine.
+
+    Every result leaves as `resultReady` (the project records it); the results other features show leave as
+    signals too (`diagnosed`, `built`, `profiled`, `fallbackFound`, `layerTimes`); the window connects them.
+    `check_readiness(trt_version)` is the readiness check a build runs first."""
+
+    diagnosed = Signal(dict)
+    built = Signal(dict)
+    profiled = Signal(dict)
+    fallbackFound = Signal(dict)
+    layerTimes = Signal(str, dict)        # benchmark target, its per-layer times
+    resultReady = Signal(str, dict, dict, str)  # kind, spec JSON, result JSON, title: every finished job's result
     _trt_checked = Signal(str, object)   # backend, availability: from a worker thread, delivered on the GUI thread
 
-    def __init__(self, window: RunHost, parent: QObject | None = None) -> None:
+    def __init__(self, window: RunHost, check_readiness: Callable[[str | None], object | None],
+                 parent: QObject | None = None) -> None:
         """`window`: the panels it reads and fills; `parent`: the Qt object it lives and dies with (the window)."""
         super().__init__(parent)
         self.w = window
-        self.kinds: dict[str, str] = {}          # job id -> "compare" | "bench" | "diagnose" | "fallback" | "variant"
-        self.models: dict[str, str] = {}         # job id -> the model it ran on (results for another are dropped)
-        self.plans: dict[str, frozenset[str]] = {}  # job id -> precisions its `B:plan` targets ran (verdicts)
-        self.bench_refs: dict[str, str] = {}     # bench job id -> the reference its speed-up is relative to
+        self.check_readiness = check_readiness
+        self.running: dict[str, RunningJob] = {}
         self.bench_queue: list[tuple[BenchSpec, str]] = []  # each target's spec, and the reference of its speed-up
-        self.specs: dict[str, tuple[dict, str]] = {}  # job id -> its spec JSON and title (the project records them)
-        self.running: set[str] = set()
+        self.last_refusal = ""  # why the last action did not start ("" once one has)
+        self.availability: dict[str, object] | None = None  # None until the backends were asked
         window.run_panel.compareRequested.connect(self.start_compare)
         window.run_panel.benchRequested.connect(self.start_bench)
         window.run_panel.diagnoseRequested.connect(self.start_diagnose)
@@ -46,7 +70,9 @@ class RunController(QObject):
         window.plan.changed.connect(lambda: window.run_panel.set_plan_trivial(window.plan.is_trivial()))
         window.jobs.finished.connect(self._finished)
         self._trt_checked.connect(self._on_trt_checked)
-        self._availability_loaded = False
+        self._done = {"diagnose": self._diagnosed, "build": self._built, "fallback": self._fallback_found,
+                      "variant": self._variant_saved, "profile": self._profiled, "compare": self._compared,
+                      "bench": self._benched}
 
     def refresh_availability(self) -> None:
         """Which backends can run. TensorRT's checks may start a child process to ask the GPU through
@@ -65,14 +91,13 @@ class RunController(QObject):
             table[name] = Availability(False, "checking for TensorRT and the GPU…")
             threading.Thread(target=lambda n=name, p=probe: self._trt_checked.emit(n, p().availability()),
                              name=f"trtlab-{name}-check", daemon=True).start()
-        self._availability = table
+        self.availability = table
         self.w.run_panel.set_availability(table)
-        self._availability_loaded = True
 
     def _on_trt_checked(self, name: str, availability: object) -> None:
-        table = dict(getattr(self, "_availability", {}))
+        table = dict(self.availability or {})
         table[name] = availability
-        self._availability = table
+        self.availability = table
         checked = {n for n, cb in self.w.run_panel.checks.items() if cb.isChecked()}
         self.w.run_panel.set_availability(table)
         for n, cb in self.w.run_panel.checks.items():  # keep what the user ticked meanwhile
@@ -83,11 +108,13 @@ class RunController(QObject):
     def _refuse(self, title: str, message: str, fix: str = "") -> None:
         """Why an action did not start: next to the Run panel's buttons and as the banner over the graph, so
         it is seen wherever the action came from (a button, a shortcut, a menu)."""
-        self.w.run_panel.show_message(f"{message} {fix}".strip())
+        self.last_refusal = f"{message} {fix}".strip()
+        self.w.run_panel.show_message(self.last_refusal)
         self.w.banner.show_message(title, message, fix, level="warning")
 
     def _started(self) -> None:
         """A job started: an earlier refusal no longer applies."""
+        self.last_refusal = ""
         self.w.run_panel.show_message("")
         if self.w.banner.isVisible() and self.w.banner.title in self.REFUSAL_TITLES:
             self.w.banner.hide()
@@ -138,20 +165,17 @@ class RunController(QObject):
             self._refuse(title, exc.message, exc.fix)
             return None
 
-    def _start(self, spec: JobInputs, title: str) -> str:
+    def _start(self, spec: JobInputs, title: str, bench_reference: str | None = None) -> str:
         job = self.w.jobs.start(spec.job_spec(title))
-        self.kinds[job] = spec.kind
-        self.models[job] = spec.model
-        self.plans[job] = self._plan_precisions() if spec.plan else frozenset()
-        self.specs[job] = (spec.to_json(), title)
-        self.running.add(job)
+        self.running[job] = RunningJob(spec.kind, spec.model, title, spec.to_json(),
+                                       self._plan_precisions() if spec.plan else frozenset(), bench_reference)
         self._started()
         self.w.show_jobs()
         self.w.status_label.setText(f"Started: {title}")
         return job
 
-    def start_diagnose(self, params: dict) -> str | None:
-        full = self._base_params(params)
+    def start_diagnose(self, request: DiagnoseRequest) -> str | None:
+        full = self._base_params(request.params())
         spec = self._spec(DiagnoseSpec, full) if full is not None else None
         if spec is None:
             return None
@@ -160,8 +184,8 @@ class RunController(QObject):
     def start_fallback(self) -> str | None:
         """Search for nodes to keep in FP32 so the first checked candidate meets the Run panel's cosine."""
         panel = self.w.run_panel
-        params = panel._common()
-        if params is None:
+        settings = panel.job_settings()
+        if settings is None:
             return None
         candidate = panel.diagnose_candidate()
         if candidate is None:
@@ -169,8 +193,8 @@ class RunController(QObject):
             self.w.run_dock.show()
             self.w.run_dock.raise_()
             return None
-        full = self._base_params({**params, "reference": panel.reference.currentText(), "candidate": candidate,
-                                  "target": f"cos:{panel.min_cos.value():g}"})
+        full = self._base_params({**settings.params(), "reference": panel.reference.currentText(),
+                                  "candidate": candidate, "target": f"cos:{panel.min_cos.value():g}"})
         if full is None:
             return None
         if full["candidate"].endswith(":fp32"):
@@ -187,11 +211,11 @@ class RunController(QObject):
     def start_profile(self) -> str | None:
         """Profile the first ticked candidate against the Run panel's reference (or the reference alone)."""
         panel = self.w.run_panel
-        params = panel._common()
-        if params is None:
+        settings = panel.job_settings()
+        if settings is None:
             return None
         reference, candidate = panel.reference.currentText(), panel.diagnose_candidate()
-        full = self._base_params({**params, "target": candidate or reference,
+        full = self._base_params({**settings.params(), "target": candidate or reference,
                                   "against": reference if candidate and candidate != reference else None})
         spec = self._spec(ProfileSpec, full) if full is not None else None
         if spec is None:
@@ -210,8 +234,8 @@ class RunController(QObject):
         if opened is None:
             self._refuse("Not started", "Open a model first.")
             return None
-        params = panel._common()
-        if params is None:
+        settings = panel.job_settings()
+        if settings is None:
             return None
         try:
             profile = parse_profile_args(panel.profile_args(), opened.summary.inputs, opened.input_shapes or None,
@@ -221,7 +245,7 @@ class RunController(QObject):
             self.w.run_dock.show()
             self.w.run_dock.raise_()
             return None
-        backend, a = engine_backend(getattr(self, "_availability", None))
+        backend, a = engine_backend(self.availability)
         targets: list[str] = []
         if backend == "trt-rtx":
             try:
@@ -230,12 +254,12 @@ class RunController(QObject):
                 self._refuse("Build not started", exc.message, exc.fix)
                 return None
         # A profile alone is enough: its opt shapes are the run's shapes.
-        full = self._base_params({**params, "target": f"{backend}:plan"},
+        full = self._base_params({**settings.params(), "target": f"{backend}:plan"},
                                  {k: p.opt for k, p in profile.inputs.items()})
         if full is None:
             return None
         # Checked against the TensorRT that will build (RTX with its targets), whatever the Readiness dock shows.
-        report = self.w.run_readiness(trt_version="rtx" if backend == "trt-rtx" else None)
+        report = self.check_readiness("rtx" if backend == "trt-rtx" else None)
         if report is not None and report.errors and not force and not self._confirm_build(report):
             self.w.readiness_dock.show()
             self.w.readiness_dock.raise_()
@@ -268,16 +292,19 @@ class RunController(QObject):
             QMessageBox.StandardButton.No)
         return answer == QMessageBox.StandardButton.Yes
 
-    def save_variant(self, out: str, params: dict) -> str | None:
-        """Build the plan's variant (or take it from the cache) and save it as `out`."""
-        full = self._base_params({**params, "target": "ort-cpu:plan", "out": out})
+    def save_variant(self, out: str) -> str | None:
+        """Build the plan's variant (or take it from the cache) with the Run panel's settings and save it as `out`."""
+        settings = self.w.run_panel.job_settings()
+        if settings is None:
+            return None
+        full = self._base_params({**settings.params(), "target": "ort-cpu:plan", "out": out})
         spec = self._spec(VariantSpec, full) if full is not None else None
         if spec is None:
             return None
         return self._start(spec, f"Save variant as {out}")
 
-    def start_compare(self, params: dict) -> str | None:
-        full = self._base_params(params)
+    def start_compare(self, request: CompareRequest) -> str | None:
+        full = self._base_params(request.params())
         if full is None:
             return None
         full["candidates"] = list(dict.fromkeys(full["candidates"]))  # a trivial plan and FP32 are one candidate
@@ -286,26 +313,26 @@ class RunController(QObject):
             return None
         return self._start(spec, f"Compare {', '.join(spec.candidates)} with {spec.reference}")
 
-    def start_bench(self, params: dict) -> None:
-        full = self._base_params(params)
+    def start_bench(self, request: BenchRequest) -> str | None:
+        """The first target's job id (the others wait their turn); None, with the refusal shown, if none starts."""
+        full = self._base_params(request.params())
         if full is None:
-            return
+            return None
         targets = list(dict.fromkeys(full.pop("targets")))  # a trivial plan and FP32 are one target
         specs = [self._spec(BenchSpec, {**full, "target": t,
                                         "mode": "end_to_end" if t.startswith("ort-cpu") else "device_only"})
                  for t in targets]
         if None in specs:
-            return
+            return None
         # Earlier results stay: each target's benchmark replaces its own row only.
-        self.bench_queue = [(spec, targets[0]) for spec in specs]
-        self._next_bench()
+        self.bench_queue = [(spec, targets[0]) for spec in specs if spec is not None]
+        return self._next_bench()
 
-    def _next_bench(self) -> None:
+    def _next_bench(self) -> str | None:
         if not self.bench_queue:
-            return
+            return None
         spec, reference = self.bench_queue.pop(0)
-        job = self._start(spec, f"Benchmark {spec.target}")
-        self.bench_refs[job] = reference
+        return self._start(spec, f"Benchmark {spec.target}", reference)
 
     def cancel_all(self) -> None:
         self.bench_queue = []
@@ -313,64 +340,20 @@ class RunController(QObject):
             self.w.jobs.cancel(job)
 
     def _finished(self, job: str, result: object) -> None:
-        kind = self.kinds.pop(job, None)
-        model = self.models.pop(job, "")
-        plan = self.plans.pop(job, frozenset())
-        bench_ref = self.bench_refs.pop(job, None)
-        spec_json, title = self.specs.pop(job, ({}, ""))
-        self.running.discard(job)
-        if kind is None:
+        run = self.running.pop(job, None)
+        if run is None:
             return
         status = getattr(result, "status", "failed")
         opened = str(self.w.opened.path) if self.w.opened is not None else ""
-        if status == "done" and kind != "variant" and model != opened:
+        if status == "done" and run.kind != "variant" and run.model != opened:
             self.bench_queue = []
-            self.w.status_label.setText(f"A {kind} job for {Path(model).name} finished after that model was "
+            self.w.status_label.setText(f"A {run.kind} job for {Path(run.model).name} finished after that model was "
                                         "closed; its results are in the Jobs panel's log only.")
             return
         if status == "done":
-            data = result.data or {}
-            self.w.record_result(kind, spec_json, data, title)
-            if kind == "diagnose":
-                self.w.set_diagnosis(data)
-                self.w.status_label.setText(f"Diagnosis of {data.get('candidate', '')} finished.")
-                return
-            if kind == "build":
-                self.w.set_engine(data)
-                self.w.status_label.setText(f"TensorRT engine ready ({len(data.get('layers', []))} layers).")
-                return
-            if kind == "fallback":
-                self.w.precision_panel.show_fallback(data)
-                self.w.precision_dock.show()
-                self.w.precision_dock.raise_()
-                self.w.status_label.setText(f"Fallback search finished: {len(data.get('keep_high_precision', []))} "
-                                            f"node(s) to keep in FP32{'' if data.get('met') else ' (target not met)'}.")
-                return
-            if kind == "variant":
-                self.w.status_label.setText(f"Variant saved to {data.get('out', '')}.")
-                return
-            if kind == "profile":
-                self.w.set_profile(data)
-                self.w.status_label.setText(f"Profile of {data.get('backend', '')} finished: "
-                                            f"{data.get('total_ms') or 0:.3f} ms per run.")
-                return
-            self.w.results_view.set_model(model)
-            if kind == "compare":
-                dropped = self.w.results_view.set_compare(data, plan)
-                self.w.status_label.setText("Comparison finished." + (
-                    f" Earlier results against another reference were replaced ({', '.join(dropped)})."
-                    if dropped else ""))
-            else:
-                self.w.results_view.set_bench(data["backend"], data, bench_ref, plan)
-                engine = self.w.engine or {}
-                if data.get("layer_times") and engine.get("target") == data.get("backend"):
-                    # Times of the engine on show (same model, same precision or plan) only.
-                    self.w.engine_panel.set_times(data["layer_times"])
-                    self.w.set_color_mode("time")
-                self.w.status_label.setText(f"Benchmark of {data['backend']} finished.")
-            self.w.show_results()
-            if kind == "bench":
-                self._next_bench()
+            data = getattr(result, "data", None) or {}
+            self.resultReady.emit(run.kind, run.spec_json, data, run.title)
+            self._done[run.kind](run, data)
         elif status == "cancelled":
             self.bench_queue = []
             self.w.status_label.setText("Job cancelled.")
@@ -381,6 +364,44 @@ class RunController(QObject):
                                        f"Exit: {reason}. The Jobs panel has its log." if reason else
                                        "The Jobs panel has its log.")
             self.w.show_jobs()
+
+    # ----------------------------------------------------------------- each kind's result
+    def _diagnosed(self, run: RunningJob, data: dict) -> None:
+        self.diagnosed.emit(data)
+        self.w.status_label.setText(f"Diagnosis of {data.get('candidate', '')} finished.")
+
+    def _built(self, run: RunningJob, data: dict) -> None:
+        self.built.emit(data)
+        self.w.status_label.setText(f"TensorRT engine ready ({len(data.get('layers', []))} layers).")
+
+    def _fallback_found(self, run: RunningJob, data: dict) -> None:
+        self.fallbackFound.emit(data)
+        self.w.status_label.setText(f"Fallback search finished: {len(data.get('keep_high_precision', []))} "
+                                    f"node(s) to keep in FP32{'' if data.get('met') else ' (target not met)'}.")
+
+    def _variant_saved(self, run: RunningJob, data: dict) -> None:
+        self.w.status_label.setText(f"Variant saved to {data.get('out', '')}.")
+
+    def _profiled(self, run: RunningJob, data: dict) -> None:
+        self.profiled.emit(data)
+        self.w.status_label.setText(f"Profile of {data.get('backend', '')} finished: "
+                                    f"{data.get('total_ms') or 0:.3f} ms per run.")
+
+    def _compared(self, run: RunningJob, data: dict) -> None:
+        self.w.results_view.set_model(run.model)
+        dropped = self.w.results_view.set_compare(data, run.plan_precisions)
+        self.w.status_label.setText("Comparison finished." + (
+            f" Earlier results against another reference were replaced ({', '.join(dropped)})." if dropped else ""))
+        self.w.show_results()
+
+    def _benched(self, run: RunningJob, data: dict) -> None:
+        self.w.results_view.set_model(run.model)
+        self.w.results_view.set_bench(data["backend"], data, run.bench_reference, run.plan_precisions)
+        if data.get("layer_times"):
+            self.layerTimes.emit(str(data["backend"]), data["layer_times"])
+        self.w.status_label.setText(f"Benchmark of {data['backend']} finished.")
+        self.w.show_results()
+        self._next_bench()
 
 
 def _can_build(a: object) -> bool:

@@ -53,3 +53,25 @@ def input_source(panel: Any) -> dict | None:
     if kind == "images":
         src["preprocess"] = _preprocess(panel)
     return src
+
+
+def output_dims(names: list[str], shapes: object) -> dict[str, list]:
+    """Inferred dims of some tensors (ints where known, else None), for reading what each output means."""
+    out = {}
+    for name in names:
+        info = shapes.get(name) if shapes is not None else None  # type: ignore[attr-defined]
+        if info is not None and info.shape is not None:
+            out[name] = [d if isinstance(d, int) and d > 0 else None for d in info.shape]
+    return out
+
+
+def photo_source(inputs: list, shapes: dict | None) -> object | None:
+    """The sample photos fitted to a model's one image input (an InputSource), or None (no such input, or its
+    shape still open)."""
+    from app.core.errors import TrtlabError
+    from app.core.measure import photo_source_for, resolve_input_shapes
+
+    try:
+        return photo_source_for(inputs, resolve_input_shapes(inputs, dict(shapes or {})))
+    except TrtlabError:
+        return None

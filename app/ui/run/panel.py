@@ -24,10 +24,12 @@ from PySide6.QtWidgets import (
 )
 
 from app.backends import Availability
+from app.core.model import OpenedModel
 from app.ui.run.backends import DEFAULT_PRECISIONS, BackendRows, PrecisionTicks
-from app.ui.run.inputs import input_source, photo_defaults
+from app.ui.run.inputs import input_source, output_dims, photo_defaults, photo_source
 from app.ui.run.output_kinds_box import OutputKindsBox
 from app.ui.run.profile_editor import ProfileEditor
+from app.ui.run.requests import BenchRequest, CompareRequest, DiagnoseRequest, JobSettings
 
 SOURCES = [("auto", "Sample photos / random"),
            ("random", "Random data (seeded)"), ("npz", "A .npz / .npy file"), ("folder", "A folder of .npz files"),
@@ -35,14 +37,15 @@ SOURCES = [("auto", "Sample photos / random"),
 
 
 class RunPanel(QWidget):
-    """Emits `compareRequested(params)` / `benchRequested(params)` with JSON-safe job parameters (model added later).
+    """Emits `compareRequested(CompareRequest)`, `benchRequested(BenchRequest)` and
+    `diagnoseRequested(DiagnoseRequest)` (app.ui.run.requests); the controller adds the model.
 
     Candidates are every ticked backend × every ticked precision; `refused(text)` says why an action did not
     start (the window shows it as its banner too)."""
 
-    compareRequested = Signal(dict)
-    benchRequested = Signal(dict)
-    diagnoseRequested = Signal(dict)
+    compareRequested = Signal(object)
+    benchRequested = Signal(object)
+    diagnoseRequested = Signal(object)
     profileChanged = Signal()
     refused = Signal(str)
 
@@ -239,6 +242,23 @@ class RunPanel(QWidget):
             self.checks["ort-cpu"].setChecked(True)
         self._update_summary()
 
+    def show_model(self, opened: OpenedModel) -> None:
+        """The open model's inputs (profile fields, sample photos fitted to it) and what each output means."""
+        s = opened.summary
+        self.set_inputs(s.inputs, opened.input_shapes, s.metadata)
+        self.set_photo_source(photo_source(s.inputs, opened.input_shapes))
+        self.outputs_box.set_model(opened.doc.model, output_dims([o.name for o in s.outputs], opened.shapes),
+                                   {i.name: list((opened.input_shapes or {}).get(i.name, i.shape or ()))
+                                    for i in s.inputs})
+
+    def reveal_output_kind(self, output: str) -> None:
+        """Scroll to an output's kind and open its list of kinds (the Results view's "change" link)."""
+        combo = self.outputs_box.combos.get(output)
+        if combo is not None:
+            self.scroll.ensureWidgetVisible(combo)
+            combo.setFocus()
+            combo.showPopup()
+
     def set_inputs(self, inputs: list, shapes: dict | None = None, metadata: dict | None = None) -> None:
         """One MIN:OPT:MAX field per input with a dynamic dim (for TensorRT engine builds): ProfileEditor."""
         self.inputs = list(inputs)
@@ -326,16 +346,18 @@ class RunPanel(QWidget):
         self.show_message(text)
         self.refused.emit(text)
 
-    def _common(self) -> dict | None:
+    def job_settings(self) -> JobSettings | None:
+        """The settings every job shares, read from the panel; None (and the refusal shown) where the chosen input
+        data lacks its path."""
         try:
             src = self.input_source()
         except ValueError as exc:
             self._refuse(str(exc))
             return None
         self.show_message("")
-        return {"inputs": src, "samples": self.samples.value(), "options": {"tf32": self.tf32.isChecked()},
-                "calib_method": self.calib_method.currentText(), "calib_samples": self.calib_samples.value(),
-                "output_kinds": self.outputs_box.kinds()}
+        return JobSettings(inputs=src, samples=self.samples.value(), tf32=self.tf32.isChecked(),
+                           calib_method=self.calib_method.currentText(), calib_samples=self.calib_samples.value(),
+                           output_kinds=self.outputs_box.kinds())
 
     def _checked_candidates(self, what: str) -> list[str] | None:
         cands = self.candidates()
@@ -346,28 +368,25 @@ class RunPanel(QWidget):
         return cands
 
     def _compare(self) -> None:
-        params = self._common()
-        cands = self._checked_candidates("compare") if params is not None else None
-        if params is None or cands is None:
+        settings = self.job_settings()
+        cands = self._checked_candidates("compare") if settings is not None else None
+        if settings is None or cands is None:
             return
-        params.update({"reference": self.reference.currentText(), "candidates": cands,
-                       "tolerances": [f"cos:{self.min_cos.value()}"]})
-        self.compareRequested.emit(params)
+        self.compareRequested.emit(CompareRequest(settings, self.reference.currentText(), tuple(cands),
+                                                  (f"cos:{self.min_cos.value()}",)))
 
     def _diagnose(self) -> None:
-        params = self._common()
-        cands = self._checked_candidates("diagnose") if params is not None else None
-        if params is None or cands is None:
+        settings = self.job_settings()
+        cands = self._checked_candidates("diagnose") if settings is not None else None
+        candidate = self.diagnose_candidate()
+        if settings is None or cands is None or candidate is None:
             return
-        params.update({"reference": self.reference.currentText(), "candidate": self.diagnose_candidate(),
-                       "samples": 1})
-        self.diagnoseRequested.emit(params)
+        self.diagnoseRequested.emit(DiagnoseRequest(settings.with_samples(1), self.reference.currentText(), candidate))
 
     def _bench(self) -> None:
-        params = self._common()
-        if params is None:
+        settings = self.job_settings()
+        if settings is None:
             return
         ref = self.reference.currentText()
-        targets = [ref, *[c for c in self.candidates() if c != ref]]
-        params.update({"targets": targets, "iterations": self.iterations.text().strip() or "100", "warmup": "10"})
-        self.benchRequested.emit(params)
+        targets = (ref, *[c for c in self.candidates() if c != ref])
+        self.benchRequested.emit(BenchRequest(settings, targets, self.iterations.text().strip() or "100", "10"))

@@ -1,16 +1,25 @@
 """The main window: start page, graph page, docks, status bar; opening a model and showing it.
 
-Menus (menus.py), dock layout (window_layout.py), files (window_files.py) and precision work
-(window_precision.py) are mixins of `MainWindow`."""
+A thin shell: the features are controllers it assembles (files.py, workspace.py, menus.py here; the precision
+work, the project, the run controller and the guided flow in their own folders), each owning its state."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QTimer
+from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import QLabel, QMainWindow, QProgressBar, QPushButton, QStackedWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QLabel,
+    QMainWindow,
+    QProgressBar,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.core import errors
 from app.core.model import OpenedModel, lay_out
@@ -26,32 +35,41 @@ from app.ui.model.shapes_panel import ShapesPanel
 from app.ui.model.summary_panel import SummaryPanel
 from app.ui.precision.panel import PrecisionPanel
 from app.ui.precision.plan_controller import PlanController
-from app.ui.precision.window_precision import PrecisionWindowMixin
-from app.ui.project.window_project import ProjectMixin
+from app.ui.precision.readiness import ReadinessCheck
+from app.ui.precision.work import PrecisionWork
+from app.ui.project.batch import BatchResults
+from app.ui.project.controller import ProjectController
+from app.ui.project.report_export import export_report_dialog
+from app.ui.results.engine_panel import EnginePanel
 from app.ui.results.profile_panel import ProfilePanel
 from app.ui.results.view import ResultsView
 from app.ui.run.controller import RunController
-from app.ui.run.engine_panel import EnginePanel
 from app.ui.run.job_bridge import JobBridge
 from app.ui.run.jobs_panel import JobsPanel
 from app.ui.run.panel import RunPanel
-from app.ui.shell.files import FilesMixin
-from app.ui.shell.menus import MenusMixin
+from app.ui.shell.files import ModelFiles
+from app.ui.shell.menus import Menus
 from app.ui.shell.presentation import Presentation
 from app.ui.shell.start_page import StartPage
-from app.ui.shell.workspace import WorkspaceMixin, output_dims, photo_source
+from app.ui.shell.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
 
 
-class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin, FilesMixin, QMainWindow):
+class MainWindow(QMainWindow):
+    """The shell: it makes the pages, panels and docks, assembles the features' controllers (files, workspace,
+    precision work, project, run controller, guided flow, menus) and connects them. It sets the title (one
+    place: `update_title`) and tells the features, in a fixed order, when a model is shown or closed."""
+
+    modelShown = Signal(object)   # OpenedModel, once the window has shown it (panels filled, project applied)
+    openFailed = Signal(object)   # the TrtlabError that stopped a model opening; None: cancelled
+    compareRequested = Signal()   # the start page's "Compare precisions" (the guided flow)
+
     def __init__(self, settings: QSettings | None = None) -> None:
         super().__init__()
         self.settings = settings or QSettings("trtlab", "trtlab")
-        self.setWindowTitle("trtlab")
         self.setWindowIcon(app_icon())
-        self._fit_to_screen()
         self.setAcceptDrops(True)
         self.opened: OpenedModel | None = None
         self.loader = ModelLoader(self)
@@ -68,9 +86,10 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         self.graph_page = GraphPage()
         self.stack.addWidget(self.start_page)
         self.stack.addWidget(self.graph_page)
-        col.addWidget(self.stack, 1)
         self.setCentralWidget(central)
         self.view = self.graph_page.view
+        self.workspace = Workspace(self, self.settings, lambda: self.stack.currentWidget() is self.graph_page)
+        self.workspace.fit_to_screen()
 
         self.summary_panel = SummaryPanel()
         self.shapes_panel = ShapesPanel()
@@ -79,43 +98,33 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         sb.setContentsMargins(0, 0, 0, 0)
         sb.addWidget(self.shapes_panel)
         sb.addWidget(self.summary_panel, 1)
-        self.summary_dock = self._dock("Summary", summary_box, Qt.DockWidgetArea.LeftDockWidgetArea)
+        dock = self.workspace.dock
+        left, right, bottom = (Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.RightDockWidgetArea,
+                               Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.summary_dock = dock("Summary", summary_box, left)
         self.properties_panel = PropertiesPanel()
-        self.properties_dock = self._dock("Properties", self.properties_panel, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.properties_dock = dock("Properties", self.properties_panel, right)
         self.run_panel = RunPanel()
         # The panel scrolls its settings itself, below its action buttons (always in sight).
-        self.run_dock = self._dock("Run", self.run_panel, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.run_dock = dock("Run", self.run_panel, right)
         self.tabifyDockWidget(self.properties_dock, self.run_dock)
         self.properties_dock.raise_()
         self.results_view = ResultsView()
-        self.results_dock = self._dock("Results", self.results_view, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.results_dock = dock("Results", self.results_view, bottom)
         self.plan = PlanController(self)
-        self.diagnosis: dict | None = None
-        self.color_mode = "op"
         self.precision_panel = PrecisionPanel(self.plan)
-        self.precision_dock = self._dock("Precision", self.precision_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.readiness = None
-        self._readiness_cache = None
+        self.precision_dock = dock("Precision", self.precision_panel, bottom)
         self.readiness_panel = ReadinessPanel()
-        self.readiness_dock = self._dock("Readiness", self.readiness_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self._readiness_timer = QTimer(self)
-        self._readiness_timer.setSingleShot(True)
-        self._readiness_timer.setInterval(250)  # plan edits come in bursts: check once they settle
-        self._readiness_timer.timeout.connect(self.run_readiness)
-        self.engine: dict | None = None
+        self.readiness_dock = dock("Readiness", self.readiness_panel, bottom)
         self.engine_panel = EnginePanel()
-        self.engine_dock = self._dock("Engine", self.engine_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.engine_dock = dock("Engine", self.engine_panel, bottom)
         self.profile_panel = ProfilePanel()
-        self.profile_dock = self._dock("Profile", self.profile_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.profile_dock = dock("Profile", self.profile_panel, bottom)
         self.jobs = JobBridge(self)
         self.jobs_panel = JobsPanel(self.jobs)
-        self.jobs_dock = self._dock("Jobs", self.jobs_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.tabifyDockWidget(self.results_dock, self.jobs_dock)
-        self.tabifyDockWidget(self.results_dock, self.precision_dock)
-        self.tabifyDockWidget(self.results_dock, self.engine_dock)
-        self.tabifyDockWidget(self.results_dock, self.profile_dock)
-        self.tabifyDockWidget(self.results_dock, self.readiness_dock)
-        self.run_controller = RunController(self, self)
+        self.jobs_dock = dock("Jobs", self.jobs_panel, bottom)
+        for other in (self.jobs_dock, self.precision_dock, self.engine_dock, self.profile_dock, self.readiness_dock):
+            self.tabifyDockWidget(self.results_dock, other)
 
         self.status_label = QLabel("Ready")
         self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -137,34 +146,88 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         sbar.addPermanentWidget(self.zoom_label)
         self._set_busy(False)
 
+        # The features' controllers, each owning its state.
+        self.files = ModelFiles(self)
+        self.precision = PrecisionWork(self)
+        self.readiness = ReadinessCheck(self)
+        self.project = ProjectController(self)
+        col.insertWidget(1, self.project.project_banner)
+        col.addWidget(self.stack, 1)
+        self.batch = BatchResults(self)
+        self.run_controller = RunController(self, self.readiness.run, self)
         self.presentation = Presentation(self)
-        self._build_menus()
-        self._connect()
-        self._init_projects()
-        # After the window's own slots: the flow's run after them (the window shows a loaded model, the flow
-        # then takes its place back).
         self.guided = GuidedFlow(self)
-        self._refresh_recent()
-        self._layout_shown = False
+        self.menus = Menus(self, self, files=self.files, project=self.project, batch=self.batch,
+                           precision=self.precision, plan=self.plan, runs=self.run_controller,
+                           run_panel=self.run_panel, graph_page=self.graph_page, workspace=self.workspace,
+                           presentation=self.presentation, guided=self.guided)
+        self._connect()
+        self.project.start()
+        self.files.refresh_recent()
         self._show_start_page()
+        self.update_title()
         # Sized again once the docks are hidden: while they all stood side by side (just made) their minimum widths
         # set the window's, and a window sized then stayed 1583 px wide whatever it was asked.
         self.layout().activate()
         geom = self.settings.value("window/geometry")
         if not (isinstance(geom, QByteArray) and self.restoreGeometry(geom)):
-            self._fit_to_screen()
+            self.workspace.fit_to_screen()
+
+    # ----------------------------------------------------------------- what the features ask of the window
+    def model_docks(self) -> list[QDockWidget]:
+        return list(self.workspace.docks)
+
+    def show_model_layout(self) -> None:
+        self.workspace.show_model_layout()
+
+    def show_dock(self, dock: QDockWidget) -> None:
+        self.workspace.show_dock(dock)
+
+    def show_jobs(self) -> None:
+        self.workspace.show_jobs()
+
+    def show_results(self) -> None:
+        self.workspace.show_results()
+
+    def dock_state(self) -> str:
+        return self.workspace.state()
+
+    def restore_dock_state(self, state: str) -> None:
+        self.workspace.restore_state(state)
+
+    def add_recent(self, path: Path) -> None:
+        self.files.add_recent(path)
+
+    def open_demo(self) -> None:
+        self.files.open_demo()
+
+    def show_error(self, error: errors.TrtlabError) -> None:
+        self.banner.show_message(getattr(error, "title", "Error"), error.message, error.fix)
+
+    def update_title(self) -> None:
+        """The one place the title is set: the project's file (else the model's), marked while work is unsaved."""
+        name = self.project.title_name()
+        self.setWindowTitle("trtlab" if name is None else f"{name}{' •' if self.project.unsaved else ''} — trtlab")
+
+    def reset_layout(self) -> None:
+        self.workspace.reset_layout()
+        self.status_label.setText("Panels back to the default layout.")
+
+    def export_report(self) -> None:
+        export_report_dialog(self)
 
     def _show_start_page(self) -> None:
         """The start page stands alone: the model docks have nothing to show yet."""
-        self._save_layout()
+        self.workspace.save_layout()
         self.stack.setCurrentWidget(self.start_page)
-        for dock in self._model_docks():
-            dock.hide()
+        self.workspace.hide_all()
 
     def _connect(self) -> None:
-        self.start_page.openRequested.connect(self.open_dialog)
-        self.start_page.demoRequested.connect(self.open_demo)
+        self.start_page.openRequested.connect(self.files.open_dialog)
+        self.start_page.demoRequested.connect(self.files.open_demo)
         self.start_page.recentRequested.connect(self.open_path)
+        self.start_page.compareRequested.connect(self.compareRequested)
+        self.files.recentChanged.connect(self._show_recent)
         self.loader.progress.connect(self._on_progress)
         self.loader.loaded.connect(self._on_loaded)
         self.loader.failed.connect(self._on_failed)
@@ -179,25 +242,30 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         self.properties_panel.openSubgraph.connect(self.open_subgraph)
         self.shapes_panel.applied.connect(self.apply_shapes)
         self.view.selection.subscribe(self._on_selection)
-        self.view.contextMenuRequested.connect(self._graph_menu)
-        self.plan.changed.connect(self._on_plan_changed)
-        self.precision_panel.nodeActivated.connect(self._show_onnx_node)
-        self.precision_panel.goFirstNonfinite.connect(self.go_first_nonfinite)
-        self.precision_panel.goWorst.connect(self.go_worst)
-        self.precision_panel.save_button.clicked.connect(self.save_plan_dialog)
-        self.precision_panel.load_button.clicked.connect(self.load_plan_dialog)
-        self.precision_panel.fallbackRequested.connect(self.request_fallback)
-        self.precision_panel.applyFallback.connect(self.apply_fallback)
-        self.engine_panel.nodeActivated.connect(self._show_key)
-        self.readiness_panel.nodeActivated.connect(self._show_key)
-        self.readiness_panel.versionChanged.connect(lambda _v: self.run_readiness())
-        self.run_panel.profileChanged.connect(self._readiness_timer.start)
-        self.engine_panel.saveRequested.connect(self.save_engine_dialog)
-        self.profile_panel.nodeActivated.connect(self._show_key)
+        self.plan.changed.connect(self.update_title)
+        self.plan.undo_stack.cleanChanged.connect(self.update_title)  # a plan or project saved
+        self.project.changed.connect(self.update_title)
+        self.precision.fallbackRequested.connect(lambda: self.run_controller.start_fallback())
+        self.precision.variantRequested.connect(self.run_controller.save_variant)
+        self.run_controller.resultReady.connect(self.project.record_result)
+        self.run_controller.diagnosed.connect(self.precision.set_diagnosis)
+        self.run_controller.built.connect(self.precision.set_engine)
+        self.run_controller.profiled.connect(self.precision.set_profile)
+        self.run_controller.fallbackFound.connect(self.precision.show_fallback)
+        self.run_controller.layerTimes.connect(self.precision.show_layer_times)
         self.profile_panel.profileRequested.connect(lambda: self.run_controller.start_profile())
-        self.profile_panel.shownChanged.connect(self._apply_colors)
         self.results_view.exported.connect(self.status_label.setText)
         self.results_view.kindChangeRequested.connect(self._change_output_kind)
+
+    def _show_recent(self, files: list[str]) -> None:
+        self.menus.show_recent(files, self.open_path, self.files.clear_recent)
+        self.start_page.set_recent(files)
+
+    def _change_output_kind(self, output: str) -> None:
+        """The Run panel, scrolled to the output's kind, which opens its list of kinds."""
+        self.run_dock.show()
+        self.run_dock.raise_()
+        self.run_panel.reveal_output_kind(output)
 
     def _on_progress(self, fraction: float, message: str) -> None:
         if fraction < 0:
@@ -219,27 +287,17 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         # Reloading the same file (or new input shapes) keeps the plan: it is keyed by node name.
         self.plan.set_model(opened.doc.model.graph, opened.shapes, opened.path.name, keep_plan=same,
                             opset_import=opened.doc.model.opset_import)
-        if not same:
-            self.set_diagnosis(None)
-            self.precision_panel.show_fallback(None)
-            self.set_engine(None)
-            self.set_profile(None)
         s = opened.summary
         self.summary_panel.show_summary(s, opened.shapes, opened.timings.get("total"))
         self.shapes_panel.set_inputs(s.inputs, opened.input_shapes)
-        self.run_panel.set_inputs(s.inputs, opened.input_shapes, s.metadata)
-        self.run_panel.set_photo_source(photo_source(s.inputs, opened.input_shapes))
-        self.run_panel.outputs_box.set_model(opened.doc.model, output_dims([o.name for o in s.outputs], opened.shapes),
-                                             {i.name: list((opened.input_shapes or {}).get(i.name, i.shape or ()))
-                                              for i in s.inputs})
+        self.run_panel.show_model(opened)
         if self.stack.currentWidget() is self.start_page:
-            self._show_model_layout()
+            self.workspace.show_model_layout()
         self.results_view.set_model(str(opened.path))  # another model's results go; the same one's stay
-        if not self.run_controller._availability_loaded:
+        if self.run_controller.availability is None:
             self.run_controller.refresh_availability()
         self.stack.setCurrentWidget(self.graph_page)  # first, so the view has its real size
         self.graph_page.show_root(opened.path.name, opened.picture)
-        self.setWindowTitle(f"{opened.path.name} — trtlab")
         t = opened.timings
         self.status_label.setText(
             f"Opened {opened.path.name} in {t['total']:.2f} s (read {t['load']:.2f} s, shapes {t['shapes']:.2f} s, "
@@ -248,28 +306,48 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         if opened.doc.warnings:
             self.banner.show_message("Opened with warnings", " ".join(opened.doc.warnings), "", level="warning")
         self.settings.setValue("paths/last_dir", str(opened.path.parent))
-        self._add_recent(opened.path)
+        self.files.add_recent(opened.path)
         self.view.setFocus()
-        self._update_actions()
-        if not same:
-            self._readiness_cache = None
-            self._restore_autosaved_plan(opened.path)
-        report = self.run_readiness()
+        self.menus.set_model_open(True)
+        self.precision.model_opened(same)
+        report = self.readiness.model_opened(same)
         if report is not None and report.errors and not same:
             # A model TensorRT cannot take: say so at once, not when a build fails minutes later.
             self.readiness_dock.show()
             self.readiness_dock.raise_()
-        self._after_model_loaded(same)  # a project being opened is applied now; another model: a new project
+        self.project.model_opened(same)  # a project being opened is applied now; another model: a new project
+        self.update_title()
+        self.modelShown.emit(opened)
 
     def _on_failed(self, error: errors.TrtlabError) -> None:
         self.show_error(error)
         self.status_label.setText(f"Could not open {self._pending_path.name if self._pending_path else 'the file'}")
+        self.openFailed.emit(error)
 
     def _on_cancelled(self) -> None:
         self.status_label.setText("Opening cancelled.")
+        self.openFailed.emit(None)
 
-    def show_error(self, error: errors.TrtlabError) -> None:
-        self.banner.show_message(getattr(error, "title", "Error"), error.message, error.fix)
+    # ----------------------------------------------------------------- opening and closing
+    def open_path(self, path: str | Path, shapes: dict[str, tuple[int, ...]] | None = None) -> None:
+        """A model (off the GUI thread, with progress and Cancel) or a `.trtlab` project."""
+        p = Path(path)
+        if p.suffix.lower() == ".trtlab":  # a project (from Open…, the recent files, a drop, the command line)
+            self.project.open_project(p)
+            return
+        self._pending_path = p
+        self.banner.hide()
+        self.status_label.setText(f"Opening {p.name}…")
+        self.loader.load(p, shapes)
+
+    def reload(self) -> None:
+        if self.opened is not None:
+            self.open_path(self.opened.path, self.opened.input_shapes)
+
+    def apply_shapes(self, shapes: dict[str, tuple[int, ...]]) -> None:
+        """Re-infer shapes with the user's input shapes (the drawing stays, edge labels change)."""
+        if self.opened is not None:
+            self.open_path(self.opened.path, shapes)
 
     def close_model(self) -> None:
         self.loader.cancel(silent=True)
@@ -280,27 +358,22 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         self.shapes_panel.set_inputs([], {})
         self.properties_panel.set_context(None, None, None)
         self.plan.set_model(None, None)
-        self.readiness = None
-        self.readiness_panel.set_report(None)
-        self.readiness_dock.setWindowTitle("Readiness")
-        self.set_engine(None)
-        self.set_profile(None)
-        self.set_diagnosis(None)
-        self.precision_panel.show_fallback(None)
+        self.precision.model_closed()
+        self.readiness.model_closed()
         self._show_start_page()
-        self.setWindowTitle("trtlab")
         self.status_label.setText("Ready")
-        self._update_actions()
+        self.menus.set_model_open(False)
+        self.update_title()
 
     # ----------------------------------------------------------------- graph interaction
     def _on_level_changed(self) -> None:
-        self._sync_group_actions()
-        self._apply_badges()
+        self.menus.sync_groups(self.graph_page)
         pic = self.graph_page.picture
         self.properties_panel.set_context(pic.graph if pic else None, self.opened.shapes if self.opened else None,
                                           self.opened.path if self.opened else None)
-        self._apply_overlay_visibility()
-        self._apply_colors()
+        self.view.show_overlays()
+        self.readiness.graph_changed()
+        self.precision.graph_changed()
 
     def _on_groups_changed(self) -> None:
         self._on_level_changed()
@@ -338,41 +411,9 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         if self.stack.currentWidget() is self.graph_page:
             self.graph_page.search.open_bar()
 
-    def _select_all(self) -> None:
+    def select_all(self) -> None:
         if self.view.graph is not None:
             self.view.selection.set(range(self.view.graph.node_count))
-
-    def _sync_group_actions(self) -> None:
-        """View ▸ Groups says how the graph is drawn, and is usable where the graph has groups."""
-        page = self.graph_page
-        for act in (self.act_grouped, self.act_expand_all, self.act_collapse_all, *self.depth_actions):
-            act.setEnabled(page.can_group)
-        self.act_grouped.setChecked(page.grouped)
-        self.act_fold.setEnabled(page.can_fold)
-        self.act_fold.setChecked(page.folded)
-
-    def _toggle_minimap(self) -> None:
-        self.view.minimap.setProperty("wanted", self.act_minimap.isChecked())
-        self._apply_overlay_visibility()
-
-    def _toggle_legend(self) -> None:
-        self.view.legend.setProperty("wanted", self.act_legend.isChecked())
-        self._apply_overlay_visibility()
-
-    def _apply_overlay_visibility(self) -> None:
-        has = self.view.item is not None
-        self.view.minimap.setVisible(has and self.act_minimap.isChecked())
-        self.view.legend.setVisible(has and self.act_legend.isChecked())
-
-    def _update_actions(self) -> None:
-        has = self.opened is not None
-        for act in (self.act_reload, self.act_export_png, self.act_export_svg, self.act_close, self.act_find,
-                    self.act_compare, self.act_bench, self.act_diagnose, self.act_save_plan, self.act_load_plan,
-                    self.act_save_variant, self.act_fallback, self.act_build, self.act_profile,
-                    *self.precision_actions):
-            act.setEnabled(has)
-        self.act_first_bad.setEnabled(bool(self.diagnosis and self.diagnosis.get("first_nonfinite")))
-        self.act_worst.setEnabled(bool(self.diagnosis and self.diagnosis.get("worst")))
 
     # ----------------------------------------------------------------- drag and drop, close
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802
@@ -399,14 +440,14 @@ class MainWindow(ProjectMixin, PrecisionWindowMixin, WorkspaceMixin, MenusMixin,
         super().keyPressEvent(event)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
-        if not self._confirm_close():  # unsaved results: Save / Discard / Cancel
+        if not self.project.confirm_close():  # unsaved results: Save / Discard / Cancel
             event.ignore()
             return
         self.loader.cancel(silent=True)
         self.run_controller.cancel_all()
         self.jobs.cancel_all(wait=2)
         # A parse in native code cannot be interrupted: hide the window and let it end.
-        self._save_layout()
+        self.workspace.save_layout()
         self.hide()
         self.loader.wait(60_000)
         self.settings.setValue("window/geometry", self.saveGeometry())

@@ -1,24 +1,208 @@
 """The main window's menu bar (File, Edit, View, Precision, Run, Help) and its Help dialogs.
-Mixed into `MainWindow`, whose slots the actions call."""
+
+`Menus` makes the actions (kept as `act_*` attributes: enabled as a model opens or closes) and connects each to the
+feature that does it: the files, the project, the precision work, the run controller, the graph page, the
+workspace, or one of the window's own commands (`WindowCommands`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Protocol
+
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMenu, QMessageBox
+from PySide6.QtWidgets import QMainWindow, QMenu, QMessageBox, QWidget
 
 from app import __version__
 from app.ui.common.resources import icon as load_icon
 from app.ui.common.style import PRECISION_LABELS
-from app.ui.results.batch_results import open_batch_dialog
-from app.ui.results.report_export import export_report_dialog
+from app.ui.graph.page import GraphPage
+from app.ui.guided.flow import GuidedFlow
+from app.ui.precision.plan_controller import PlanController
+from app.ui.precision.work import PrecisionWork
+from app.ui.project.batch import BatchResults
+from app.ui.project.controller import ProjectController
+from app.ui.run.controller import RunController
+from app.ui.run.panel import RunPanel
+from app.ui.shell.files import ModelFiles
+from app.ui.shell.presentation import Presentation
+from app.ui.shell.workspace import Workspace
 
 
-class MenusMixin:
-    """Builds the menus and their actions (kept as `act_*` attributes: enabled as a model opens or closes)."""
+class WindowCommands(Protocol):
+    """The window's own commands the menus call."""
 
-    def _action(self, menu: QMenu, text: str, slot: object, shortcut: QKeySequence | str | None = None,
+    def close_model(self) -> None: ...
+
+    def reload(self) -> None: ...
+
+    def open_find(self) -> None: ...
+
+    def select_all(self) -> None: ...
+
+    def reset_layout(self) -> None: ...
+
+    def export_report(self) -> None: ...
+
+
+class Menus:
+    """Builds the menu bar of `window` and keeps its actions."""
+
+    def __init__(self, window: QMainWindow, commands: WindowCommands, *, files: ModelFiles,
+                 project: ProjectController, batch: BatchResults, precision: PrecisionWork, plan: PlanController,
+                 runs: RunController, run_panel: RunPanel, graph_page: GraphPage, workspace: Workspace,
+                 presentation: Presentation, guided: GuidedFlow) -> None:
+        self.w = window
+        self.model_actions: list[QAction] = []  # usable only with a model open
+        view = graph_page.view
+        mb = window.menuBar()
+        f = mb.addMenu("&File")
+        self.act_open = self._action(f, "&Open Model…", files.open_dialog, QKeySequence.StandardKey.Open,
+                                     icon="open")
+        self._action(f, "Open &Demo Model", files.open_demo, "Ctrl+Shift+D")
+        self.act_compare_model = self._action(
+            f, "&Compare With Model…", files.compare_dialog, "Ctrl+Shift+K",
+            tip="Another model beside this one, node by node: what changed, and where their answers start to differ")
+        self._action(f, "Open &Project…", project.open_project_dialog, tip="Open a saved .trtlab project")
+        self._action(f, "Open &Batch Results…", batch.open_dialog,
+                     tip="Show a trtlab batch results folder as its matrix")
+        self.recent_menu = f.addMenu("Open &Recent")
+        self.act_reload = self._action(f, "Re&load", commands.reload, "F5", icon="reload")
+        f.addSeparator()
+        self.act_save_project = self._action(f, "&Save Project", project.save_project_action,
+                                             QKeySequence.StandardKey.Save, tip="Save the model's whole workspace",
+                                             icon="save")
+        self.act_save_project_as = self._action(f, "Save Project &As…", project.save_project_as_dialog,
+                                                "Ctrl+Shift+S")
+        f.addSeparator()
+        self.act_export_png = self._action(f, "Export Graph as &PNG…", files.export_png_dialog, "Ctrl+E",
+                                           icon="export")
+        self.act_export_svg = self._action(f, "Export Graph as &SVG…", files.export_svg_dialog, "Ctrl+Shift+E",
+                                           icon="export")
+        self.act_export_report = self._action(f, "Export &Report…", commands.export_report,
+                                              tip="Write the results as one HTML report, plots included",
+                                              icon="export")
+        f.addSeparator()
+        self.act_close = self._action(f, "&Close Model", commands.close_model, QKeySequence.StandardKey.Close,
+                                      icon="close")
+        self._action(f, "&Quit", window.close, QKeySequence.StandardKey.Quit)
+        e = mb.addMenu("&Edit")
+        self.act_undo = plan.undo_stack.createUndoAction(window, "&Undo")
+        self.act_undo.setShortcut(QKeySequence.StandardKey.Undo)
+        self.act_redo = plan.undo_stack.createRedoAction(window, "&Redo")
+        self.act_redo.setShortcuts([QKeySequence.StandardKey.Redo, QKeySequence("Ctrl+Shift+Z")])
+        e.addAction(self.act_undo)
+        e.addAction(self.act_redo)
+        e.addSeparator()
+        self.act_find = self._action(e, "&Find…", commands.open_find, QKeySequence.StandardKey.Find, icon="find")
+        self._action(e, "Find &Next", lambda: graph_page.search.next(), QKeySequence.StandardKey.FindNext)
+        self._action(e, "Find &Previous", lambda: graph_page.search.previous(),
+                     QKeySequence.StandardKey.FindPrevious)
+        self._action(e, "Select &All Nodes", commands.select_all, QKeySequence.StandardKey.SelectAll)
+        self._action(e, "&Clear Selection", lambda: view.selection.clear(), "Ctrl+Shift+A")
+        v = mb.addMenu("&View")
+        self._action(v, "Zoom &In", view.zoom_in, QKeySequence.StandardKey.ZoomIn, icon="zoom-in")
+        self._action(v, "Zoom &Out", view.zoom_out, QKeySequence.StandardKey.ZoomOut, icon="zoom-out")
+        self._action(v, "&Fit Graph", view.fit_all, "Ctrl+0",
+                     tip="Fit the graph's width (a tall graph then scrolls from its top)", icon="fit")
+        self._action(v, "Show &Whole Graph", view.fit_whole, "Shift+F", tip="All of the graph at once")
+        self._action(v, "&Actual Size", view.zoom_actual, "Ctrl+1")
+        self._action(v, "&Back to Enclosing Graph", graph_page.go_back, "Alt+Left")
+        v.addSeparator()
+        groups = v.addMenu("&Groups")
+        self.act_grouped = self._action(
+            groups, "&Group by Name Scope", lambda on: graph_page.set_grouped(on), "Alt+G", checkable=True,
+            tip="Draw the graph by the groups in its node names (a transformer: its layers), or flat: every node")
+        self.act_fold = self._action(
+            groups, "&Fold Shape Arithmetic", lambda on: graph_page.set_folded(on), "Alt+S", checkable=True,
+            tip="Draw the Shape/Gather/Concat chains that only compute a shape as a badge on the node they feed "
+                "(click a badge to show them)")
+        groups.addSeparator()
+        self.act_expand_all = self._action(groups, "&Expand All", graph_page.expand_all, "Ctrl+Alt+E",
+                                           tip="Open every group (the whole graph, laid out by groups)")
+        self.act_collapse_all = self._action(groups, "&Collapse All", graph_page.collapse_all, "Ctrl+Alt+C",
+                                             tip="Close every group: the top level only")
+        self.depth_actions = [self._action(groups, f"Show {d} Level{'s' if d > 1 else ''}",
+                                           lambda _=False, d=d: graph_page.collapse_to_depth(d),
+                                           f"Ctrl+Alt+{d}", tip=f"Open the groups {d} level(s) deep, close the rest")
+                              for d in (1, 2, 3, 4)]
+        v.addSeparator()
+        self.act_minimap = self._action(v, "&Minimap", lambda on: self._want(view.minimap, on), "Ctrl+M",
+                                        checkable=True)
+        self.act_legend = self._action(v, "&Legend", lambda on: self._want(view.legend, on), "Ctrl+L",
+                                       checkable=True)
+        self._show_overlays = view.show_overlays
+        self.act_minimap.setChecked(True)
+        self.act_legend.setChecked(True)
+        self.act_presentation = self._action(
+            v, "&Presentation", lambda: presentation.toggle(), "F11", checkable=True,
+            tip="Larger text, only the graph and the results: for a projector (F11 or Ctrl+Shift+P toggles it)")
+        self.act_presentation.setShortcuts([QKeySequence("F11"), QKeySequence("Ctrl+Shift+P")])
+        v.addSeparator()
+        panels = v.addMenu("&Panels")
+        self.panel_actions = {}
+        for k, dock in enumerate(workspace.docks):
+            act = self._action(panels, dock.windowTitle(), lambda _=False, d=dock: workspace.show_dock(d),
+                               f"Alt+Shift+{k + 1}", tip=f"Show the {dock.windowTitle()} panel")
+            act.setIcon(dock.windowIcon())
+            self.panel_actions[dock.objectName()] = act
+        panels.addSeparator()
+        self._action(panels, "&Reset Layout", commands.reset_layout, tip="Put every panel back where it starts")
+        pm = mb.addMenu("&Precision")
+        self.precision_actions = []
+        for k, p in enumerate(("fp32", "fp16", "bf16", "int8")):
+            act = self._action(pm, f"Set Selected Nodes to {PRECISION_LABELS[p]}",
+                               lambda _=False, p=p: precision.set_selected_precision(p), f"Alt+{k + 1}")
+            self.precision_actions.append(act)
+        self.precision_actions.append(self._action(pm, "Selected Nodes Use the &Default",
+                                                   lambda: precision.set_selected_precision(None), "Alt+0"))
+        pm.addSeparator()
+        color_menu = pm.addMenu("&Colour Graph By")
+        for act in precision.color_actions.values():
+            color_menu.addAction(act)
+        pm.addSeparator()
+        pm.addAction(precision.act_first_bad)
+        pm.addAction(precision.act_worst)
+        pm.addSeparator()
+        self.act_save_plan = self._action(pm, "&Save Plan…", precision.save_plan_dialog, "Ctrl+Alt+S",
+                                          icon="save")
+        self.act_load_plan = self._action(pm, "&Load Plan…", precision.load_plan_dialog, "Ctrl+Shift+O",
+                                          icon="open")
+        self.act_save_variant = self._action(pm, "Save &Variant as ONNX…", precision.save_variant_dialog)
+        self.act_fallback = self._action(pm, "&Find Fallback…", runs.start_fallback, "Ctrl+Shift+F",
+                                         tip="Find a few nodes to keep in FP32 so the candidate meets the target",
+                                         icon="fallback")
+        pm.addSeparator()
+        precision_dock = workspace.named("precision")
+        self._action(pm, "Show Precision &Panel", lambda: workspace.show_dock(precision_dock), icon="precision")
+        r = mb.addMenu("&Run")
+        self.act_compare = self._action(r, "&Compare Outputs", lambda: run_panel.compare_button.click(), "Ctrl+R",
+                                        icon="compare")
+        self.act_bench = self._action(r, "&Benchmark", lambda: run_panel.bench_button.click(), "Ctrl+B",
+                                      icon="benchmark")
+        self.act_diagnose = self._action(r, "&Diagnose Layers", lambda: run_panel.diagnose_button.click(),
+                                         "Ctrl+D", icon="diagnose")
+        self.act_build = self._action(r, "Build &TensorRT Engine", lambda: runs.start_build(),
+                                      "Ctrl+Shift+B", tip="Build the plan's variant into a TensorRT engine",
+                                      icon="build")
+        self.act_profile = self._action(r, "&Profile Nodes", lambda: runs.start_profile(), "Ctrl+Alt+P",
+                                        icon="profile", tip="Time every node of the first ticked candidate against "
+                                                            "the reference, and see where each ran")
+        self._action(r, "Compare &Precisions Step by Step…", lambda: guided.begin(),
+                     tip="FP16, BF16 and INT8 against FP32 in three steps, then a scorecard")
+        self.act_cancel_all = self._action(r, "Cancel &All Jobs", lambda: runs.cancel_all(), "Ctrl+.",
+                                           icon="cancel")
+        h = mb.addMenu("&Help")
+        self._action(h, "&Keyboard and Mouse", self.show_shortcuts, "F1")
+        self._action(h, "&About trtlab", self.show_about)
+        self.model_actions = [self.act_reload, self.act_export_png, self.act_export_svg, self.act_close,
+                              self.act_find, self.act_compare, self.act_bench, self.act_diagnose, self.act_save_plan,
+                              self.act_load_plan, self.act_save_variant, self.act_fallback, self.act_build,
+                              self.act_profile, *self.precision_actions]
+        self.set_model_open(False)
+
+    def _action(self, menu: QMenu, text: str, slot: Callable, shortcut: QKeySequence | str | None = None,
                 checkable: bool = False, tip: str = "", icon: str = "") -> QAction:
-        act = QAction(text, self)
+        act = QAction(text, self.w)
         if icon:  # a name in resources/icons/
             act.setIcon(load_icon(icon))
         if shortcut is not None:
@@ -30,158 +214,42 @@ class MenusMixin:
         menu.addAction(act)
         return act
 
-    def _build_menus(self) -> None:
-        mb = self.menuBar()
-        f = mb.addMenu("&File")
-        self.act_open = self._action(f, "&Open Model…", self.open_dialog, QKeySequence.StandardKey.Open,
-                                     icon="open")
-        self._action(f, "Open &Demo Model", self.open_demo, "Ctrl+Shift+D")
-        self.act_compare_model = self._action(f, "&Compare With Model…", self.compare_dialog, "Ctrl+Shift+K",
-                                        tip="Another model beside this one, node by node: what changed, and where "
-                                            "their answers start to differ")
-        self._action(f, "Open &Project…", self.open_project_dialog, tip="Open a saved .trtlab project")
-        self._action(f, "Open &Batch Results…", lambda: open_batch_dialog(self),
-                     tip="Show a trtlab batch results folder as its matrix")
-        self.recent_menu = f.addMenu("Open &Recent")
-        self.act_reload = self._action(f, "Re&load", self.reload, "F5", icon="reload")
-        f.addSeparator()
-        self.act_save_project = self._action(f, "&Save Project", self.save_project_action,
-                                             QKeySequence.StandardKey.Save, tip="Save the model's whole workspace",
-                                             icon="save")
-        self.act_save_project_as = self._action(f, "Save Project &As…", self.save_project_as_dialog, "Ctrl+Shift+S")
-        f.addSeparator()
-        self.act_export_png = self._action(f, "Export Graph as &PNG…", self.export_png_dialog, "Ctrl+E",
-                                           icon="export")
-        self.act_export_svg = self._action(f, "Export Graph as &SVG…", self.export_svg_dialog, "Ctrl+Shift+E",
-                                           icon="export")
-        self.act_export_report = self._action(f, "Export &Report…", lambda: export_report_dialog(self),
-                                              tip="Write the results as one HTML report, plots included",
-                                              icon="export")
-        f.addSeparator()
-        self.act_close = self._action(f, "&Close Model", self.close_model, QKeySequence.StandardKey.Close,
-                                      icon="close")
-        self._action(f, "&Quit", self.close, QKeySequence.StandardKey.Quit)
-        e = mb.addMenu("&Edit")
-        self.act_undo = self.plan.undo_stack.createUndoAction(self, "&Undo")
-        self.act_undo.setShortcut(QKeySequence.StandardKey.Undo)
-        self.act_redo = self.plan.undo_stack.createRedoAction(self, "&Redo")
-        self.act_redo.setShortcuts([QKeySequence.StandardKey.Redo, QKeySequence("Ctrl+Shift+Z")])
-        e.addAction(self.act_undo)
-        e.addAction(self.act_redo)
-        e.addSeparator()
-        self.act_find = self._action(e, "&Find…", self.open_find, QKeySequence.StandardKey.Find,
-                                     icon="find")
-        self._action(e, "Find &Next", lambda: self.graph_page.search.next(), QKeySequence.StandardKey.FindNext)
-        self._action(e, "Find &Previous", lambda: self.graph_page.search.previous(),
-                     QKeySequence.StandardKey.FindPrevious)
-        self._action(e, "Select &All Nodes", self._select_all, QKeySequence.StandardKey.SelectAll)
-        self._action(e, "&Clear Selection", lambda: self.view.selection.clear(), "Ctrl+Shift+A")
-        v = mb.addMenu("&View")
-        self._action(v, "Zoom &In", self.view.zoom_in, QKeySequence.StandardKey.ZoomIn, icon="zoom-in")
-        self._action(v, "Zoom &Out", self.view.zoom_out, QKeySequence.StandardKey.ZoomOut, icon="zoom-out")
-        self._action(v, "&Fit Graph", self.view.fit_all, "Ctrl+0",
-                     tip="Fit the graph's width (a tall graph then scrolls from its top)", icon="fit")
-        self._action(v, "Show &Whole Graph", self.view.fit_whole, "Shift+F", tip="All of the graph at once")
-        self._action(v, "&Actual Size", self.view.zoom_actual, "Ctrl+1")
-        self._action(v, "&Back to Enclosing Graph", self.graph_page.go_back, "Alt+Left")
-        v.addSeparator()
-        groups = v.addMenu("&Groups")
-        self.act_grouped = self._action(
-            groups, "&Group by Name Scope", lambda on: self.graph_page.set_grouped(on), "Alt+G", checkable=True,
-            tip="Draw the graph by the groups in its node names (a transformer: its layers), or flat: every node")
-        self.act_fold = self._action(
-            groups, "&Fold Shape Arithmetic", lambda on: self.graph_page.set_folded(on), "Alt+S", checkable=True,
-            tip="Draw the Shape/Gather/Concat chains that only compute a shape as a badge on the node they feed "
-                "(click a badge to show them)")
-        groups.addSeparator()
-        self.act_expand_all = self._action(groups, "&Expand All", self.graph_page.expand_all, "Ctrl+Alt+E",
-                                           tip="Open every group (the whole graph, laid out by groups)")
-        self.act_collapse_all = self._action(groups, "&Collapse All", self.graph_page.collapse_all, "Ctrl+Alt+C",
-                                             tip="Close every group: the top level only")
-        self.depth_actions = [self._action(groups, f"Show {d} Level{'s' if d > 1 else ''}",
-                                           lambda _=False, d=d: self.graph_page.collapse_to_depth(d),
-                                           f"Ctrl+Alt+{d}", tip=f"Open the groups {d} level(s) deep, close the rest")
-                              for d in (1, 2, 3, 4)]
-        v.addSeparator()
-        self.act_minimap = self._action(v, "&Minimap", self._toggle_minimap, "Ctrl+M", checkable=True)
-        self.act_legend = self._action(v, "&Legend", self._toggle_legend, "Ctrl+L", checkable=True)
-        self.act_minimap.setChecked(True)
-        self.act_legend.setChecked(True)
-        self.act_presentation = self._action(
-            v, "&Presentation", lambda: self.presentation.toggle(), "F11", checkable=True,
-            tip="Larger text, only the graph and the results: for a projector (F11 or Ctrl+Shift+P toggles it)")
-        self.act_presentation.setShortcuts([QKeySequence("F11"), QKeySequence("Ctrl+Shift+P")])
-        v.addSeparator()
-        panels = v.addMenu("&Panels")
-        self.panel_actions = {}
-        for k, dock in enumerate(self._model_docks()):
-            act = self._action(panels, dock.windowTitle(), lambda _=False, d=dock: self.show_dock(d),
-                               f"Alt+Shift+{k + 1}", tip=f"Show the {dock.windowTitle()} panel")
-            act.setIcon(dock.windowIcon())
-            self.panel_actions[dock.objectName()] = act
-        panels.addSeparator()
-        self._action(panels, "&Reset Layout", self.reset_layout, tip="Put every panel back where it starts")
-        pm = mb.addMenu("&Precision")
-        self.precision_actions = []
-        for k, p in enumerate(("fp32", "fp16", "bf16", "int8")):
-            act = self._action(pm, f"Set Selected Nodes to {PRECISION_LABELS[p]}",
-                               lambda _=False, p=p: self.set_selected_precision(p), f"Alt+{k + 1}")
-            self.precision_actions.append(act)
-        self.precision_actions.append(self._action(pm, "Selected Nodes Use the &Default",
-                                                   lambda: self.set_selected_precision(None), "Alt+0"))
-        pm.addSeparator()
-        color_menu = pm.addMenu("&Colour Graph By")
-        self.color_actions = {}
-        for mode, text, key in (("op", "&Op Type", "Ctrl+Shift+1"), ("precision", "&Planned Precision", "Ctrl+Shift+2"),
-                                ("error", "Diagnosis &Error", "Ctrl+Shift+3"),
-                                ("engine", "Precision That Ran in the &Engine", "Ctrl+Shift+4"),
-                                ("time", "Node &Time (Profile or Engine)", "Ctrl+Shift+5"),
-                                ("device", "&Where Each Node Ran (Profile)", "Ctrl+Shift+6")):
-            act = self._action(color_menu, text, lambda _=False, m=mode: self.set_color_mode(m), key, checkable=True)
-            self.color_actions[mode] = act
-        self.color_actions["op"].setChecked(True)
-        pm.addSeparator()
-        self.act_first_bad = self._action(pm, "Go to First &NaN/Inf", self.go_first_nonfinite, "Ctrl+Shift+N")
-        self.act_worst = self._action(pm, "Go to &Worst Layer", self.go_worst, "Ctrl+Shift+W")
-        pm.addSeparator()
-        self.act_save_plan = self._action(pm, "&Save Plan…", self.save_plan_dialog, "Ctrl+Alt+S",
-                                          icon="save")
-        self.act_load_plan = self._action(pm, "&Load Plan…", self.load_plan_dialog, "Ctrl+Shift+O",
-                                          icon="open")
-        self.act_save_variant = self._action(pm, "Save &Variant as ONNX…", self.save_variant_dialog)
-        self.act_fallback = self._action(pm, "&Find Fallback…", self.request_fallback, "Ctrl+Shift+F",
-                                         tip="Find a few nodes to keep in FP32 so the candidate meets the target",
-                                         icon="fallback")
-        pm.addSeparator()
-        self._action(pm, "Show Precision &Panel", lambda: self.show_dock(self.precision_dock), icon="precision")
-        r = mb.addMenu("&Run")
-        self.act_compare = self._action(r, "&Compare Outputs", lambda: self.run_panel.compare_button.click(), "Ctrl+R",
-                                        icon="compare")
-        self.act_bench = self._action(r, "&Benchmark", lambda: self.run_panel.bench_button.click(), "Ctrl+B",
-                                      icon="benchmark")
-        self.act_diagnose = self._action(r, "&Diagnose Layers", lambda: self.run_panel.diagnose_button.click(),
-                                         "Ctrl+D", icon="diagnose")
-        self.act_build = self._action(r, "Build &TensorRT Engine", lambda: self.run_controller.start_build(),
-                                      "Ctrl+Shift+B", tip="Build the plan's variant into a TensorRT engine",
-                                      icon="build")
-        self.act_profile = self._action(r, "&Profile Nodes", lambda: self.run_controller.start_profile(), "Ctrl+Alt+P",
-                                        icon="profile", tip="Time every node of the first ticked candidate against "
-                                                            "the reference, and see where each ran")
-        self._action(r, "Compare &Precisions Step by Step…", lambda: self.guided.begin(),
-                     tip="FP16, BF16 and INT8 against FP32 in three steps, then a scorecard")
-        self.act_cancel_all = self._action(r, "Cancel &All Jobs", lambda: self.run_controller.cancel_all(), "Ctrl+.",
-                                           icon="cancel")
-        h = mb.addMenu("&Help")
-        self._action(h, "&Keyboard and Mouse", self.show_shortcuts, "F1")
-        self._action(h, "&About trtlab", self.show_about)
-        self._update_actions()
+    def _want(self, overlay: QWidget, on: bool) -> None:
+        overlay.setProperty("wanted", on)
+        self._show_overlays()
+
+    def set_model_open(self, has: bool) -> None:
+        for act in self.model_actions:
+            act.setEnabled(has)
+
+    def sync_groups(self, page: GraphPage) -> None:
+        """View ▸ Groups says how the graph is drawn, and is usable where the graph has groups."""
+        for act in (self.act_grouped, self.act_expand_all, self.act_collapse_all, *self.depth_actions):
+            act.setEnabled(page.can_group)
+        self.act_grouped.setChecked(page.grouped)
+        self.act_fold.setEnabled(page.can_fold)
+        self.act_fold.setChecked(page.folded)
+
+    def show_recent(self, files: list[str], open_path: Callable[[str], None], clear: Callable[[], None]) -> None:
+        from pathlib import Path
+
+        self.recent_menu.clear()
+        for f in files:
+            act = self.recent_menu.addAction(Path(f).name)
+            act.setStatusTip(f)
+            act.setToolTip(f)
+            act.triggered.connect(lambda _=False, f=f: open_path(f))
+        if files:
+            self.recent_menu.addSeparator()
+            self.recent_menu.addAction("Clear Recent", clear)
+        self.recent_menu.setEnabled(bool(files))
 
     # ----------------------------------------------------------------- help
     def show_shortcuts(self) -> None:
-        QMessageBox.information(self, "Keyboard and mouse", SHORTCUTS_HTML)
+        QMessageBox.information(self.w, "Keyboard and mouse", SHORTCUTS_HTML)
 
     def show_about(self) -> None:
-        QMessageBox.about(self, "About trtlab",
+        QMessageBox.about(self.w, "About trtlab",
                           f"<b>trtlab {__version__}</b><br>ONNX graphs, precision variants, TensorRT and "
                           "ONNX Runtime comparisons.")
 

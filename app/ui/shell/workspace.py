@@ -1,35 +1,15 @@
-"""The main window's workspace: which docks show where, the default layout, and the layout saved between runs.
-Mixed into `MainWindow`, whose docks and settings it uses."""
+"""The main window's workspace: which docks show where, the default layout, and the layout saved between runs."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QByteArray, Qt
-from PySide6.QtWidgets import QDockWidget, QTabBar, QWidget
+from collections.abc import Callable
+
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabBar, QWidget
 
 from app.ui.common.docks import DOCK_ICONS, LAYOUT_VERSION
 from app.ui.common.resources import icon
-
-
-def output_dims(names: list[str], shapes: object) -> dict[str, list]:
-    """Inferred dims of some tensors (ints where known, else None), for reading what each output means."""
-    out = {}
-    for name in names:
-        info = shapes.get(name) if shapes is not None else None  # type: ignore[attr-defined]
-        if info is not None and info.shape is not None:
-            out[name] = [d if isinstance(d, int) and d > 0 else None for d in info.shape]
-    return out
-
-
-def photo_source(inputs: list, shapes: dict | None) -> object | None:
-    """The sample photos fitted to a model's one image input (an InputSource), or None (no such input, or its
-    shape still open)."""
-    from app.core.errors import TrtlabError
-    from app.core.measure import photo_source_for, resolve_input_shapes
-
-    try:
-        return photo_source_for(inputs, resolve_input_shapes(inputs, dict(shapes or {})))
-    except TrtlabError:
-        return None
 
 
 def fitted_size(avail_w: int, avail_h: int, want: tuple[int, int] = (1400, 900)) -> tuple[int, int]:
@@ -37,64 +17,98 @@ def fitted_size(avail_w: int, avail_h: int, want: tuple[int, int] = (1400, 900))
     return min(want[0], int(avail_w * 0.92)), min(want[1], int(avail_h * 0.92))
 
 
-class WorkspaceMixin:
-    """Dock placement of the main window: shown, raised, reset, saved and restored."""
+class Workspace:
+    """The main window's docks: made, placed, shown, raised, reset, saved and restored.
 
-    # ----------------------------------------------------------------- workspace
-    def _show_model_layout(self) -> None:
+    It owns the docks it makes (`docks`, in the order the View ▸ Panels menu lists them) and the layout saved
+    between runs; `showing_graph()` says whether the graph page is on show (the docks belong to it)."""
+
+    def __init__(self, window: QMainWindow, settings: QSettings, showing_graph: Callable[[], bool]) -> None:
+        self.w = window
+        self.settings = settings
+        self.showing_graph = showing_graph
+        self.docks: list[QDockWidget] = []
+        self.layout_shown = False  # a model's layout has been on show (only then is it worth saving)
+
+    def dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+        dock = QDockWidget(title, self.w)
+        dock.setObjectName(title.lower())
+        if title.lower() in DOCK_ICONS:  # shown on the dock's tab when docks share an area, and when floating
+            dock.setWindowIcon(icon(DOCK_ICONS[title.lower()]))
+        dock.setWidget(widget)
+        dock.setMinimumWidth(300)
+        self.w.addDockWidget(area, dock)
+        self.docks.append(dock)
+        return dock
+
+    def named(self, name: str) -> QDockWidget:
+        return next(d for d in self.docks if d.objectName() == name)
+
+    def hide_all(self) -> None:
+        for dock in self.docks:
+            dock.hide()
+
+    def show_model_layout(self) -> None:
         """The docks as the user left them last time (saved on close), or the default layout."""
         state = self.settings.value("window/state")
-        restored = isinstance(state, QByteArray) and self.restoreState(state, LAYOUT_VERSION)
-        if not restored or not any(d.isVisible() for d in self._model_docks()):
+        restored = isinstance(state, QByteArray) and self.w.restoreState(state, LAYOUT_VERSION)
+        if not restored or not any(d.isVisible() for d in self.docks):
             self.default_layout()
         else:
-            self._regroup_hidden_docks()
-        self._layout_shown = True
+            self.regroup_hidden_docks()
+        self.layout_shown = True
 
-    def _regroup_hidden_docks(self) -> None:
+    def regroup_hidden_docks(self) -> None:
         """Hidden docks rejoin a visible tab group of their area. A saved state can hold a tab group whose docks
         are all hidden (Results and Jobs before the first job), and Qt then draws that group's tab bar alone,
         over the panel below it."""
-        for dock in self._model_docks():
+        for dock in self.docks:
             if dock.isVisible() or dock.isFloating():
                 continue
-            area = self.dockWidgetArea(dock)
-            anchor = next((d for d in self._model_docks() if d.isVisible() and not d.isFloating()
-                           and self.dockWidgetArea(d) == area), None)
-            if anchor is not None and dock not in self.tabifiedDockWidgets(anchor):
-                self.tabifyDockWidget(anchor, dock)
+            area = self.w.dockWidgetArea(dock)
+            anchor = next((d for d in self.docks if d.isVisible() and not d.isFloating()
+                           and self.w.dockWidgetArea(d) == area), None)
+            if anchor is not None and dock not in self.w.tabifiedDockWidgets(anchor):
+                self.w.tabifyDockWidget(anchor, dock)
                 dock.hide()
         # Qt keeps the emptied group's tab bar on screen: hide every dock tab bar none of whose docks is shown.
-        shown = {d.windowTitle() for d in self._model_docks() if d.isVisible()}
-        for bar in self.findChildren(QTabBar, options=Qt.FindChildOption.FindDirectChildrenOnly):
+        shown = {d.windowTitle() for d in self.docks if d.isVisible()}
+        for bar in self.w.findChildren(QTabBar, options=Qt.FindChildOption.FindDirectChildrenOnly):
             if bar.isVisible() and not any(bar.tabText(i) in shown for i in range(bar.count())):
                 bar.hide()
 
     def default_layout(self) -> None:
         """Summary on the left; Properties and Run on the right; Precision and Readiness below the graph (Results
         and Jobs join them with the first job)."""
-        for dock in self._model_docks():
+        d = self.named
+        for dock in self.docks:
             dock.setFloating(False)
-        for dock in (self.summary_dock, self.properties_dock, self.run_dock, self.precision_dock,
-                     self.readiness_dock):
-            dock.show()
-        for dock in (self.results_dock, self.jobs_dock, self.engine_dock, self.profile_dock):
-            dock.hide()
-        self.properties_dock.raise_()
-        self.precision_dock.raise_()
-        self.resizeDocks([self.summary_dock, self.properties_dock], [300, 360], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.precision_dock], [int(self.height() * 0.28)], Qt.Orientation.Vertical)
+        for name in ("summary", "properties", "run", "precision", "readiness"):
+            d(name).show()
+        for name in ("results", "jobs", "engine", "profile"):
+            d(name).hide()
+        d("properties").raise_()
+        d("precision").raise_()
+        self.w.resizeDocks([d("summary"), d("properties")], [300, 360], Qt.Orientation.Horizontal)
+        self.w.resizeDocks([d("precision")], [int(self.w.height() * 0.28)], Qt.Orientation.Vertical)
 
-    def _save_layout(self) -> None:
+    def save_layout(self) -> None:
         """Only a layout with a model on show is worth keeping: the start page hides every dock."""
-        if getattr(self, "_layout_shown", False) and self.stack.currentWidget() is self.graph_page:
-            self.settings.setValue("window/state", self.saveState(LAYOUT_VERSION))
+        if self.layout_shown and self.showing_graph():
+            self.settings.setValue("window/state", self.w.saveState(LAYOUT_VERSION))
 
     def reset_layout(self) -> None:
         self.settings.remove("window/state")
-        if self.stack.currentWidget() is self.graph_page:
+        if self.showing_graph():
             self.default_layout()
-        self.status_label.setText("Panels back to the default layout.")
+
+    def state(self) -> str:
+        """The dock layout as text (a project keeps it)."""
+        return bytes(self.w.saveState(LAYOUT_VERSION).toBase64().data()).decode("ascii")
+
+    def restore_state(self, state: str) -> None:
+        self.w.restoreState(QByteArray.fromBase64(state.encode("ascii")), LAYOUT_VERSION)
+        self.regroup_hidden_docks()
 
     def show_dock(self, dock: QDockWidget) -> None:
         """View menu: bring a panel forward (shown, raised over its tab siblings, focused)."""
@@ -103,65 +117,39 @@ class WorkspaceMixin:
         dock.widget().setFocus()
 
     def show_jobs(self) -> None:
-        if self.stack.currentWidget() is not self.graph_page:
+        if not self.showing_graph():
             return  # the docks belong to the graph page: a page filling the window (the guided flow) stays so
-        self.jobs_dock.show()
-        if self.results_dock.isHidden():
-            self.resizeDocks([self.jobs_dock], [int(self.height() * 0.25)], Qt.Orientation.Vertical)
-        self.jobs_dock.raise_()
+        jobs, results = self.named("jobs"), self.named("results")
+        jobs.show()
+        if results.isHidden():
+            self.w.resizeDocks([jobs], [int(self.w.height() * 0.25)], Qt.Orientation.Vertical)
+        jobs.raise_()
 
     def show_results(self) -> None:
         """Bring the results forward, tall enough for the plots to be read."""
-        if self.stack.currentWidget() is not self.graph_page:
+        if not self.showing_graph():
             return
-        self.results_dock.show()
-        self.results_dock.raise_()
-        if self.results_dock.height() < self.height() * 0.4:
-            self.resizeDocks([self.results_dock], [int(self.height() * 0.55)], Qt.Orientation.Vertical)
+        results = self.named("results")
+        results.show()
+        results.raise_()
+        if results.height() < self.w.height() * 0.4:
+            self.w.resizeDocks([results], [int(self.w.height() * 0.55)], Qt.Orientation.Vertical)
 
-    def _model_docks(self) -> list[QDockWidget]:
-        return [self.summary_dock, self.properties_dock, self.run_dock, self.precision_dock, self.results_dock,
-                self.jobs_dock, self.engine_dock, self.profile_dock, self.readiness_dock]
-
-    # ----------------------------------------------------------------- construction
-    def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
-        dock = QDockWidget(title, self)
-        dock.setObjectName(title.lower())
-        if title.lower() in DOCK_ICONS:  # shown on the dock's tab when docks share an area, and when floating
-            dock.setWindowIcon(icon(DOCK_ICONS[title.lower()]))
-        dock.setWidget(widget)
-        dock.setMinimumWidth(300)
-        self.addDockWidget(area, dock)
-        return dock
-
-    def _fit_to_screen(self) -> None:
+    def fit_to_screen(self) -> None:
         """1400×900 where the screen has room, else 92 % of what it has: the first window never runs off a small
         screen (at 1280×800 the Properties panel and the status bar stayed out of sight)."""
-        from PySide6.QtGui import QGuiApplication
-
-        screen = self.screen() or QGuiApplication.primaryScreen()
+        w = self.w
+        screen = w.screen() or QGuiApplication.primaryScreen()
         avail = screen.availableGeometry() if screen is not None else None
         # Offscreen rendering has no real screen to fit: the tests' window keeps one size everywhere.
         if avail is None or avail.width() <= 0 or QGuiApplication.platformName() in ("offscreen", "minimal"):
-            self.resize(1400, 900)
+            w.resize(1400, 900)
             return
-        w, h = fitted_size(avail.width(), avail.height())
-        self.resize(w, h)
-        self.move(avail.x() + (avail.width() - w) // 2, avail.y() + (avail.height() - h) // 2)
+        width, height = fitted_size(avail.width(), avail.height())
+        w.resize(width, height)
+        w.move(avail.x() + (avail.width() - width) // 2, avail.y() + (avail.height() - height) // 2)
         # The panels' minimum sizes can make the window wider than asked (1277 px at 1280×800): once laid out, it
         # is moved back inside the screen.
-        from PySide6.QtCore import QTimer
-
-        QTimer.singleShot(0, lambda: self.move(
-            max(avail.x(), min(self.x(), avail.x() + avail.width() - self.frameGeometry().width())),
-            max(avail.y(), min(self.y(), avail.y() + avail.height() - self.frameGeometry().height()))))
-
-    def _change_output_kind(self, output: str) -> None:
-        """The Run panel, scrolled to the output's kind, which opens its list of kinds."""
-        combo = self.run_panel.outputs_box.combos.get(output)
-        self.run_dock.show()
-        self.run_dock.raise_()
-        if combo is not None:
-            self.run_panel.scroll.ensureWidgetVisible(combo)
-            combo.setFocus()
-            combo.showPopup()
+        QTimer.singleShot(0, lambda: w.move(
+            max(avail.x(), min(w.x(), avail.x() + avail.width() - w.frameGeometry().width())),
+            max(avail.y(), min(w.y(), avail.y() + avail.height() - w.frameGeometry().height()))))

@@ -1,0 +1,510 @@
+"""Projects: the whole workspace saved as one `.trtlab` file and opened back into the same state (model, shapes,
+plan, Run settings, every result, dock layout); its autosave, crash recovery and the question on closing.
+
+The autosave of a model's work lives beside the window's settings (`<settings folder>/autosave/<model>-<hash>
+.trtlab`): opening that model again restores it, plan edits included (the one autosave: a plan edit or a result is
+written a moment after it is made). `autosave/session-<pid>.json` names the autosave of a trtlab that is running; a
+clean close removes it, so finding one at start whose process is gone means that trtlab was killed or crashed, and
+the window offers to restore its work.
+
+A controller the window assembles: it reaches the window through `ProjectHost`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Protocol
+
+from PySide6.QtCore import QEventLoop, QObject, QSettings, QTimer, Signal
+from PySide6.QtWidgets import QFileDialog, QLabel, QMessageBox, QWidget
+
+from app.core.fileio import atomic_write_text
+from app.core.model import OpenedModel
+from app.core.project import (
+    PROJECT_SUFFIX,
+    Project,
+    ProjectError,
+    ProjectResult,
+    environment,
+    load_project,
+    model_changed,
+    save_project,
+)
+from app.ui.precision.panel import PrecisionPanel
+from app.ui.precision.plan_controller import PlanController
+from app.ui.precision.work import PrecisionWork
+from app.ui.project.banner import ProjectBanner
+from app.ui.results.engine_panel import EnginePanel
+from app.ui.results.view import ResultsView
+from app.ui.run.panel import RunPanel
+from app.ui.run.settings import apply_settings, panel_inputs, panel_settings
+
+log = logging.getLogger(__name__)
+
+PROJECT_FILTER = "trtlab projects (*.trtlab);;All files (*)"
+AUTOSAVE_DELAY_MS = 2000  # changes come in bursts (a benchmark is one job per target): write once they settle
+
+
+class ProjectHost(Protocol):
+    """The window's parts a project saves and restores."""
+
+    opened: OpenedModel | None
+    settings: QSettings
+    plan: PlanController
+    precision: PrecisionWork
+    precision_panel: PrecisionPanel
+    engine_panel: EnginePanel
+    run_panel: RunPanel
+    results_view: ResultsView
+    status_label: QLabel
+
+    def window(self) -> QWidget: ...
+
+    def open_path(self, path: str | Path, shapes: dict | None = None) -> None: ...
+
+    def add_recent(self, path: Path) -> None: ...
+
+    def dock_state(self) -> str: ...
+
+    def restore_dock_state(self, state: str) -> None: ...
+
+    def show_results(self) -> None: ...
+
+    def show_error(self, error: object) -> None: ...
+
+
+class ProjectController(QObject):
+    """Save / open / autosave / recover the workspace (see the module's doc). `changed` fires when the project's
+    file or its saved state changes (the window's title shows both)."""
+
+    changed = Signal()
+
+    def __init__(self, host: ProjectHost) -> None:
+        super().__init__(host.window())
+        self.w = host
+        self.project_path: Path | None = None
+        self.session_results: list[ProjectResult] = []
+        self.project_dirty = False
+        # Closing with unsaved results asks Save / Discard / Cancel; TRTLAB_NO_CLOSE_PROMPT=1 (tests, scripts) skips it.
+        self.ask_before_close = os.environ.get("TRTLAB_NO_CLOSE_PROMPT") != "1"
+        self._pending_project: Project | None = None
+        self._relocated_sha = ""  # the SHA-256 a relocated model should have (checked once the loader hashed it)
+        self._pending_project_path: Path | None = None
+        self._reading_project = False
+        self._recovered = False
+        self._recovery: dict = {}
+        self.project_banner = ProjectBanner()  # the window places it under its error banner
+        self._autosave_timer = QTimer(self)
+        self._autosave_timer.setSingleShot(True)
+        self._autosave_timer.setInterval(AUTOSAVE_DELAY_MS)
+        self._autosave_timer.timeout.connect(self.autosave_project)
+        self.w.results_view.clear_button.clicked.connect(self._results_cleared)
+        host.plan.changed.connect(self._on_plan_changed)
+
+    def start(self) -> None:
+        """Once the window is up: offer the work of a trtlab that did not close cleanly."""
+        self._offer_recovery()
+
+    @property
+    def unsaved(self) -> bool:
+        return self.project_dirty or self.w.plan.dirty
+
+    def title_name(self) -> str | None:
+        """What the title names: the project's file, else the model's; None with no model open."""
+        if self.w.opened is None:
+            return None
+        return self.project_path.name if self.project_path else self.w.opened.path.name
+
+    # ----------------------------------------------------------------- recording
+    def record_result(self, kind: str, spec_json: dict, data: dict, title: str = "") -> None:
+        """A job finished: its result joins the project (and the autosave, a moment later)."""
+        try:
+            self.session_results.append(ProjectResult.make(kind, spec_json, data, title))
+        except ProjectError as exc:  # a kind no command reproduces: kept without its command line
+            log.warning("result kept without a command line: %s", exc.message)
+            self.session_results.append(ProjectResult(kind, dict(spec_json), dict(data), title))
+        self._mark_changed()
+
+    def _results_cleared(self) -> None:
+        """Clear results forgets the comparisons and benchmarks: the project forgets them too."""
+        self.session_results = [r for r in self.session_results if r.kind not in ("compare", "bench")]
+        self._mark_changed()
+
+    def _mark_changed(self) -> None:
+        self.project_dirty = True
+        self.changed.emit()
+        self._autosave_timer.start()
+
+    def _on_plan_changed(self) -> None:
+        """A plan edit is work: autosaved a moment later, with everything else (the one autosave)."""
+        if self.w.opened is not None and self.w.plan.undo_stack.count():
+            self._autosave_timer.start()
+
+    # ----------------------------------------------------------------- gathering
+    def gather_project(self) -> Project:
+        """Everything the window holds of this model's work, as a Project. Its model's SHA-256 is the one the
+        loader's thread made as the model opened: the model the results were made with, even if the file has
+        changed since (opening the project then says so). Nothing is hashed on the GUI thread."""
+        opened = self.w.opened
+        assert opened is not None
+        state = self.w.results_view.state
+        settings = {**panel_settings(self.w.run_panel), "color_mode": self.w.precision.color_mode,
+                    "bench_reference": state.bench_reference,
+                    "plan_precisions": {t: sorted(p) for t, p in state.plan_precisions.items()}}
+        gpu = (self.w.precision.engine or {}).get("gpu")
+        return Project(model=str(opened.path.resolve()), model_sha256=opened.sha256,
+                       shapes={k: list(v) for k, v in (opened.input_shapes or {}).items()},
+                       profiles=self.w.run_panel.profile_args(), plan=self.w.plan.plan.to_json(),
+                       inputs=panel_inputs(self.w.run_panel), calib=None, settings=settings,
+                       results=list(self.session_results),
+                       layout=self.w.dock_state(),
+                       environment=environment(gpu))
+
+    # ----------------------------------------------------------------- saving
+    def save_project_action(self) -> bool:
+        if self.project_path is not None:
+            return self.save_project_to(self.project_path)
+        return self.save_project_as_dialog()
+
+    def save_project_as_dialog(self) -> bool:
+        if self.w.opened is None:
+            self.w.status_label.setText("Open a model first: a project saves the work on a model.")
+            return False
+        folder = self.w.settings.value("paths/project_dir", str(self.w.opened.path.parent))
+        start = str(self.project_path or Path(str(folder)) / f"{self.w.opened.path.stem}{PROJECT_SUFFIX}")
+        path, _ = QFileDialog.getSaveFileName(self.w.window(), "Save project", start, PROJECT_FILTER)
+        return bool(path) and self.save_project_to(Path(path))
+
+    def save_project_to(self, path: Path) -> bool:
+        if self.w.opened is None:
+            return False
+        try:
+            written = save_project(self.gather_project(), path)
+        except ProjectError as exc:
+            self.w.show_error(exc)
+            return False
+        self.project_path = written
+        self.project_dirty = False
+        self.w.plan.undo_stack.setClean()  # the plan is saved in the project
+        self.w.settings.setValue("paths/project_dir", str(written.parent))
+        self.w.add_recent(written)
+        self.autosave_project()  # the autosave now matches the saved project
+        self.w.status_label.setText(f"Project saved to {written} ({len(self.session_results)} result(s))")
+        self.changed.emit()
+        return True
+
+    # ----------------------------------------------------------------- opening
+    def open_project_dialog(self) -> None:
+        start = self.w.settings.value("paths/project_dir", str(Path.home()))
+        path, _ = QFileDialog.getOpenFileName(self.w.window(), "Open project", str(start), PROJECT_FILTER)
+        if path:
+            self.open_project(Path(path))
+
+    def read_project(self, path: Path) -> tuple[Project, bool]:
+        """The project at `path` and whether its model changed since it was saved, read on a worker thread (the
+        archive, its arrays, the model's SHA-256) while the window keeps painting and says how long it has been
+        reading. ProjectError as load_project raises it."""
+        out: dict[str, object] = {}
+
+        def work() -> None:
+            try:
+                project = load_project(path)
+                out["changed"] = Path(project.model).is_file() and model_changed(project)
+                out["project"] = project
+            except ProjectError as exc:
+                out["error"] = exc
+            except Exception as exc:  # noqa: BLE001 - a fault of ours: shown, never a dead window
+                log.exception("reading %s failed", path)
+                out["error"] = ProjectError(f"Reading the project {path.name} failed: {exc}",
+                                            fix="This is a fault in trtlab; please report it with the file.")
+
+        worker = threading.Thread(target=work, name="read-project", daemon=True)
+        started = time.monotonic()
+        worker.start()
+        worker.join(0.05)  # most projects are read by now
+        if worker.is_alive():
+            loop = QEventLoop()
+            timer = QTimer()
+            timer.setInterval(50)
+
+            def poll() -> None:
+                if not worker.is_alive():
+                    loop.quit()
+                else:
+                    self.w.status_label.setText(f"Reading the project {path.name}… "
+                                              f"{time.monotonic() - started:.0f} s")
+            timer.timeout.connect(poll)
+            timer.start()
+            loop.exec()
+            timer.stop()
+        if "error" in out:
+            raise out["error"]  # type: ignore[misc]
+        return out["project"], bool(out["changed"])  # type: ignore[return-value]
+
+    def open_project(self, path: str | Path, project_path: Path | None = None) -> bool:
+        """Open a project: its model (with its shapes), then everything else once the model is shown.
+        `project_path`: the file the work belongs to when `path` is its autosave."""
+        p = Path(path)
+        if self._reading_project:
+            self.w.status_label.setText(f"Still reading a project; open {p.name} once it is open")
+            return False
+        self._reading_project = True
+        try:
+            project, changed = self.read_project(p)
+        except ProjectError as exc:
+            self.w.show_error(exc)
+            self.w.status_label.setText(f"Could not open the project {p.name}")
+            return False
+        finally:
+            self._reading_project = False
+        self._pending_project_path = project_path if project_path is not None else p
+        if not Path(project.model).is_file():
+            self._pending_project = project
+            self.project_banner.offer(
+                "model", "The project's model is missing",
+                f"{project.model} is not there any more. Locate it to open the project.",
+                [("Locate model…", self._locate_model)])
+            self.w.status_label.setText(f"The model of {p.name} is missing.")
+            return False
+        self._start_project(project)
+        if changed:
+            self.project_banner.offer(
+                "model", "The model changed since the project was saved",
+                f"{Path(project.model).name} is not the file the results were made with; they may not match it. "
+                "Run the jobs again, or locate the model the project was saved with.",
+                [("Locate model…", self._locate_model)])
+        return True
+
+    def open_unsaved(self, project: Project) -> None:
+        """Open work that no project file holds yet (a batch's results for one model): saving asks where."""
+        self._pending_project_path = None
+        self._start_project(project)
+
+    def _start_project(self, project: Project) -> None:
+        self._pending_project = project
+        shapes = {k: tuple(v) for k, v in project.shapes.items()}
+        self.w.open_path(project.model, shapes or None)
+
+    def _locate_model(self) -> None:
+        project = self._pending_project or (self.gather_project() if self.w.opened is not None else None)
+        if project is None:
+            return
+        start = str(Path(project.model).parent if Path(project.model).parent.is_dir() else Path.home())
+        path, _ = QFileDialog.getOpenFileName(self.w.window(), f"Locate {Path(project.model).name}", start,
+                                              "ONNX models (*.onnx *.pb);;All files (*)")
+        if path:
+            self.relocate_model(Path(path))
+
+    def relocate_model(self, path: Path) -> None:
+        """Open the pending project on another copy of its model."""
+        project = self._pending_project or (self.gather_project() if self.w.opened is not None else None)
+        if project is None:
+            return
+        self._relocated_sha = project.model_sha256  # compared with the hash the loader's thread makes of it
+        project.model = str(path.resolve())
+        self.project_banner.hide()
+        self._start_project(project)
+
+    def model_opened(self, same: bool) -> None:
+        """Called once a model is shown: a pending project is applied; another model starts a new project
+        (with that model's autosaved work, if there is some)."""
+        opened = self.w.opened
+        if opened is None:
+            return
+        pending = self._pending_project
+        if pending is not None and _same_file(pending.model, opened.path):
+            self._pending_project = None
+            self._apply_project(pending)
+            expected, self._relocated_sha = self._relocated_sha, ""
+            if expected and opened.sha256 and opened.sha256 != expected:  # a relocated model, hashed off this thread
+                self.project_banner.offer("model", "This is not the model the project was saved with",
+                                          f"{opened.path.name} differs from the file the results were made with.",
+                                          [("Locate model…", self._locate_model)])
+            self.project_path = self._pending_project_path
+            if self._recovered:
+                self._recovered, self.project_dirty = False, True
+            if self.project_path is not None and self.project_path.suffix == PROJECT_SUFFIX \
+                    and self.project_path.parent != self._autosave_dir():
+                self.w.add_recent(self.project_path)
+        elif not same:
+            self._pending_project = None
+            self.project_path, self.session_results, self.project_dirty = None, [], False
+            if self.project_banner.kind == "model":
+                self.project_banner.hide()
+            self._restore_autosaved_project(opened.path)
+        self.changed.emit()
+
+    def _restore_autosaved_project(self, model_path: Path) -> None:
+        auto = self.project_autosave_path(model_path)
+        if not auto.is_file():
+            return
+        try:
+            project, changed = self.read_project(auto)
+        except ProjectError as exc:
+            log.warning("ignoring a damaged autosaved project %s: %s", auto, exc.message)
+            return
+        if not _same_file(project.model, model_path) or changed:
+            return  # work on another version of the file: it would not match this one
+        shapes = {k: tuple(v) for k, v in project.shapes.items()}
+        if shapes and shapes != dict(self.w.opened.input_shapes or {}):
+            self._pending_project, self._pending_project_path = project, None
+            self.w.open_path(model_path, shapes)  # the rest once the model is shown at these shapes
+            return
+        self._apply_project(project)
+        self.project_path = None
+
+    def _apply_project(self, project: Project) -> None:
+        """Everything but the model and shapes (already open): plan, settings, results, docks."""
+        from app.core.precision import PlanError, PrecisionPlan
+
+        if project.plan:
+            try:
+                plan = PrecisionPlan.from_json(project.plan)
+                if plan.to_json() != self.w.plan.plan.to_json():
+                    self.w.plan.load(plan, "the project's plan")
+            except PlanError as exc:
+                self.w.show_error(exc)
+        s = project.settings or {}
+        apply_settings(self.w.run_panel, s, project.profiles)
+        self.session_results = list(project.results)
+        latest = {r.kind: r.data for r in project.results}
+        work = self.w.precision
+        work.set_diagnosis(latest.get("diagnose"))
+        self.w.precision_panel.show_fallback(latest.get("fallback"))
+        work.set_engine(latest.get("build"))
+        work.set_profile(latest.get("profile"))
+        entries = [(r.kind, r.data) for r in project.results if r.kind in ("compare", "bench")]
+        self.w.results_view.set_model(str(self.w.opened.path))
+        self.w.results_view.restore(entries, s.get("bench_reference"),
+                                  {t: frozenset(p) for t, p in (s.get("plan_precisions") or {}).items()})
+        engine = work.engine or {}
+        timed = [d for k, d in entries if k == "bench" and d.get("layer_times")
+                 and d.get("backend") == engine.get("target")]
+        if timed:
+            self.w.engine_panel.set_times(timed[-1]["layer_times"])
+        if project.layout:
+            self.w.restore_dock_state(project.layout)
+        if entries:
+            self.w.show_results()
+        if s.get("color_mode") in work.color_actions:
+            work.set_color_mode(s["color_mode"])
+        self.w.plan.undo_stack.setClean()
+        self.project_dirty = False
+        n = len(project.results)
+        self.w.status_label.setText(f"Restored {n} result{'s' if n != 1 else ''} of {Path(project.model).name}"
+                                  f" (saved {project.saved_at}).")
+
+
+    # ----------------------------------------------------------------- autosave and recovery
+    def _autosave_dir(self) -> Path:
+        return Path(self.w.settings.fileName()).parent / "autosave"
+
+    def project_autosave_path(self, model_path: Path) -> Path:
+        digest = hashlib.sha1(str(Path(model_path).resolve()).encode()).hexdigest()[:16]
+        return self._autosave_dir() / f"{Path(model_path).stem}-{digest}{PROJECT_SUFFIX}"
+
+    def _session_marker(self, pid: int | None = None) -> Path:
+        """One per running trtlab: several may share the settings folder."""
+        return self._autosave_dir() / f"session-{os.getpid() if pid is None else pid}.json"
+
+    def autosave_project(self) -> Path | None:
+        """Write this model's work to its autosave (when there is work: a result or a plan edit)."""
+        self._autosave_timer.stop()
+        if self.w.opened is None or (not self.session_results and not self.w.plan.undo_stack.count()):
+            return None
+        path = self.project_autosave_path(self.w.opened.path)
+        try:
+            save_project(self.gather_project(), path)
+            atomic_write_text(self._session_marker(), json.dumps({
+                "pid": os.getpid(), "autosave": str(path), "model": str(self.w.opened.path),
+                "project": str(self.project_path) if self.project_path else None}))
+        except (ProjectError, OSError) as exc:
+            log.warning("could not autosave the project to %s: %s", path, getattr(exc, "message", exc))
+            return None
+        return path
+
+    def _offer_recovery(self) -> None:
+        """A session marker whose process is gone: that trtlab was killed or crashed; offer its autosave."""
+        found = []
+        for marker in sorted(self._autosave_dir().glob("session-*.json"), key=lambda m: m.stat().st_mtime):
+            try:
+                info = json.loads(marker.read_text(encoding="utf-8"))
+                pid, auto = int(info["pid"]), Path(info["autosave"])
+            except (OSError, ValueError, KeyError, TypeError):
+                marker.unlink(missing_ok=True)
+                continue
+            if pid == os.getpid() or _alive(pid):
+                continue  # that window is still open (another trtlab), or it is this one
+            if not auto.is_file():
+                marker.unlink(missing_ok=True)
+                continue
+            found.append({**info, "marker": str(marker)})
+        if not found:
+            return
+        info = self._recovery = found[-1]  # the latest; the older ones stay until it is dealt with
+        self.project_banner.offer(
+            "recovery", "trtlab did not close cleanly",
+            f"Your work on {Path(str(info.get('model') or auto)).name} was autosaved. Restore it?",
+            [("Restore", self.restore_recovered), ("Discard", self.discard_recovered)])
+
+    def restore_recovered(self) -> None:
+        info = self._recovery
+        self.project_banner.hide()
+        if info:
+            Path(info["marker"]).unlink(missing_ok=True)
+            self._recovered = True  # the work is back but in no saved project: the title says unsaved
+            self.open_project(Path(info["autosave"]), Path(info["project"]) if info.get("project") else None)
+
+    def discard_recovered(self) -> None:
+        info = self._recovery
+        self.project_banner.hide()
+        if info.get("marker"):
+            Path(info["marker"]).unlink(missing_ok=True)
+        if info.get("autosave"):
+            Path(info["autosave"]).unlink(missing_ok=True)
+        self.w.status_label.setText("Discarded the autosaved work.")
+
+    def confirm_close(self) -> bool:
+        """Before the window closes: unsaved results ask Save / Discard / Cancel. False: stay open."""
+        unsaved = self.w.opened is not None and self.project_dirty and bool(self.session_results)
+        discard = False
+        if unsaved and self.ask_before_close:
+            buttons = QMessageBox.StandardButton
+            answer = QMessageBox.question(
+                self.w.window(), "Save the project?",
+                f"This session has {len(self.session_results)} result(s) not saved in a project. Save them?",
+                buttons.Save | buttons.Discard | buttons.Cancel, buttons.Save)
+            if answer == buttons.Cancel or (answer == buttons.Save and not self.save_project_action()):
+                return False
+            discard = answer == buttons.Discard
+        if discard:
+            self._autosave_timer.stop()
+            self.project_autosave_path(self.w.opened.path).unlink(missing_ok=True)
+        elif self._autosave_timer.isActive():
+            self.autosave_project()
+        self._session_marker().unlink(missing_ok=True)  # a clean close: nothing to recover next time
+        return True
+
+
+def _same_file(a: str | Path, b: str | Path) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    except OSError:
+        return False
+    return True
