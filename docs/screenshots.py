@@ -108,7 +108,7 @@ def main() -> int:
     w.precision.set_color_mode("error")
     shot("06_diagnosis")
     if not args.no_fallback:
-        w.request_fallback()
+        w.run_controller.start_fallback()
         wait(app, idle, 900, "fallback")
         doc = w.precision_panel.fallback
         shot("07_fallback_found")

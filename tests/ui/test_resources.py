@@ -116,7 +116,7 @@ def test_menu_actions_and_docks_have_icons(window, qtbot):
     for name in ("act_open", "act_reload", "act_export_png", "act_close", "act_find", "act_save_plan",
                  "act_load_plan", "act_fallback", "act_compare", "act_bench", "act_diagnose", "act_build",
                  "act_cancel_all"):
-        assert not getattr(window, name).icon().isNull(), name
+        assert not getattr(window.menus, name).icon().isNull(), name
     for dock in window.model_docks():
         assert not dock.windowIcon().isNull(), dock.windowTitle()
         assert not window.menus.panel_actions[dock.objectName()].icon().isNull(), dock.windowTitle()

@@ -19,6 +19,11 @@ METRICS = {"cos": ("cosine", "min"), "max_abs": ("max_abs", "max"), "mean_abs": 
            "det_iou": ("det_iou", "min"), "mask_iou": ("mask_iou", "min"), "psnr_db": ("psnr_db", "min"),
            "token_agreement": ("token_agreement", "min"), "edit_distance": ("edit_distance", "max")}
 ELEMENTWISE = ("cos", "max_abs", "mean_abs", "max_rel", "snr_db")
+# What each metric can be: a tolerance outside it can never be met (or is always met), so it is refused.
+RANGES = {"cos": (-1.0, 1.0), "top1": (0.0, 1.0), "top5": (0.0, 1.0), "max_abs": (0.0, math.inf),
+          "mean_abs": (0.0, math.inf), "max_rel": (0.0, math.inf), "det_missed": (0.0, math.inf),
+          "det_extra": (0.0, math.inf), "det_iou": (0.0, 1.0), "mask_iou": (0.0, 1.0), "token_agreement": (0.0, 1.0),
+          "edit_distance": (0.0, math.inf)}
 _ALIASES = {"cosine": "cos", "snr": "snr_db", "top-1": "top1", "top-5": "top5", "psnr": "psnr_db",
             "missed": "det_missed", "extra": "det_extra", "iou": "det_iou", "edit": "edit_distance",
             "tokens": "token_agreement"}
@@ -52,6 +57,12 @@ class Tolerance:
             raise ToleranceError(f"'{text}' is not a tolerance.",
                                  fix=f"Write METRIC:VALUE with METRIC one of {', '.join(METRICS)}, e.g. cos:0.999 "
                                      "or det_missed:0.")
+        lo, hi = RANGES.get(metric, (-math.inf, math.inf))
+        if not lo <= number <= hi:
+            span = f"between {lo:g} and {hi:g}" if math.isfinite(hi) else f"at least {lo:g}"
+            example = {"cos": "cos:0.999", "top1": "top1:0.99"}.get(metric, f"{metric}:0.01")
+            raise ToleranceError(f"'{text}': {metric} is always {span}, so {number:g} is out of range.",
+                                 fix=f"Write e.g. {example}.")
         return cls(metric, number)
 
     def __str__(self) -> str:

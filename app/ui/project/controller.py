@@ -1,29 +1,21 @@
 """Projects: the whole workspace saved as one `.trtlab` file and opened back into the same state (model, shapes,
 plan, Run settings, every result, dock layout); its autosave, crash recovery and the question on closing.
 
-The autosave of a model's work lives beside the window's settings (`<settings folder>/autosave/<model>-<hash>
-.trtlab`): opening that model again restores it, plan edits included (the one autosave: a plan edit or a result is
-written a moment after it is made). `autosave/session-<pid>.json` names the autosave of a trtlab that is running; a
-clean close removes it, so finding one at start whose process is gone means that trtlab was killed or crashed, and
-the window offers to restore its work.
+The one autosave (autosave.py) writes a model's work a moment after each plan edit or result; opening that model
+again restores it, and after a crash the window offers to restore the work of the session that was lost.
 
 A controller the window assembles: it reaches the window through `ProjectHost`."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
-import threading
-import time
 from pathlib import Path
 from typing import Protocol
 
-from PySide6.QtCore import QEventLoop, QObject, QSettings, QTimer, Signal
+from PySide6.QtCore import QObject, QSettings, Signal
 from PySide6.QtWidgets import QFileDialog, QLabel, QMessageBox, QWidget
 
-from app.core.fileio import atomic_write_text
 from app.core.model import OpenedModel
 from app.core.project import (
     PROJECT_SUFFIX,
@@ -31,14 +23,14 @@ from app.core.project import (
     ProjectError,
     ProjectResult,
     environment,
-    load_project,
-    model_changed,
     save_project,
 )
 from app.ui.precision.panel import PrecisionPanel
 from app.ui.precision.plan_controller import PlanController
 from app.ui.precision.work import PrecisionWork
+from app.ui.project.autosave import ProjectAutosave
 from app.ui.project.banner import ProjectBanner
+from app.ui.project.reading import read_project
 from app.ui.results.engine_panel import EnginePanel
 from app.ui.results.view import ResultsView
 from app.ui.run.panel import RunPanel
@@ -47,7 +39,6 @@ from app.ui.run.settings import apply_settings, panel_inputs, panel_settings
 log = logging.getLogger(__name__)
 
 PROJECT_FILTER = "trtlab projects (*.trtlab);;All files (*)"
-AUTOSAVE_DELAY_MS = 2000  # changes come in bursts (a benchmark is one job per target): write once they settle
 
 
 class ProjectHost(Protocol):
@@ -99,10 +90,7 @@ class ProjectController(QObject):
         self._recovered = False
         self._recovery: dict = {}
         self.project_banner = ProjectBanner()  # the window places it under its error banner
-        self._autosave_timer = QTimer(self)
-        self._autosave_timer.setSingleShot(True)
-        self._autosave_timer.setInterval(AUTOSAVE_DELAY_MS)
-        self._autosave_timer.timeout.connect(self.autosave_project)
+        self.autosave = ProjectAutosave(host.settings, self._autosave_work, self)
         self.w.results_view.clear_button.clicked.connect(self._results_cleared)
         host.plan.changed.connect(self._on_plan_changed)
 
@@ -138,12 +126,12 @@ class ProjectController(QObject):
     def _mark_changed(self) -> None:
         self.project_dirty = True
         self.changed.emit()
-        self._autosave_timer.start()
+        self.autosave.soon()
 
     def _on_plan_changed(self) -> None:
         """A plan edit is work: autosaved a moment later, with everything else (the one autosave)."""
         if self.w.opened is not None and self.w.plan.undo_stack.count():
-            self._autosave_timer.start()
+            self.autosave.soon()
 
     # ----------------------------------------------------------------- gathering
     def gather_project(self) -> Project:
@@ -193,7 +181,7 @@ class ProjectController(QObject):
         self.w.plan.undo_stack.setClean()  # the plan is saved in the project
         self.w.settings.setValue("paths/project_dir", str(written.parent))
         self.w.add_recent(written)
-        self.autosave_project()  # the autosave now matches the saved project
+        self.autosave.write()  # the autosave now matches the saved project
         self.w.status_label.setText(f"Project saved to {written} ({len(self.session_results)} result(s))")
         self.changed.emit()
         return True
@@ -206,45 +194,9 @@ class ProjectController(QObject):
             self.open_project(Path(path))
 
     def read_project(self, path: Path) -> tuple[Project, bool]:
-        """The project at `path` and whether its model changed since it was saved, read on a worker thread (the
-        archive, its arrays, the model's SHA-256) while the window keeps painting and says how long it has been
-        reading. ProjectError as load_project raises it."""
-        out: dict[str, object] = {}
-
-        def work() -> None:
-            try:
-                project = load_project(path)
-                out["changed"] = Path(project.model).is_file() and model_changed(project)
-                out["project"] = project
-            except ProjectError as exc:
-                out["error"] = exc
-            except Exception as exc:  # noqa: BLE001 - a fault of ours: shown, never a dead window
-                log.exception("reading %s failed", path)
-                out["error"] = ProjectError(f"Reading the project {path.name} failed: {exc}",
-                                            fix="This is a fault in trtlab; please report it with the file.")
-
-        worker = threading.Thread(target=work, name="read-project", daemon=True)
-        started = time.monotonic()
-        worker.start()
-        worker.join(0.05)  # most projects are read by now
-        if worker.is_alive():
-            loop = QEventLoop()
-            timer = QTimer()
-            timer.setInterval(50)
-
-            def poll() -> None:
-                if not worker.is_alive():
-                    loop.quit()
-                else:
-                    self.w.status_label.setText(f"Reading the project {path.name}… "
-                                              f"{time.monotonic() - started:.0f} s")
-            timer.timeout.connect(poll)
-            timer.start()
-            loop.exec()
-            timer.stop()
-        if "error" in out:
-            raise out["error"]  # type: ignore[misc]
-        return out["project"], bool(out["changed"])  # type: ignore[return-value]
+        """The project at `path` and whether its model changed since it was saved, read off the GUI thread while
+        the status bar says how long it has been reading. ProjectError as load_project raises it."""
+        return read_project(path, self.w.status_label.setText)
 
     def open_project(self, path: str | Path, project_path: Path | None = None) -> bool:
         """Open a project: its model (with its shapes), then everything else once the model is shown.
@@ -329,7 +281,7 @@ class ProjectController(QObject):
             if self._recovered:
                 self._recovered, self.project_dirty = False, True
             if self.project_path is not None and self.project_path.suffix == PROJECT_SUFFIX \
-                    and self.project_path.parent != self._autosave_dir():
+                    and self.project_path.parent != self.autosave.folder:
                 self.w.add_recent(self.project_path)
         elif not same:
             self._pending_project = None
@@ -340,7 +292,7 @@ class ProjectController(QObject):
         self.changed.emit()
 
     def _restore_autosaved_project(self, model_path: Path) -> None:
-        auto = self.project_autosave_path(model_path)
+        auto = self.autosave.path(model_path)
         if not auto.is_file():
             return
         try:
@@ -401,55 +353,21 @@ class ProjectController(QObject):
 
 
     # ----------------------------------------------------------------- autosave and recovery
-    def _autosave_dir(self) -> Path:
-        return Path(self.w.settings.fileName()).parent / "autosave"
-
-    def project_autosave_path(self, model_path: Path) -> Path:
-        digest = hashlib.sha1(str(Path(model_path).resolve()).encode()).hexdigest()[:16]
-        return self._autosave_dir() / f"{Path(model_path).stem}-{digest}{PROJECT_SUFFIX}"
-
-    def _session_marker(self, pid: int | None = None) -> Path:
-        """One per running trtlab: several may share the settings folder."""
-        return self._autosave_dir() / f"session-{os.getpid() if pid is None else pid}.json"
-
-    def autosave_project(self) -> Path | None:
-        """Write this model's work to its autosave (when there is work: a result or a plan edit)."""
-        self._autosave_timer.stop()
+    def _autosave_work(self) -> tuple[Project, Path, Path | None] | None:
+        """What the autosave writes: this model's work, when there is some (a result or a plan edit)."""
         if self.w.opened is None or (not self.session_results and not self.w.plan.undo_stack.count()):
             return None
-        path = self.project_autosave_path(self.w.opened.path)
-        try:
-            save_project(self.gather_project(), path)
-            atomic_write_text(self._session_marker(), json.dumps({
-                "pid": os.getpid(), "autosave": str(path), "model": str(self.w.opened.path),
-                "project": str(self.project_path) if self.project_path else None}))
-        except (ProjectError, OSError) as exc:
-            log.warning("could not autosave the project to %s: %s", path, getattr(exc, "message", exc))
-            return None
-        return path
+        return self.gather_project(), self.w.opened.path, self.project_path
 
     def _offer_recovery(self) -> None:
         """A session marker whose process is gone: that trtlab was killed or crashed; offer its autosave."""
-        found = []
-        for marker in sorted(self._autosave_dir().glob("session-*.json"), key=lambda m: m.stat().st_mtime):
-            try:
-                info = json.loads(marker.read_text(encoding="utf-8"))
-                pid, auto = int(info["pid"]), Path(info["autosave"])
-            except (OSError, ValueError, KeyError, TypeError):
-                marker.unlink(missing_ok=True)
-                continue
-            if pid == os.getpid() or _alive(pid):
-                continue  # that window is still open (another trtlab), or it is this one
-            if not auto.is_file():
-                marker.unlink(missing_ok=True)
-                continue
-            found.append({**info, "marker": str(marker)})
-        if not found:
+        info = self.autosave.recovery()
+        if info is None:
             return
-        info = self._recovery = found[-1]  # the latest; the older ones stay until it is dealt with
+        self._recovery = info
         self.project_banner.offer(
             "recovery", "trtlab did not close cleanly",
-            f"Your work on {Path(str(info.get('model') or auto)).name} was autosaved. Restore it?",
+            f"Your work on {Path(str(info.get('model') or info['autosave'])).name} was autosaved. Restore it?",
             [("Restore", self.restore_recovered), ("Discard", self.discard_recovered)])
 
     def restore_recovered(self) -> None:
@@ -482,12 +400,12 @@ class ProjectController(QObject):
             if answer == buttons.Cancel or (answer == buttons.Save and not self.save_project_action()):
                 return False
             discard = answer == buttons.Discard
-        if discard:
-            self._autosave_timer.stop()
-            self.project_autosave_path(self.w.opened.path).unlink(missing_ok=True)
-        elif self._autosave_timer.isActive():
-            self.autosave_project()
-        self._session_marker().unlink(missing_ok=True)  # a clean close: nothing to recover next time
+        if discard and self.w.opened is not None:
+            self.autosave.cancel()
+            self.autosave.path(self.w.opened.path).unlink(missing_ok=True)
+        elif self.autosave.pending():
+            self.autosave.write()
+        self.autosave.closed_cleanly()
         return True
 
 
@@ -496,15 +414,3 @@ def _same_file(a: str | Path, b: str | Path) -> bool:
         return Path(a).resolve() == Path(b).resolve()
     except OSError:
         return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    except OSError:
-        return False
-    return True

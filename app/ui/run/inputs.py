@@ -21,7 +21,6 @@ def photo_defaults(panel: Any, source: Any | None) -> None:
         panel.scale.setValue(pre.scale)
         panel.mean.setText(",".join(f"{v:g}" for v in pre.mean))
         panel.std.setText(",".join(f"{v:g}" for v in pre.std))
-    panel._source_changed()
 
 
 def _preprocess(panel: Any) -> dict[str, object]:

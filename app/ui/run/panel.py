@@ -295,6 +295,7 @@ class RunPanel(QWidget):
     def set_photo_source(self, source: object | None) -> None:
         """The sample photos fitted to the open model (None: it has no single image input)."""
         photo_defaults(self, source)
+        self._source_changed()
 
     # ----------------------------------------------------------------- candidates
     def precisions(self) -> list[str]:

@@ -66,7 +66,8 @@ def selftest(timeout: float = 120.0) -> int:
             app.processEvents()
             time.sleep(0.01)
         app.processEvents()
-        actions = {a.text().replace("&", ""): a for a in (window.act_open, window.act_compare, window.act_build)}
+        menus = window.menus
+        actions = {a.text().replace("&", ""): a for a in (menus.act_open, menus.act_compare, menus.act_build)}
         problems = [p for p, bad in (
             ("no resources folder (looked in the package, the bundle and the source tree)", resources_dir() is None),
             ("the window has no icon", window.windowIcon().isNull()),
@@ -74,7 +75,7 @@ def selftest(timeout: float = 120.0) -> int:
             ("the window is not shown", not window.isVisible()),
             (f"the demo model did not open within {timeout:.0f} s", window.opened is None),
             *((f"the action '{t}' has no icon", a.icon().isNull()) for t, a in actions.items()),
-            *((f"the {d.windowTitle()} panel has no icon", d.windowIcon().isNull()) for d in window._model_docks()),
+            *((f"the {d.windowTitle()} panel has no icon", d.windowIcon().isNull()) for d in window.model_docks()),
         ) if bad]
         sizes = [s.width() for s in window.windowIcon().availableSizes()]
         model = window.opened.path.name if window.opened is not None else "none"
@@ -84,7 +85,7 @@ def selftest(timeout: float = 120.0) -> int:
         code = 1
     else:
         sys.stdout.write(f"trtlab selftest: ok: window {window.width()}x{window.height()}, icon at {sizes} px, "
-                         f"{len(window._model_docks())} panel icons, model {model} open, "
+                         f"{len(window.model_docks())} panel icons, model {model} open, "
                          f"resources in {resources_dir()}\n")
         code = 0
     sys.stdout.flush()

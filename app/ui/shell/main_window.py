@@ -12,10 +12,7 @@ from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
     QDockWidget,
-    QLabel,
     QMainWindow,
-    QProgressBar,
-    QPushButton,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
@@ -51,6 +48,7 @@ from app.ui.shell.files import ModelFiles
 from app.ui.shell.menus import Menus
 from app.ui.shell.presentation import Presentation
 from app.ui.shell.start_page import StartPage
+from app.ui.shell.status import StatusParts
 from app.ui.shell.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -126,25 +124,9 @@ class MainWindow(QMainWindow):
         for other in (self.jobs_dock, self.precision_dock, self.engine_dock, self.profile_dock, self.readiness_dock):
             self.tabifyDockWidget(self.results_dock, other)
 
-        self.status_label = QLabel("Ready")
-        self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        # Hover hints get a label of their own: they never replace what the last action said.
-        self.hint_label = QLabel("")
-        self.hint_label.setStyleSheet("color:#7a7f87;")
-        self.zoom_label = QLabel("")
-        self.progress = QProgressBar()
-        self.progress.setMaximumWidth(220)
-        self.progress.setTextVisible(False)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setToolTip("Stop opening this model (Esc)")
-        self.cancel_button.clicked.connect(self.loader.cancel)
-        sbar = self.statusBar()
-        sbar.addPermanentWidget(self.status_label, 3)
-        sbar.addPermanentWidget(self.hint_label, 2)
-        sbar.addPermanentWidget(self.progress)
-        sbar.addPermanentWidget(self.cancel_button)
-        sbar.addPermanentWidget(self.zoom_label)
-        self._set_busy(False)
+        self.status = StatusParts(self.statusBar(), self.loader.cancel)
+        self.status_label, self.hint_label = self.status.status_label, self.status.hint_label
+        self.cancel_button = self.status.cancel_button
 
         # The features' controllers, each owning its state.
         self.files = ModelFiles(self)
@@ -155,7 +137,7 @@ class MainWindow(QMainWindow):
         col.addWidget(self.stack, 1)
         self.batch = BatchResults(self)
         self.run_controller = RunController(self, self.readiness.run, self)
-        self.presentation = Presentation(self)
+        self.presentation = Presentation(self, self)
         self.guided = GuidedFlow(self)
         self.menus = Menus(self, self, files=self.files, project=self.project, batch=self.batch,
                            precision=self.precision, plan=self.plan, runs=self.run_controller,
@@ -179,9 +161,6 @@ class MainWindow(QMainWindow):
 
     def show_model_layout(self) -> None:
         self.workspace.show_model_layout()
-
-    def show_dock(self, dock: QDockWidget) -> None:
-        self.workspace.show_dock(dock)
 
     def show_jobs(self) -> None:
         self.workspace.show_jobs()
@@ -228,12 +207,12 @@ class MainWindow(QMainWindow):
         self.start_page.recentRequested.connect(self.open_path)
         self.start_page.compareRequested.connect(self.compareRequested)
         self.files.recentChanged.connect(self._show_recent)
-        self.loader.progress.connect(self._on_progress)
+        self.loader.progress.connect(self.status.show_progress)
         self.loader.loaded.connect(self._on_loaded)
         self.loader.failed.connect(self._on_failed)
         self.loader.cancelled.connect(self._on_cancelled)
-        self.loader.busyChanged.connect(self._set_busy)
-        self.view.zoomChanged.connect(lambda s: self.zoom_label.setText(f"{s * 100:.0f}%"))
+        self.loader.busyChanged.connect(self.status.set_busy)
+        self.view.zoomChanged.connect(lambda s: self.status.zoom_label.setText(f"{s * 100:.0f}%"))
         self.view.nodeActivated.connect(self._on_node_activated)
         self.graph_page.levelChanged.connect(self._on_level_changed)
         self.graph_page.groupsChanged.connect(self._on_groups_changed)
@@ -266,20 +245,6 @@ class MainWindow(QMainWindow):
         self.run_dock.show()
         self.run_dock.raise_()
         self.run_panel.reveal_output_kind(output)
-
-    def _on_progress(self, fraction: float, message: str) -> None:
-        if fraction < 0:
-            self.progress.setRange(0, 0)
-        else:
-            self.progress.setRange(0, 1000)
-            self.progress.setValue(int(fraction * 1000))
-        self.status_label.setText(message)
-
-    def _set_busy(self, busy: bool) -> None:
-        self.progress.setVisible(busy)
-        self.cancel_button.setVisible(busy)
-        if busy:
-            self.progress.setRange(0, 0)
 
     def _on_loaded(self, opened: OpenedModel) -> None:
         same = self.opened is not None and self.opened.path == opened.path

@@ -137,6 +137,7 @@ class Menus:
             v, "&Presentation", lambda: presentation.toggle(), "F11", checkable=True,
             tip="Larger text, only the graph and the results: for a projector (F11 or Ctrl+Shift+P toggles it)")
         self.act_presentation.setShortcuts([QKeySequence("F11"), QKeySequence("Ctrl+Shift+P")])
+        presentation.activeChanged.connect(self.act_presentation.setChecked)
         v.addSeparator()
         panels = v.addMenu("&Panels")
         self.panel_actions = {}

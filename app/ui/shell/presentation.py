@@ -3,22 +3,41 @@ back to the window exactly as it was (its dock state and its font)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, Qt
+from typing import Protocol
+
+from PySide6.QtCore import QByteArray, QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QMainWindow
+from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QStackedWidget, QWidget
 
 from app.ui.common.style import pass_font
+from app.ui.results.view import ResultsView
 
 # Large enough to read from the back of a meeting room at 1280×800, small enough that the Results view's
 # scorecard and plots still fit side by side.
 FONT_SCALE = 1.4
 
 
-class Presentation(QObject):
-    """Enters and leaves presentation mode on ``window`` (the main window: its docks, results and action)."""
+class PresentationHost(Protocol):
+    """The main window: its docks, the Results dock and what is on show."""
 
-    def __init__(self, window: QMainWindow) -> None:
+    stack: QStackedWidget
+    graph_page: QWidget
+    results_dock: QDockWidget
+    results_view: ResultsView
+    status_label: QLabel
+
+    def model_docks(self) -> list[QDockWidget]: ...
+
+
+class Presentation(QObject):
+    """Enters and leaves presentation mode on ``window``; `activeChanged(on)` says when (View ▸ Presentation's
+    check follows it)."""
+
+    activeChanged = Signal(bool)
+
+    def __init__(self, window: QMainWindow, host: PresentationHost) -> None:
         super().__init__(window)
+        self.host = host
         self.w = window
         self.active = False
         self._state = QByteArray()
@@ -42,18 +61,19 @@ class Presentation(QObject):
         big.setPointSizeF(size * FONT_SCALE)
         w.setFont(big)
         pass_font(w)
-        for dock in w._model_docks():
-            if dock is not w.results_dock:
+        h = self.host
+        for dock in h.model_docks():
+            if dock is not h.results_dock:
                 dock.hide()
-        graph_shown = w.stack.currentWidget() is w.graph_page
-        if graph_shown and not w.results_view.state.empty:
-            w.results_dock.show()
-            w.results_dock.raise_()
+        graph_shown = h.stack.currentWidget() is h.graph_page
+        if graph_shown and not h.results_view.state.empty:
+            h.results_dock.show()
+            h.results_dock.raise_()
         else:
-            w.results_dock.hide()
+            h.results_dock.hide()
         self.active = True
-        self._sync_action()
-        w.status_label.setText("Presentation mode: F11 (or Ctrl+Shift+P) goes back.")
+        self.activeChanged.emit(True)
+        h.status_label.setText("Presentation mode: F11 (or Ctrl+Shift+P) goes back.")
 
     def leave(self) -> None:
         if not self.active:
@@ -66,13 +86,8 @@ class Presentation(QObject):
         pass_font(w)
         w.restoreState(self._state)
         self.active = False
-        self._sync_action()
-        w.status_label.setText("Presentation mode left.")
-
-    def _sync_action(self) -> None:
-        act = getattr(self.w, "act_presentation", None)
-        if act is not None:
-            act.setChecked(self.active)
+        self.activeChanged.emit(False)
+        self.host.status_label.setText("Presentation mode left.")
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         # The layout saved on close must be the user's own, not the presentation's few docks.
