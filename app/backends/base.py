@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from app.core.errors import TrtlabError
+
+if TYPE_CHECKING:
+    from app.jobs import JobContext
 
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 BACKEND_NAMES = ("ort-cpu", "ort-cuda", "ort-trt", "trt", "trt-rtx")
@@ -91,6 +94,20 @@ class Session(Protocol):
     def close(self) -> None: ...
 
 
+class ProfiledSession(Session, Protocol):
+    """An ONNX Runtime session prepared with a profiler prefix: its trace says where each node ran."""
+
+    def end_profiling(self) -> str:
+        """The profiler's trace file, written now."""
+        ...
+
+
+class EngineSession(Session, Protocol):
+    """A TensorRT (or TensorRT for RTX) engine: it times each engine layer through an IProfiler."""
+
+    def profile_layers(self, feeds: dict[str, np.ndarray], runs: int = 20) -> list[tuple[str, float]]: ...
+
+
 class Backend(Protocol):
     name: str
     precisions: tuple[str, ...]
@@ -99,3 +116,18 @@ class Backend(Protocol):
     def availability(self) -> Availability: ...
 
     def prepare(self, model_path: str, options: dict[str, object] | None = None) -> Session: ...
+
+
+class OrtBackend(Backend, Protocol):
+    """An ONNX Runtime backend (`ort-*`): its sessions can record ONNX Runtime's profile."""
+
+    def prepare(self, model_path: str, options: dict[str, object] | None = None,
+                profile_prefix: str | None = None) -> ProfiledSession: ...
+
+
+class EngineBackend(Backend, Protocol):
+    """A backend building TensorRT engines (ENGINE_BACKENDS): preparing builds the engine, with the job's progress
+    and Cancel, at the input shapes of the run."""
+
+    def prepare(self, model_path: str, options: dict[str, object] | None = None, *, ctx: JobContext | None = None,
+                shapes: dict[str, tuple[int, ...]] | None = None) -> EngineSession: ...

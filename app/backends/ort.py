@@ -9,10 +9,15 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from app.backends.base import Availability, BackendUnavailable
+
+if TYPE_CHECKING:
+    import onnxruntime  # untyped: its sessions and options are Any to mypy
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +25,7 @@ _GPU_HINT = ('pip uninstall -y onnxruntime && pip install "trtlab[gpu]"  (onnxru
              "it needs an NVIDIA driver and CUDA 12/13 libraries)")
 
 
-def _ort():
+def _ort() -> ModuleType:
     try:
         import onnxruntime as ort
     except ImportError as exc:  # pragma: no cover - onnxruntime is a base dependency
@@ -31,7 +36,7 @@ def _ort():
 class OrtSession:
     """An onnxruntime InferenceSession with the provider actually used checked, never assumed."""
 
-    def __init__(self, sess: object, provider: str, device_io: bool, notes: list[str]) -> None:
+    def __init__(self, sess: onnxruntime.InferenceSession, provider: str, device_io: bool, notes: list[str]) -> None:
         self.sess = sess
         self.provider = provider
         self.device_io = device_io
@@ -81,8 +86,9 @@ class OrtSession:
 _NO_KERNEL = re.compile(r"Provider type for (\w+) node|implementation for (\w+)\(")
 
 
-def _widened_bf16(model_path: str, exc: Exception, ort: object, so: object, providers: list,
-                  every_op: bool) -> tuple[object, set[str] | None] | None:
+def _widened_bf16(model_path: str, exc: Exception, ort: ModuleType, so: onnxruntime.SessionOptions,
+                  providers: list[object], every_op: bool
+                  ) -> tuple[onnxruntime.InferenceSession, set[str] | None] | None:
     """A BF16 variant ONNX Runtime refused because an op has no BF16 kernel on the provider (nor on the CPU, where
     it would place the op): with `every_op` (the CPU provider, which has none) every BF16 node widened to FP32
     between rounding Casts at once; else the op types named in the refusals, one per failed load, until it loads.
@@ -126,8 +132,8 @@ def _widened_bf16(model_path: str, exc: Exception, ort: object, so: object, prov
 class _OrtBackend:
     provider = "CPUExecutionProvider"
     name = "ort-cpu"
-    precisions = ("fp32", "fp16", "bf16", "int8")
-    timing_modes = ("end_to_end",)
+    precisions: tuple[str, ...] = ("fp32", "fp16", "bf16", "int8")
+    timing_modes: tuple[str, ...] = ("end_to_end",)
 
     def availability(self) -> Availability:
         try:
@@ -165,7 +171,7 @@ class _OrtBackend:
             so.profile_file_prefix = profile_prefix
         threads = options.get("threads")
         if threads:
-            so.intra_op_num_threads = int(threads)  # type: ignore[arg-type]
+            so.intra_op_num_threads = int(threads)  # type: ignore[call-overload]  # a JSON option; int() checks it
         providers: list[object] = [(self.provider, self.provider_options(options))]
         if self.provider != "CPUExecutionProvider":
             providers.append("CPUExecutionProvider")  # for ops the accelerator lacks, as ORT does itself

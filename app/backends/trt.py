@@ -12,10 +12,18 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.backends.base import Availability, BackendUnavailable
 from app.backends.trt_flavour import TENSORRT, Flavour
+
+if TYPE_CHECKING:
+    import onnx
+
+    from app.backends.trt_runtime import TrtSession
+    from app.core.engine import BuildConfig
+    from app.core.model import TensorInfo
+    from app.jobs import JobContext
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +31,7 @@ log = logging.getLogger(__name__)
 _LOGGER: dict[str, Any] = {}   # one logger per TensorRT module and process (TENSORRT.md §8), forwarding to the job
 
 
-def job_logger(trt: Any, ctx: object | None) -> Any:
+def job_logger(trt: Any, ctx: JobContext | None) -> Any:
     """The process's logger for this TensorRT module, now forwarding to `ctx`'s job log (or Python logging
     outside a job)."""
     from app.backends.trt_build import make_logger
@@ -54,8 +62,8 @@ class EngineOutcome:
     layer_source: str = ""
 
 
-def build_config_from(options: dict[str, Any], inputs: list, shapes: dict[str, tuple[int, ...]],
-                      graph: Any = None) -> Any:
+def build_config_from(options: dict[str, Any], inputs: list[TensorInfo], shapes: dict[str, tuple[int, ...]],
+                      graph: onnx.GraphProto | None = None) -> BuildConfig:
     """The BuildConfig for a job: options' workspace/level/TF32, and profiles from `--profile` specs
     (options["profiles"]: JSON) or else fixed at the run's input shapes. `graph` (the ONNX graph built) lets
     dims sharing a dim_param be checked, '?' included (TensorRT builds them at one size)."""
@@ -81,7 +89,7 @@ def rtx_gpu() -> tuple[str, str] | None:
     return (gpus[0].name, gpus[0].compute_capability) if gpus else None
 
 
-def ensure_engine(variant_path: str, config: Any, ctx: object | None, root: str | Path | None = None,
+def ensure_engine(variant_path: str, config: BuildConfig, ctx: JobContext | None, root: str | Path | None = None,
                   flavour: Flavour = TENSORRT) -> EngineOutcome:
     """The engine for (variant, config, TensorRT version, GPU) — for TensorRT for RTX (variant, config, RTX
     version, targets) — from the cache, else built now."""
@@ -155,11 +163,13 @@ def ensure_engine(variant_path: str, config: Any, ctx: object | None, root: str 
     if tc_path is not None and config.uses_timing_cache and result.timing_cache:
         save_timing_cache(tc_path, result.timing_cache)
     path = engine_path(root, key)
-    more = {"warnings": result.warnings, "layer_source": result.layer_source}
     if flavour.portable:
-        meta = make_rtx_engine_meta(key, config, version, onnx_digest=digest, **more)
+        meta = make_rtx_engine_meta(key, config, version, onnx_digest=digest, warnings=result.warnings,
+                                    layer_source=result.layer_source)
     else:
-        meta = make_engine_meta(key, config, version, *gpu, onnx_digest=digest, **more)
+        assert gpu is not None  # found above: TensorRT 10/11 builds for the GPU it runs on
+        meta = make_engine_meta(key, config, version, *gpu, onnx_digest=digest, warnings=result.warnings,
+                                layer_source=result.layer_source)
     save_engine(path, result.engine, meta)
     if result.layer_info is not None:
         from app.core.fileio import atomic_write_text
@@ -171,16 +181,16 @@ def ensure_engine(variant_path: str, config: Any, ctx: object | None, root: str 
 
 class TrtBackend:
     name = "trt"
-    precisions = ("fp32", "fp16", "bf16", "int8")
-    timing_modes = ("end_to_end", "device_only")
+    precisions: tuple[str, ...] = ("fp32", "fp16", "bf16", "int8")
+    timing_modes: tuple[str, ...] = ("end_to_end", "device_only")
 
     def availability(self) -> Availability:
         from app.backends.trt_env import environment
 
         return environment().availability()
 
-    def prepare(self, model_path: str, options: dict[str, object] | None = None, *, ctx: object | None = None,
-                shapes: dict[str, tuple[int, ...]] | None = None) -> Any:
+    def prepare(self, model_path: str, options: dict[str, object] | None = None, *, ctx: JobContext | None = None,
+                shapes: dict[str, tuple[int, ...]] | None = None) -> TrtSession:
         """Build (or take from the cache) the engine of `model_path` (a variant graph) and open a session."""
         a = self.availability()
         if not a.available:

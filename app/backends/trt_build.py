@@ -39,6 +39,7 @@ NO_GPU = re.compile(r"catchCudaError|cudaError 35|CUDA driver version is insuffi
 class BuildFailed(TrtlabError):
     title = "TensorRT build failed"
     user_error = False  # the job failed (exit 4 with its log), not the input
+    issues: list[dict] | None = None  # the parser's errors (`parser_issues`) when it refused the graph
 
 
 class BuildCancelled(TrtlabError):
@@ -227,7 +228,7 @@ def _build_engine(onnx_path: str, *, trt: Any, logger: Any, workspace_bytes: int
         err = BuildFailed(f"TensorRT's ONNX parser refused the model ({len(issues)} error(s)): "
                           + "; ".join(i["text"] for i in issues[:3]),
                           fix="See the nodes named here in the graph; plan them differently or export again.")
-        err.issues = issues  # type: ignore[attr-defined]
+        err.issues = issues
         raise err
     config = builder.create_builder_config()
     if workspace_bytes:

@@ -10,10 +10,14 @@ and a runtime cache beside the engine (RTX's replacement for the timing cache: k
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from app.backends.base import Availability, BackendUnavailable
 from app.backends.trt_flavour import RTX
+
+if TYPE_CHECKING:
+    from app.backends.trt_runtime import TrtSession
+    from app.jobs import JobContext
 
 
 def availability() -> Availability:
@@ -24,14 +28,14 @@ def availability() -> Availability:
 
 class RtxBackend:
     name = "trt-rtx"
-    precisions = ("fp32", "fp16", "bf16", "int8")
-    timing_modes = ("end_to_end", "device_only")
+    precisions: tuple[str, ...] = ("fp32", "fp16", "bf16", "int8")
+    timing_modes: tuple[str, ...] = ("end_to_end", "device_only")
 
     def availability(self) -> Availability:
         return availability()
 
-    def prepare(self, model_path: str, options: dict[str, object] | None = None, *, ctx: object | None = None,
-                shapes: dict[str, tuple[int, ...]] | None = None) -> Any:
+    def prepare(self, model_path: str, options: dict[str, object] | None = None, *, ctx: JobContext | None = None,
+                shapes: dict[str, tuple[int, ...]] | None = None) -> TrtSession:
         """Build (or take from the cache) the plan of `model_path` (a variant graph) and open a session on it."""
         a = self.availability()
         if not a.available:

@@ -247,7 +247,7 @@ class TrtSession:
         """(engine layer, ms) for every layer of `runs` runs, through an IProfiler (TENSORRT.md §7)."""
         from app.core.engine import TimingRecorder
 
-        trt = self.trt
+        trt: Any = self.trt  # the TensorRT module (untyped): its IProfiler is subclassed below
         recorder = TimingRecorder()
 
         class Profiler(trt.IProfiler):

@@ -6,10 +6,17 @@ import argparse
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from app.backends import BackendUnavailable, Target, get_backend
 from app.cli.checks import CliInputError, check_outputs
 from app.cli.output import add_model, write_json
+
+if TYPE_CHECKING:
+    from app.backends.tasks.specs import JobInputs
+    from app.core.measure import InputSource
+
+SpecT = TypeVar("SpecT", bound="JobInputs")
 
 _IMAGE_EXT = {".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm"}
 
@@ -89,6 +96,14 @@ def input_source(args: argparse.Namespace, flag: str = "inputs") -> dict | None:
     return {"kind": "images", "path": str(p), "seed": args.seed, "preprocess": pre}
 
 
+def inputs_arg(args: argparse.Namespace, flag: str = "inputs") -> InputSource | None:
+    """`input_source` as the InputSource a job's spec takes; None when not given."""
+    from app.core.measure import InputSource
+
+    source = input_source(args, flag)
+    return InputSource.from_json(source) if source is not None else None
+
+
 def _photos(args: argparse.Namespace, flag: str) -> dict:
     """`--inputs photos`: the sample photos fitted to the model's image input (refused for other models)."""
     from app.core.measure import photo_source_for, resolve_input_shapes
@@ -120,34 +135,35 @@ def output_kinds_arg(args: argparse.Namespace) -> dict[str, str]:
     return {name: k.text() for name, k in kinds.items()}
 
 
-def default_samples(spec: object, given: int | None) -> object:
+def default_samples(spec: SpecT, given: int | None) -> SpecT:
     """The spec with its sample count: as given, else every sample photo when the job will take them, else 1."""
     if given is not None:
         return spec
     from app.backends.tasks.common import default_source
     from app.core.measure import SAMPLES_DIR, sample_photos
 
-    source = default_source(spec)  # type: ignore[arg-type]
+    source = default_source(spec)
     if source.kind == "images" and Path(source.path or "").resolve() == SAMPLES_DIR.resolve():
-        return spec.with_(samples=max(1, len(sample_photos())))  # type: ignore[attr-defined]
+        return spec.with_(samples=max(1, len(sample_photos())))
     return spec
 
 
-def shapes_arg(args: argparse.Namespace) -> dict[str, list[int]]:
+def shapes_arg(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
     """Parse and check --shapes here, before any job starts: names, ranks and every dynamic dim."""
     from app.core.measure import resolve_input_shapes
     from app.core.model import load_model, parse_shape_spec, summarize
 
     inputs = summarize(load_model(args.model)).inputs
     given = parse_shape_spec(args.shapes, inputs) if args.shapes else {}
-    if getattr(args, "inputs", None) not in (None, "", "random", "photos"):
-        from app.core.measure import InputSource, source_shapes
+    source = inputs_arg(args) if getattr(args, "inputs", None) not in (None, "", "random", "photos") else None
+    if source is not None:
+        from app.core.measure import source_shapes
 
         # A sample file fixes the dims of its arrays: no --shapes needed for what it gives (--shapes still wins).
-        for name, dims in source_shapes(InputSource.from_json(input_source(args)), inputs).items():
+        for name, dims in source_shapes(source, inputs).items():
             given.setdefault(name, dims)
     resolve_input_shapes(inputs, given)
-    return {k: list(v) for k, v in given.items()}
+    return {k: tuple(v) for k, v in given.items()}
 
 
 def target_arg(args: argparse.Namespace) -> Target:

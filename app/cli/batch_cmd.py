@@ -7,10 +7,16 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.cli.checks import CliInputError
 from app.cli.jobrun import interrupted_exit, signal_name
 from app.cli.output import EXIT_JOB_FAILED, EXIT_NOT_MET, EXIT_OK, write_json
+
+if TYPE_CHECKING:
+    from app.batch import BatchJob, LocalExecutor
+    from app.batch.ray_exec import RayExecutor
+    from app.jobs import JobResult
 
 BAR_WIDTH = 24
 
@@ -47,6 +53,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         for job in jobs:
             sys.stdout.write(f"{job.id}  {'finished' if job.id in finished else 'to run   '}  {job.label}\n")
         return EXIT_OK
+    executor: RayExecutor | LocalExecutor
     if args.cluster:
         from app.batch.ray_exec import RayExecutor
 
@@ -119,18 +126,18 @@ class _Progress:
         self.total, self.finished, self.results = total, finished, results
         self.start = time.monotonic()
 
-    def __call__(self, job: object, result: object) -> None:
+    def __call__(self, job: BatchJob, result: JobResult) -> None:
         from app.batch import write_job_result
 
         status = getattr(result, "status", "failed")
         if status != "cancelled":
-            write_job_result(self.results, job, result.to_json())  # type: ignore[arg-type, attr-defined]
+            write_job_result(self.results, job, result.to_json())
             self.finished += 1
         filled = round(BAR_WIDTH * self.finished / max(1, self.total))
         bar = "█" * filled + "░" * (BAR_WIDTH - filled)
         took = getattr(result, "seconds", 0.0)
         line = f"  [{self.finished:>{len(str(self.total))}}/{self.total} {bar}] {status:<9} {job.label} " \
-               f"({took:.1f} s)"  # type: ignore[attr-defined]
+               f"({took:.1f} s)"
         if status == "failed":
             line += f"\n      {getattr(result, 'error', '')}"
         sys.stderr.write(line + "\n")

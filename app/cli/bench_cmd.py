@@ -12,7 +12,7 @@ from app.cli.args import (
     check_available,
     early_checks,
     emit,
-    input_source,
+    inputs_arg,
     job_options,
     shapes_arg,
     target_arg,
@@ -49,7 +49,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                                                     "time such as --iterations 3s.")
     check_available(target)
     mode = args.mode or ("end_to_end" if target.backend == "ort-cpu" else "device_only")
-    spec = BenchSpec(model=args.model, target=target.name, shapes=shapes_arg(args), inputs=input_source(args),
+    spec = BenchSpec(model=args.model, target=target.name, shapes=shapes_arg(args), inputs=inputs_arg(args),
                      warmup=args.warmup, iterations=args.iterations, mode=mode, options=job_options(args),
                      **variant_params(args, [target]))
     doc = run_job(spec, f"Benchmark {target.name}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.backends import ENGINE_BACKENDS, BackendUnavailable, Target, get_backend
 from app.backends.tasks.specs import BuildSpec
@@ -17,6 +18,10 @@ from app.cli.args import add_common, early_checks, emit, variant_params
 from app.cli.checks import CliInputError
 from app.cli.jobrun import run_job
 from app.cli.output import EXIT_BAD_INPUT, EXIT_OK
+from app.core.measure import InputSource
+
+if TYPE_CHECKING:
+    from app.core.engine import OptimizationProfile
 
 _NAME_WIDTH = 58
 
@@ -48,7 +53,7 @@ def _check_can_build(backend: str) -> None:
         raise BackendUnavailable(f"{backend}: {reason}", fix=a.install_hint)
 
 
-def _check_profile_shapes(model_path: str, profile: object, shapes: dict) -> None:
+def _check_profile_shapes(model_path: str, profile: OptimizationProfile, shapes: dict) -> None:
     """Refuse (exit 2) a profile whose min, opt or max make the graph's shapes disagree, before the build starts:
     TensorRT would fail after minutes ("Profile kMAX values are not self-consistent"), or build an engine that fails
     at those sizes."""
@@ -60,7 +65,7 @@ def _check_profile_shapes(model_path: str, profile: object, shapes: dict) -> Non
     if not report.breaks:
         return
     which, first = report.breaks[0]
-    corners = {w: {**shapes, **profile.shapes(w)} for w in ("min", "opt", "max")}  # type: ignore[attr-defined]
+    corners = {w: {**shapes, **profile.shapes(w)} for w in ("min", "opt", "max")}
     fixes = report.fixes(corners[which])
     raise CliInputError(f"The profile's {which} makes the graph's shapes disagree: {first.text()}. TensorRT would "
                         "fail to build it, or build an engine that fails at those sizes.",
@@ -94,8 +99,8 @@ def cmd_build(args: argparse.Namespace) -> int:
                          profiles=[profile], targets=targets)
     _check_can_build(backend)
     spec = BuildSpec(model=args.model, target=target.name, out=str(Path(args.out).resolve()),
-                     shapes={k: list(p.opt) for k, p in profile.inputs.items()},
-                     inputs={"kind": "random", "seed": args.seed},
+                     shapes={k: tuple(p.opt) for k, p in profile.inputs.items()},
+                     inputs=InputSource(kind="random", seed=args.seed),
                      options={"workspace_mb": args.workspace, "opt_level": args.opt_level, "tf32": bool(args.tf32),
                               "profiles": [p.to_json() for p in config.profiles], "targets": list(targets)},
                      **variant_params(args, [target]))

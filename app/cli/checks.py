@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from app.core.errors import TrtlabError
 
@@ -17,6 +18,21 @@ INPUT_FLAGS = (("inputs", "--inputs"), ("calib", "--calib"), ("plan", "--plan"))
 
 class CliInputError(TrtlabError):
     title = "Invalid arguments"
+
+
+class _ExternalData(Protocol):
+    @property
+    def location(self) -> str: ...
+
+
+class ModelFile(Protocol):
+    """What the checks read of a loaded model (`app.core.model.load_model`): its path and its external data."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def external(self) -> Sequence[_ExternalData]: ...
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -49,14 +65,14 @@ def check_out_path(path: str | os.PathLike[str], flag: str, model: str | os.Path
     return p
 
 
-def read_files(args: argparse.Namespace, doc: object | None = None) -> list[tuple[str, Path]]:
+def read_files(args: argparse.Namespace, doc: ModelFile | None = None) -> list[tuple[str, Path]]:
     """The files a command reads besides the model: its external data (from the loaded ``doc``), the files of
     --inputs, --calib and --plan (a folder's files are protected one by one)."""
     out: list[tuple[str, Path]] = []
     if doc is not None:
         from app.core.model import resolve_external
 
-        for location in sorted({r.location for r in getattr(doc, "external", [])}):
+        for location in sorted({r.location for r in doc.external}):
             out.append((f"the model's external data file '{location}'", resolve_external(doc.path, location)))
     for attr, flag in INPUT_FLAGS:
         given = getattr(args, attr, None)
@@ -68,7 +84,7 @@ def read_files(args: argparse.Namespace, doc: object | None = None) -> list[tupl
     return out
 
 
-def check_outputs(args: argparse.Namespace, doc: object | None = None, out_flag: str = "-o") -> None:
+def check_outputs(args: argparse.Namespace, doc: ModelFile | None = None, out_flag: str = "-o") -> None:
     """Every output flag the command has (--json PATH, -o/--out, named ``out_flag`` in messages), against the
     model, every file it reads, and each other."""
     model = getattr(args, "model", None)

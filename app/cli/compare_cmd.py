@@ -15,7 +15,7 @@ from app.cli.args import (
     default_samples,
     early_checks,
     emit,
-    input_source,
+    inputs_arg,
     job_options,
     output_kinds_arg,
     shapes_arg,
@@ -52,8 +52,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise CliInputError("--plan is given but no candidate runs it.",
                             fix="Add a candidate such as --candidate ort-cpu:plan.")
     early_checks(args)
-    spec = CompareSpec(model=args.model, reference=ref.name, candidates=[c.name for c in cands],
-                       shapes=shapes_arg(args), inputs=input_source(args), samples=args.samples or 1,
+    spec = CompareSpec(model=args.model, reference=ref.name, candidates=tuple(c.name for c in cands),
+                       shapes=shapes_arg(args), inputs=inputs_arg(args), samples=args.samples or 1,
                        tolerances=args.tol, options=job_options(args), output_kinds=output_kinds_arg(args),
                        **variant_params(args, [ref, *cands]))
     spec = default_samples(spec, args.samples)

@@ -15,7 +15,7 @@ from app.cli.args import (
     check_positive,
     early_checks,
     emit,
-    input_source,
+    inputs_arg,
     job_options,
     output_kinds_arg,
     shapes_arg,
@@ -60,7 +60,7 @@ def cmd_fallback(args: argparse.Namespace) -> int:
         raise CliInputError(f"-o '{args.out}' does not end in .json.", fix="Give a path such as model.plan.json.")
     early_checks(args, "-o")
     spec = FallbackSpec(model=args.model, reference=ref.name, candidate=cand.name, target=args.target,
-                        budget_s=_seconds(args.budget, "--budget"), shapes=shapes_arg(args), inputs=input_source(args),
+                        budget_s=_seconds(args.budget, "--budget"), shapes=shapes_arg(args), inputs=inputs_arg(args),
                         output_kinds=output_kinds_arg(args),
                         samples=args.samples, options=job_options(args), **variant_params(args, [ref, cand]))
     doc = run_job(spec, f"Fallback search for {cand.name}")

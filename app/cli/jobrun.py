@@ -13,6 +13,7 @@ from app.core.errors import INTERNAL_FAULTS, TrtlabError, is_user_error
 
 if TYPE_CHECKING:
     from app.backends.tasks.specs import JobInputs
+    from app.jobs import JobEvent, JobResult
 
 # Ctrl+C asks the job to stop at its next check; it is terminated if it has not after this long. Longer than the
 # GUI's grace: a fallback search finishing its evaluation still reports the best set it found.
@@ -22,7 +23,7 @@ CANCEL_GRACE_S = 5.0
 class JobFailed(Exception):
     """A job that ended without a result: failed, or cancelled by a signal (``interrupted``: its number)."""
 
-    def __init__(self, result: object, interrupted: int | None = None) -> None:
+    def __init__(self, result: JobResult, interrupted: int | None = None) -> None:
         super().__init__(getattr(result, "error", "job failed"))
         self.result = result
         self.interrupted = interrupted
@@ -48,7 +49,7 @@ def run_job(spec: JobInputs, title: str, keep_workdir: bool = False) -> dict:
 
     last = [""]
 
-    def on_event(ev: object) -> None:
+    def on_event(ev: JobEvent) -> None:
         kind, msg = getattr(ev, "kind", ""), getattr(ev, "message", "")
         if kind == "progress" and msg and msg != last[0]:
             last[0] = msg

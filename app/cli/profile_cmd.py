@@ -14,7 +14,7 @@ from app.cli.args import (
     check_positive,
     early_checks,
     emit,
-    input_source,
+    inputs_arg,
     job_options,
     shapes_arg,
     target_arg,
@@ -45,7 +45,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if against is not None:
         check_available(against)
     spec = ProfileSpec(model=args.model, target=target.name, against=against.name if against else None,
-                       shapes=shapes_arg(args), inputs=input_source(args), iterations=args.iterations,
+                       shapes=shapes_arg(args), inputs=inputs_arg(args), iterations=args.iterations,
                        options=job_options(args), **variant_params(args, [t for t in (against, target) if t]))
     doc = run_job(spec, f"Profile {target.name}" + (f" against {against.name}" if against else ""))
     emit(args, doc, formats.format_profile(doc, args.top))

@@ -12,7 +12,7 @@ from app.cli.args import (
     check_available,
     early_checks,
     emit,
-    input_source,
+    inputs_arg,
     job_options,
     shapes_arg,
     target_arg,
@@ -34,7 +34,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     early_checks(args, "--out")
     target = target_arg(args)
     check_available(target)
-    spec = RunSpec(model=args.model, target=target.name, shapes=shapes_arg(args), inputs=input_source(args),
+    spec = RunSpec(model=args.model, target=target.name, shapes=shapes_arg(args), inputs=inputs_arg(args),
                    options=job_options(args), **variant_params(args, [target]))
     doc = run_job(spec, f"Run {target.name}", keep_workdir=True)
     if args.out:

@@ -8,10 +8,11 @@ from pathlib import Path
 from app.backends import Target
 from app.backends.tasks.specs import VariantSpec
 from app.cli import formats
-from app.cli.args import add_common, early_checks, emit, input_source, shapes_arg, variant_params
+from app.cli.args import add_common, early_checks, emit, inputs_arg, shapes_arg, variant_params
 from app.cli.checks import CliInputError
 from app.cli.jobrun import run_job
 from app.cli.output import EXIT_OK
+from app.core.measure import InputSource
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,7 +52,7 @@ def cmd_variant(args: argparse.Namespace) -> int:
     fp16 = "fp16" in (plan["default"], *(plan.get("op_rules") or {}).values(), *(plan.get("overrides") or {}).values())
     spec = VariantSpec(model=args.model, target=target.name, out=str(out.resolve()),
                        shapes=shapes_arg(args) if int8 or args.shapes or (args.opset and args.shapes) else {},
-                       inputs=input_source(args) if (int8 or fp16) else {"kind": "random", "seed": args.seed},
+                       inputs=inputs_arg(args) if (int8 or fp16) else InputSource(kind="random", seed=args.seed),
                        opset=args.opset, **extra)
     doc = run_job(spec, "Build variant")
     emit(args, doc, formats.format_variant(doc))

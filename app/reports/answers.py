@@ -255,11 +255,12 @@ def _sample_note(kind: str, per_sample: object, text: object) -> str:
     return ""
 
 
-def _output_block(name: str, entry: Mapping[str, Any], inputs: list[str | None], cands: Mapping[str, dict],
+def _output_block(name: str, entry: Mapping[str, Any], inputs: list[str | None], cands: Mapping[str, Mapping[str, Any]],
                   reference: str) -> dict[str, Any] | None:
     kind = str(entry.get("kind") or "")
     refs = [picture(v) for v in _list(entry.get("ref"))]
-    columns, per_cand = [], []
+    columns: list[dict[str, Any]] = []
+    per_cand: list[Mapping[str, Any]] = []
     for cname, ce in (entry.get("candidates") or {}).items() if isinstance(entry.get("candidates"), Mapping) else ():
         if not isinstance(ce, Mapping):
             continue
@@ -326,7 +327,8 @@ def answers_section(item: ReportItem) -> dict[str, Any] | None:
         return None
     drawn = max(len(b["rows"]) for b in outputs)
     samples = data.get("samples")
-    kinds = data.get("output_kinds") if isinstance(data.get("output_kinds"), Mapping) else {}
+    given = data.get("output_kinds")
+    kinds = given if isinstance(given, Mapping) else {}
     shown = {b["output"] for b in outputs}
     not_drawn = [str(n) for n, k in kinds.items() if isinstance(k, Mapping) and k.get("kind") in TASK_KINDS
                  and str(n) not in shown]

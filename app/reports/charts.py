@@ -25,7 +25,8 @@ def compare_plots(item: ReportItem, colors: dict[str, str]) -> list[dict[str, An
     out = []
     for name in outputs:
         charts: list[Markup] = []
-        diff, identical = [], []
+        diff: list[svg.Series] = []
+        identical: list[str] = []
         for cand, per_output in plots.items():
             data = (per_output or {}).get(name, {}).get("abs_diff")
             if not data or len(data) != 2:
@@ -46,9 +47,11 @@ def compare_plots(item: ReportItem, colors: dict[str, str]) -> list[dict[str, An
         for cand, per_output in plots.items():
             data = (per_output or {}).get(name, {}).get("values") or {}
             if not values and "ref" in data:
-                values.append(svg.Series(f"{reference} (reference)", *data["ref"], svg.REFERENCE_COLOR, filled=False))
+                edges, counts = data["ref"]
+                values.append(svg.Series(f"{reference} (reference)", edges, counts, svg.REFERENCE_COLOR, filled=False))
             if "cand" in data:
-                values.append(svg.Series(cand, *data["cand"], colors.get(cand, svg.color(len(values))), dashed=True,
+                edges, counts = data["cand"]
+                values.append(svg.Series(cand, edges, counts, colors.get(cand, svg.color(len(values))), dashed=True,
                                          filled=False))
         if values:
             charts.append(svg.histogram(values, x_label=f"value of {name}", y_label="values",

@@ -39,8 +39,9 @@ def build_report(results: Iterable[object], project: object | None = None,
 
 
 def _model_of(items: list[ReportItem], project: object | None) -> str:
-    if project is not None and getattr(project, "model", ""):
-        return str(project.model)
+    model = getattr(project, "model", "")  # a Project, or None
+    if model:
+        return str(model)
     for item in items:
         for source in (item.spec or {}, item.data):
             if source.get("model"):
@@ -185,7 +186,7 @@ def _environment_rows(env: Mapping[str, Any]) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     for key, value in env.items():
         if isinstance(value, Mapping):
-            rows += [(_VERSION_LABELS.get(k, k), str(v) if v else "not installed") for k, v in value.items()]
+            rows += [(_VERSION_LABELS.get(str(k), str(k)), str(v) if v else "not installed") for k, v in value.items()]
         elif key in _VERSION_LABELS:
             rows.append((_VERSION_LABELS[key], str(value) if value else "not installed"))
         else:
@@ -224,8 +225,9 @@ def report_context(items: list[ReportItem], project: object | None, environment:
     env_rows += list(dict.fromkeys((f"{e['flavour']} (built the engine)", str(e["version"])) for e in engines
                                    if e["version"]))
     env_rows.append(("Report made", when))
-    if project is not None and getattr(project, "saved_at", ""):
-        env_rows.append(("Project saved", str(project.saved_at)))
+    saved_at = getattr(project, "saved_at", "")
+    if saved_at:
+        env_rows.append(("Project saved", str(saved_at)))
     commands = [{"kind": i.kind, "title": _item_title(i), "command": i.command, "source": i.source}
                 for i in items if i.command or i.source]
     return {

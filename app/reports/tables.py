@@ -93,7 +93,8 @@ def _judged_cell(metric: str, value: object, tols: dict[str, tuple[str, float]],
 def _task_rows(kind: str, per: list[dict | None], tols: list[dict]) -> list[dict[str, Any]]:
     rows = []
     for key, label, tip, metric in TASK_METRICS.get(kind, ()):
-        cells, used = [], set()
+        cells: list[dict[str, str]] = []
+        used: set[str] = set()
         for o, tol in zip(per, tols, strict=True):
             task = task_of(o) if o is not None else None
             if task is None:
@@ -125,7 +126,8 @@ def compare_table(item: ReportItem) -> dict[str, Any] | None:
         for o in c.get("outputs") or []:
             if o.get("name") not in outputs:
                 outputs.append(o.get("name"))
-    given_kinds = data.get("output_kinds") if isinstance(data.get("output_kinds"), dict) else {}
+    given = data.get("output_kinds")
+    given_kinds = given if isinstance(given, dict) else {}
     tables, judged_all = [], set()
     for out in outputs:
         per = [next((o for o in c.get("outputs") or [] if o.get("name") == out), None) for c in cands]
@@ -136,7 +138,8 @@ def compare_table(item: ReportItem) -> dict[str, Any] | None:
         for key, label, tip in COMPARE_METRICS:
             if key == "top1" and task_rows and kind and kind["kind"] == "classes":
                 continue  # the task rows have it
-            cells, used = [], set()
+            cells: list[dict[str, str]] = []
+            used: set[str] = set()
             for o, tol in zip(per, tols, strict=True):
                 if o is None:
                     cells.append(_cell("—"))
@@ -174,9 +177,10 @@ def bench_table(benches: dict[str, dict], speedups: dict[str, float | None], ref
     for target, d in benches.items():
         lat = d.get("latency_ms") or {}
         sp = speedups.get(target)
+        cov = d.get("cov")
         rows.append({"target": target, "words": target_words(target), "mode": str(d.get("mode", "")).replace("_", "-"),
                      "runs": d.get("iterations"), "cells": [fmt(lat.get(k)) for k in LATENCY_KEYS],
-                     "cov": fmt(d.get("cov") * 100, 3) + " %" if isinstance(d.get("cov"), float) else "—",
+                     "cov": fmt(cov * 100, 3) + " %" if isinstance(cov, float) else "—",
                      "throughput": fmt(d.get("throughput_per_s"), 4),
                      "speedup": "reference" if target == reference else ("—" if sp is None else f"{sp:.2f}×"),
                      "unstable": bool(d.get("unstable")), "warning": d.get("warning") or ""})
@@ -205,7 +209,7 @@ def diagnosis_table(item: ReportItem) -> dict[str, Any] | None:
              "max_abs": fmt(r.get("max_abs")), "nan": fmt(r.get("nan")), "inf": fmt(r.get("inf")),
              "bad": _badness(r)[0] == 0, "first": r.get("node") == d.get("first_nonfinite")}
             for k, r in enumerate(shown)]
-    rest_cos = [r.get("cosine") for r in rest if isinstance(r.get("cosine"), int | float)]
+    rest_cos = [c for c in (r.get("cosine") for r in rest) if isinstance(c, int | float)]
     return {"candidate": d.get("candidate", ""), "reference": d.get("reference", ""),
             "first_nonfinite": d.get("first_nonfinite"), "worst": d.get("worst"), "rows": rows,
             "compared": d.get("tensors_compared", len(layers)), "missing": d.get("tensors_missing_in_candidate", 0),

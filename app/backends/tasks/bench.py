@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from app.backends import ENGINE_BACKENDS, Target
+from typing import TYPE_CHECKING
+
+from app.backends import ENGINE_BACKENDS, EngineSession, Session, Target
 from app.backends.tasks.common import (
     Prepared,
     fallback_note,
-    open_session,
+    open_engine_session,
+    open_ort_session,
     prepare_samples,
     progress,
     variant_path,
@@ -15,9 +18,12 @@ from app.backends.tasks.common import (
 )
 from app.backends.tasks.specs import BenchSpec, takes
 
+if TYPE_CHECKING:
+    from app.jobs import JobContext
+
 
 @takes(BenchSpec)
-def bench_task(spec: BenchSpec, ctx: object) -> dict:
+def bench_task(spec: BenchSpec, ctx: JobContext | None) -> dict:
     """`trtlab bench`: latency statistics of one target."""
     from app.core.measure import Budget, MeasureCancelled, device_of, measure
 
@@ -26,7 +32,8 @@ def bench_task(spec: BenchSpec, ctx: object) -> dict:
     prep = prepare_samples(spec.with_(samples=1), ctx)
     progress(ctx, 0.0, f"Preparing {target.name}…")
     path, variant_notes = variant_path(prep.model_path, target, ctx, spec)
-    session = open_session(target, path, spec, ctx, prep.shapes)
+    engine = open_engine_session(target, path, spec, ctx, prep.shapes) if target.backend in ENGINE_BACKENDS else None
+    session: Session = engine if engine is not None else open_ort_session(target, path, spec)
     try:
         fn = session.timed_runner(prep.samples[0], mode)
         batch = next(iter(prep.shapes.values()), (1,))[0] if prep.shapes else 1
@@ -39,14 +46,14 @@ def bench_task(spec: BenchSpec, ctx: object) -> dict:
             if ctx is not None:
                 ctx.check_cancelled()  # the job's own cancel: its log says "cancelled", with no traceback
             raise
-        layer_times = _layer_times(session, prep, ctx) if target.backend in ENGINE_BACKENDS else None
+        layer_times = _layer_times(engine, prep, ctx) if engine is not None else None
     finally:
         session.close()
     doc = {"backend": target.name, **stats.to_json()}
     if target.backend.startswith("ort-"):
-        doc["placement"] = _placement(target, path, spec, prep, ctx)
-        if doc["placement"].get("fallback_nodes"):
-            variant_notes.append(fallback_note(doc["placement"]))
+        doc["placement"] = placement = _placement(target, path, spec, prep, ctx)
+        if placement.get("fallback_nodes"):
+            variant_notes.append(fallback_note(placement))
     doc.update({"notes": variant_notes + list(session.notes), "inputs": prep.source_text,
                 "times_ms": [round(float(t), 6) for t in stats.times_ms]})
     if layer_times is not None:
@@ -57,24 +64,24 @@ def bench_task(spec: BenchSpec, ctx: object) -> dict:
 PLACEMENT_RUNS = 3  # profiled after the timed runs, in a session of their own: the profiler never slows the timing
 
 
-def _placement(target: Target, path: str, spec: BenchSpec, prep: Prepared, ctx: object | None) -> dict:
+def _placement(target: Target, path: str, spec: BenchSpec, prep: Prepared, ctx: JobContext | None) -> dict:
     """Where each node ran, with casts, copies and the node count ONNX Runtime ran (its profiler, a few runs)."""
     progress(ctx, 0.98, "Reading where each node runs…")
     prefix = str(workdir(ctx) / "bench_placement")
-    session = open_session(target, path, spec, ctx, prep.shapes, profile_prefix=prefix)
+    session = open_ort_session(target, path, spec, profile_prefix=prefix)
     try:
         for _ in range(PLACEMENT_RUNS):
-            session.run(prep.samples[0])  # type: ignore[attr-defined]
+            session.run(prep.samples[0])
         return where_it_ran(session, path, target.name)
     finally:
-        session.close()  # type: ignore[attr-defined]
+        session.close()
 
 
-def _layer_times(session: object, prep: Prepared, ctx: object | None) -> dict:
+def _layer_times(session: EngineSession, prep: Prepared, ctx: JobContext | None) -> dict:
     """Per engine layer timing of a TensorRT engine (IProfiler over 20 runs), after the benchmark; the build
     result maps engine layers to ONNX nodes."""
     from app.core.engine import per_layer_times
 
     progress(ctx, 0.97, "Timing each engine layer…")
-    times = per_layer_times(session.profile_layers(prep.samples[0], runs=20))  # type: ignore[attr-defined]
+    times = per_layer_times(session.profile_layers(prep.samples[0], runs=20))
     return {k: {"mean_ms": v.mean_ms, "median_ms": v.median_ms, "share": v.share} for k, v in times.items()}

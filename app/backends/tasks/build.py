@@ -4,6 +4,7 @@ nodes and checked against the plan."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import onnx
 
@@ -12,6 +13,9 @@ from app.backends.tasks.common import progress, target_plan, variant_path
 from app.backends.tasks.specs import BuildSpec, takes
 from app.core.model import graph_inputs, value_info_to_tensor_info
 from app.core.precision import PrecisionPlan
+
+if TYPE_CHECKING:
+    from app.jobs import JobContext
 
 
 def engine_report(layer_info: dict | None, variant_graph: onnx.GraphProto, plan: PrecisionPlan,
@@ -53,7 +57,7 @@ def _variant_report(path: str) -> dict:
 
 
 @takes(BuildSpec)
-def build_task(spec: BuildSpec, ctx: object) -> dict:
+def build_task(spec: BuildSpec, ctx: JobContext | None) -> dict:
     """`trtlab build`: the variant graph for the precision or plan, built into a TensorRT engine (`trt`) or a
     TensorRT for RTX plan (`trt-rtx`), or taken from the engine cache, saved where asked, with its layers mapped
     to the ONNX nodes (from the engine inspector, or from the builder's `Layers:` dump where no GPU can load
@@ -79,7 +83,7 @@ def build_task(spec: BuildSpec, ctx: object) -> dict:
     try:
         outcome = ensure_engine(path, config, ctx, flavour=flavour)
     except BuildFailed as exc:
-        issues = getattr(exc, "issues", None)
+        issues = exc.issues
         if not issues:
             raise
         # The parser refused the graph: a result that names the nodes, so the GUI can show them on the graph.

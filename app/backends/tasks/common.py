@@ -4,6 +4,7 @@ sessions, and progress / cancel helpers."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,14 +12,24 @@ from typing import TYPE_CHECKING
 import numpy as np
 import onnx
 
-from app.backends import ENGINE_BACKENDS, BackendUnavailable, Target, get_backend
+from app.backends import (
+    ENGINE_BACKENDS,
+    BackendUnavailable,
+    EngineSession,
+    ProfiledSession,
+    Session,
+    Target,
+    get_engine_backend,
+    get_ort_backend,
+)
 from app.backends.tasks.specs import JobInputs, PrecisionNotAvailable
 from app.core.errors import TrtlabError, VariantLoadError
 from app.core.model import graph_inputs, value_info_to_tensor_info
 from app.core.precision import PrecisionPlan
 
 if TYPE_CHECKING:
-    from app.core.measure import InputSource
+    from app.core.measure import InputSource, OutputKind
+    from app.jobs import JobContext
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +60,7 @@ def target_plan(target: Target, spec: JobInputs) -> PrecisionPlan:
 CALIB_SEED_OFFSET = 7919  # random calibration data never repeats the random samples it is then tested on
 
 
-def calibration(spec: JobInputs, ctx: object | None):
+def calibration(spec: JobInputs, ctx: JobContext | None) -> Callable[[], tuple[list[dict[str, np.ndarray]], bool]]:
     """A callable making the INT8 calibration samples (once): `--calib`, else the `--inputs` source; random
     calibration data comes from its own seed, so a variant is not tested on the samples it was calibrated on."""
     import dataclasses
@@ -69,7 +80,7 @@ def calibration(spec: JobInputs, ctx: object | None):
     return make
 
 
-def cancel_check(ctx: object | None):
+def cancel_check(ctx: JobContext | None) -> Callable[[], bool] | None:
     """`cancelled()` for long core work inside a job: raises the job's own cancel, so it ends as cancelled."""
     if ctx is None:
         return None
@@ -84,7 +95,7 @@ CALIB_SAMPLES = 16   # random calibration samples when no data is given
 CALIB_MAX = 512      # a folder of samples or images calibrates on up to this many
 
 
-def variant_path(model_path: str, target: Target, ctx: object | None, spec: JobInputs) -> tuple[str, list[str]]:
+def variant_path(model_path: str, target: Target, ctx: JobContext | None, spec: JobInputs) -> tuple[str, list[str]]:
     """The graph a target runs, and notes about it: the model itself for FP32, else the variant for its
     precision or plan (built once, then taken from the variant cache)."""
     from app.core.precision import build_variant
@@ -119,7 +130,7 @@ def default_source(spec: JobInputs, model: onnx.ModelProto | None = None) -> Inp
     return photo_source_for(infos, shapes) or InputSource(kind="random", seed=spec.seed)
 
 
-def prepare_samples(spec: JobInputs, ctx: object | None = None) -> Prepared:
+def prepare_samples(spec: JobInputs, ctx: JobContext | None = None) -> Prepared:
     """Load the model's input declarations and make the input samples the spec asks for."""
     from app.core.measure import make_samples, resolve_input_shapes
 
@@ -137,7 +148,8 @@ def prepare_samples(spec: JobInputs, ctx: object | None = None) -> Prepared:
     return Prepared(model_path, samples, text, source.is_random, shapes, source)
 
 
-def output_kinds(spec: JobInputs, prep: Prepared, reference_outputs: list[dict[str, np.ndarray]]) -> dict:
+def output_kinds(spec: JobInputs, prep: Prepared, reference_outputs: list[dict[str, np.ndarray]]
+                 ) -> dict[str, OutputKind]:
     """Each output's kind: the spec's where given, else inferred from the graph and the reference's output shapes."""
     from app.core.measure import infer_output_kinds
 
@@ -146,7 +158,7 @@ def output_kinds(spec: JobInputs, prep: Prepared, reference_outputs: list[dict[s
     return infer_output_kinds(model, dims, {k: list(v) for k, v in prep.shapes.items()}, dict(spec.output_kinds))
 
 
-def workdir(ctx: object | None) -> Path:
+def workdir(ctx: JobContext | None) -> Path:
     """The job's folder; a fresh temporary one outside a job. Never the model's folder: it may be the user's."""
     workdir = getattr(ctx, "workdir", None)
     if workdir:
@@ -156,23 +168,34 @@ def workdir(ctx: object | None) -> Path:
     return Path(tempfile.mkdtemp(prefix="trtlab-"))
 
 
-def progress(ctx: object | None, fraction: float | None, message: str) -> None:
+def progress(ctx: JobContext | None, fraction: float | None, message: str) -> None:
     if ctx is not None:
         ctx.progress(fraction, message)
         ctx.check_cancelled()
 
 
-def open_session(target: Target, path: str, spec: JobInputs, ctx: object | None,
-                 shapes: dict[str, tuple[int, ...]], profile_prefix: str | None = None) -> object:
-    """A backend session on a graph; native TensorRT builds its engine (with progress and Cancel) first. With
-    `profile_prefix`, ONNX Runtime's profiler records every node's runs (ONNX Runtime backends only)."""
-    options = dict(spec.options)
+def open_session(target: Target, path: str, spec: JobInputs, ctx: JobContext | None,
+                 shapes: dict[str, tuple[int, ...]]) -> Session:
+    """A backend session on a graph; native TensorRT builds its engine (with progress and Cancel) first."""
     if target.backend in ENGINE_BACKENDS:  # trt, trt-rtx
-        return get_backend(target.backend).prepare(path, options, ctx=ctx, shapes=shapes)  # type: ignore[call-arg]
+        return open_engine_session(target, path, spec, ctx, shapes)
+    return open_ort_session(target, path, spec)
+
+
+def open_engine_session(target: Target, path: str, spec: JobInputs, ctx: JobContext | None,
+                        shapes: dict[str, tuple[int, ...]]) -> EngineSession:
+    """A session of an engine backend (ENGINE_BACKENDS) on a graph: its engine is built (with progress and Cancel)
+    or taken from the engine cache first."""
+    return get_engine_backend(target.backend).prepare(path, dict(spec.options), ctx=ctx, shapes=shapes)
+
+
+def open_ort_session(target: Target, path: str, spec: JobInputs, profile_prefix: str | None = None
+                     ) -> ProfiledSession:
+    """A session of an ONNX Runtime backend on a graph. With `profile_prefix`, ONNX Runtime's profiler records
+    every node's runs."""
+    options = dict(spec.options)
     try:
-        if profile_prefix:
-            return get_backend(target.backend).prepare(path, options, profile_prefix=profile_prefix)  # type: ignore[call-arg]
-        return get_backend(target.backend).prepare(path, options)
+        return get_ort_backend(target.backend).prepare(path, options, profile_prefix=profile_prefix)
     except BackendUnavailable as exc:
         # ONNX Runtime is here (it raised while loading the graph, not before): the graph is at fault. The user's
         # model passed the loader's checks; a variant trtlab wrote is trtlab's fault, so the job failed (exit 4).
@@ -188,7 +211,7 @@ def open_session(target: Target, path: str, spec: JobInputs, ctx: object | None,
                                    "variants) if the file was damaged on disk.") from exc
 
 
-def run_outputs(target: Target, prep: Prepared, spec: JobInputs, ctx: object | None,
+def run_outputs(target: Target, prep: Prepared, spec: JobInputs, ctx: JobContext | None,
                 span: tuple[float, float] = (0.0, 1.0), placement: dict | None = None
                 ) -> tuple[list[dict[str, np.ndarray]], list[str]]:
     """Run every sample on one target; returns the outputs per sample and the session's notes. With `placement`
@@ -197,29 +220,33 @@ def run_outputs(target: Target, prep: Prepared, spec: JobInputs, ctx: object | N
     lo, hi = span
     progress(ctx, lo, f"Preparing {target.name}…")
     path, variant_notes = variant_path(prep.model_path, target, ctx, spec)
-    profiled = placement is not None and target.backend.startswith("ort-")
-    prefix = str(workdir(ctx) / f"placement_{target.name.replace(':', '_')}") if profiled else None
-    session = open_session(target, path, spec, ctx, prep.shapes, profile_prefix=prefix)
+    session: Session
+    profiled: ProfiledSession | None = None
+    if placement is not None and target.backend.startswith("ort-"):
+        prefix = str(workdir(ctx) / f"placement_{target.name.replace(':', '_')}")
+        session = profiled = open_ort_session(target, path, spec, profile_prefix=prefix)
+    else:
+        session = open_session(target, path, spec, ctx, prep.shapes)
     try:
         outs = []
         for i, feeds in enumerate(prep.samples):
             outs.append(session.run(feeds))
             progress(ctx, lo + (hi - lo) * (i + 1) / len(prep.samples),
                       f"{target.name}: sample {i + 1} of {len(prep.samples)}")
-        if profiled:
-            placement.update(where_it_ran(session, path, target.name))  # type: ignore[union-attr]
+        if placement is not None and profiled is not None:
+            placement.update(where_it_ran(profiled, path, target.name))
         return outs, variant_notes + list(session.notes)
     finally:
         session.close()
 
 
-def where_it_ran(session: object, path: str, name: str) -> dict:
+def where_it_ran(session: ProfiledSession, path: str, name: str) -> dict:
     """Which provider ran each node of a profiled ONNX Runtime session, from its profiler's trace."""
     import json
 
     from app.core.measure import parse_ort_profile
 
-    with open(session.end_profiling(), encoding="utf-8") as fh:  # type: ignore[attr-defined]
+    with open(session.end_profiling(), encoding="utf-8") as fh:
         events = json.load(fh)
     prof = parse_ort_profile(events, onnx.load(path, load_external_data=False).graph, name).to_json()
     return {k: prof[k] for k in ("placement", "fallback_nodes", "casts", "copies", "node_count")}

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from app.backends import Target
-from app.backends.tasks.common import fallback_note, output_kinds, prepare_samples, progress, run_outputs
+from app.backends.tasks.common import Prepared, fallback_note, output_kinds, prepare_samples, progress, run_outputs
 from app.backends.tasks.specs import CompareSpec, takes
+
+if TYPE_CHECKING:
+    from app.core.measure import CandidateReport, OutputKind
+    from app.jobs import JobContext
 
 
 @takes(CompareSpec)
-def compare_task(spec: CompareSpec, ctx: object) -> dict:
+def compare_task(spec: CompareSpec, ctx: JobContext | None) -> dict:
     """`trtlab compare`: the reference and each candidate on the same samples, then every metric."""
     from app.core.measure import Tolerance, compare_report_json, compare_samples
 
@@ -47,16 +54,17 @@ def compare_task(spec: CompareSpec, ctx: object) -> dict:
     return doc
 
 
-def answer_pictures(prep: object, kinds: dict, ref_out: list, reports: list, cand_outputs: list) -> dict:
+def answer_pictures(prep: Prepared, kinds: dict[str, OutputKind], ref_out: list[dict[str, np.ndarray]],
+                    reports: list[CandidateReport], cand_outputs: list[list[dict[str, np.ndarray]]]) -> dict:
     """The answers as pictures (app.core.measure.pictures): the input photos, then per output of a task kind (the
     first MAX_OUTPUTS) the reference's picture and each candidate's, per sample (the first MAX_SAMPLES)."""
     from app.core.measure import MAX_OUTPUTS, MAX_SAMPLES, input_picture, output_pictures, png_b64
 
-    source = getattr(prep, "source", None)
-    pre = getattr(source, "preprocess", None) if source is not None and source.kind == "images" else None
-    photos = [input_picture(feeds, pre) for feeds in prep.samples[:MAX_SAMPLES]]  # type: ignore[attr-defined]
-    size = next((tuple(v[-2:]) if v[1] in (1, 3) else tuple(v[1:3]) for v in prep.shapes.values()  # type: ignore[attr-defined]
-                 if len(v) == 4), (256, 256))
+    source = prep.source
+    pre = source.preprocess if source is not None and source.kind == "images" else None
+    photos = [input_picture(feeds, pre) for feeds in prep.samples[:MAX_SAMPLES]]
+    size = next(((v[2], v[3]) if v[1] in (1, 3) else (v[1], v[2]) for v in prep.shapes.values() if len(v) == 4),
+                (256, 256))
     shown = [name for name, k in kinds.items() if k.kind in ("image", "detections", "yolo", "classes", "sequence")]
     outputs: dict[str, dict] = {}
     for name in shown[:MAX_OUTPUTS]:
@@ -74,14 +82,14 @@ def answer_pictures(prep: object, kinds: dict, ref_out: list, reports: list, can
         if entry["candidates"]:
             outputs[name] = entry
     return {"inputs": [png_b64(p, photo=True) if p is not None else None for p in photos], "outputs": outputs,
-            "photos": not prep.random_data}  # type: ignore[attr-defined]
+            "photos": not prep.random_data}
 
 
 SCATTER_POINTS = 2000  # per output: enough to see a cloud, small enough to keep results light for the GUI
 
 
-def _lists(pair: object, limit: int | None = None) -> list[list[float]]:
-    arrays = [np.asarray(a, dtype=np.float64).ravel() for a in pair]  # type: ignore[union-attr]
+def _lists(pair: Iterable[np.ndarray], limit: int | None = None) -> list[list[float]]:
+    arrays = [np.asarray(a, dtype=np.float64).ravel() for a in pair]
     if limit is not None and arrays and len(arrays[0]) > limit:
         keep = np.linspace(0, len(arrays[0]) - 1, limit).astype(np.int64)
         arrays = [a[keep] for a in arrays]
@@ -89,7 +97,7 @@ def _lists(pair: object, limit: int | None = None) -> list[list[float]]:
     return [[float(f"{v:.7g}") for v in a] for a in arrays]
 
 
-def plot_data(report: object) -> dict:
+def plot_data(report: CandidateReport) -> dict:
     """A candidate's histograms and scatter samples as JSON lists, per output."""
     out: dict[str, dict] = {}
     for name, pair in getattr(report, "histograms", {}).items():

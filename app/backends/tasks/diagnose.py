@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import onnx
 
 from app.backends import Target
@@ -17,8 +19,11 @@ from app.backends.tasks.common import (
 )
 from app.backends.tasks.specs import DiagnoseSpec, JobInputs, takes
 
+if TYPE_CHECKING:
+    from app.jobs import JobContext
 
-def layer_errors(prep: Prepared, reference: Target, candidate: Target, spec: JobInputs, ctx: object | None,
+
+def layer_errors(prep: Prepared, reference: Target, candidate: Target, spec: JobInputs, ctx: JobContext | None,
                  span: tuple[float, float] = (0.0, 1.0)) -> tuple[list, str | None, dict]:
     """Every float intermediate tensor of the reference and the candidate on the first sample, compared.
 
@@ -45,10 +50,10 @@ def layer_errors(prep: Prepared, reference: Target, candidate: Target, spec: Job
         atomic_write_bytes(path, m.SerializeToString())
         paths.append(str(path))
     outs = []
-    for k, (target, path) in enumerate(((reference, paths[0]), (candidate, paths[1]))):
+    for k, (target, exposed) in enumerate(((reference, paths[0]), (candidate, paths[1]))):
         progress(ctx, lo + (hi - lo) * (0.1 + 0.4 * k), f"Running {target.name} with {len(names):,} tensors "
                   "exposed…")
-        session = open_session(target, path, spec, ctx, prep.shapes)
+        session = open_session(target, exposed, spec, ctx, prep.shapes)
         try:
             outs.append(session.run(feeds))
         finally:
@@ -62,7 +67,7 @@ def layer_errors(prep: Prepared, reference: Target, candidate: Target, spec: Job
 
 
 @takes(DiagnoseSpec)
-def diagnose_task(spec: DiagnoseSpec, ctx: object) -> dict:
+def diagnose_task(spec: DiagnoseSpec, ctx: JobContext | None) -> dict:
     """`trtlab diagnose`: every float intermediate tensor of the reference and the candidate, compared."""
     reference = Target.parse(spec.reference)
     candidate = Target.parse(spec.candidate)

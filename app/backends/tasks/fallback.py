@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import onnx
 
@@ -21,9 +23,12 @@ from app.backends.tasks.common import (
 from app.backends.tasks.diagnose import layer_errors
 from app.backends.tasks.specs import FallbackSpec, takes
 
+if TYPE_CHECKING:
+    from app.jobs import JobContext
+
 
 @takes(FallbackSpec)
-def fallback_task(spec: FallbackSpec, ctx: object) -> dict:
+def fallback_task(spec: FallbackSpec, ctx: JobContext) -> dict:
     """`trtlab fallback`: a small set of nodes to keep in FP32 (or unquantized) so the candidate meets a target.
 
     Ranks the plan's changeable nodes by a per-layer diagnosis, then searches (app.core.precision.fallback); each

@@ -6,18 +6,31 @@ which nodes only the target runs, and the measured reasons it is slower."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import onnx
 
 from app.backends import ENGINE_BACKENDS, Target
-from app.backends.tasks.common import open_session, prepare_samples, progress, variant_path, workdir
+from app.backends.tasks.common import (
+    Prepared,
+    open_engine_session,
+    open_ort_session,
+    prepare_samples,
+    progress,
+    variant_path,
+    workdir,
+)
 from app.backends.tasks.specs import ProfileSpec, takes
+
+if TYPE_CHECKING:
+    from app.core.measure import Profile
+    from app.jobs import JobContext
 
 WARMUP_RUNS = 3  # not profiled into the medians: first runs allocate and pick kernels
 
 
 @takes(ProfileSpec)
-def profile_task(spec: ProfileSpec, ctx: object) -> dict:
+def profile_task(spec: ProfileSpec, ctx: JobContext | None) -> dict:
     """Per-node medians over `spec.iterations` runs of the first sample, by node, by op type and by device."""
     from app.core.measure import profile_delta, slower_reasons
 
@@ -38,40 +51,46 @@ def profile_task(spec: ProfileSpec, ctx: object) -> dict:
     return doc
 
 
-def _profile_one(target: Target, spec: ProfileSpec, prep: object, ctx: object, span: tuple[float, float]) -> dict:
+def _profile_one(target: Target, spec: ProfileSpec, prep: Prepared, ctx: JobContext | None,
+                 span: tuple[float, float]) -> dict:
     from app.core.measure import parse_ort_profile
 
     lo, hi = span
     progress(ctx, lo, f"Preparing {target.name}…")
-    path, notes = variant_path(prep.model_path, target, ctx, spec)  # type: ignore[attr-defined]
+    path, notes = variant_path(prep.model_path, target, ctx, spec)
     graph = onnx.load(path, load_external_data=False).graph
-    engine = target.backend in ENGINE_BACKENDS
-    prefix = None if engine else str(workdir(ctx) / f"ort_profile_{target.name.replace(':', '_')}")
-    session = open_session(target, path, spec, ctx, prep.shapes, profile_prefix=prefix)  # type: ignore[attr-defined]
-    runs = WARMUP_RUNS + spec.iterations
-    sample = prep.samples[0]  # type: ignore[attr-defined]
-    try:
-        if engine:
+    sample = prep.samples[0]
+    if target.backend in ENGINE_BACKENDS:
+        engine = open_engine_session(target, path, spec, ctx, prep.shapes)
+        try:
             from app.core.engine import per_layer_times
 
             progress(ctx, (lo + hi) / 2, f"{target.name}: timing each engine layer…")
-            times = per_layer_times(session.profile_layers(sample, runs=spec.iterations))  # type: ignore[attr-defined]
+            times = per_layer_times(engine.profile_layers(sample, runs=spec.iterations))
             profile = _engine_profile(target.name, times, spec.iterations)
-        else:
+        finally:
+            engine.close()
+        session_notes = engine.notes
+    else:
+        prefix = str(workdir(ctx) / f"ort_profile_{target.name.replace(':', '_')}")
+        session = open_ort_session(target, path, spec, profile_prefix=prefix)
+        runs = WARMUP_RUNS + spec.iterations
+        try:
             for k in range(runs):
-                session.run(sample)  # type: ignore[attr-defined]
+                session.run(sample)
                 progress(ctx, lo + (hi - lo) * (k + 1) / runs, f"{target.name}: run {k + 1} of {runs}")
-            with open(session.end_profiling(), encoding="utf-8") as fh:  # type: ignore[attr-defined]
+            with open(session.end_profiling(), encoding="utf-8") as fh:
                 events = json.load(fh)
             profile = parse_ort_profile(events, graph, target.name, skip_runs=WARMUP_RUNS)
-    finally:
-        session.close()  # type: ignore[attr-defined]
+        finally:
+            session.close()
+        session_notes = session.notes
     doc = profile.to_json()
-    doc["notes"] = notes + list(getattr(session, "notes", []))
+    doc["notes"] = notes + list(session_notes)
     return doc
 
 
-def _engine_profile(name: str, times: dict, runs: int) -> object:
+def _engine_profile(name: str, times: dict, runs: int) -> Profile:
     from app.core.measure import NodeTime, Profile
 
     nodes = [NodeTime(layer, "engine layer", "TensorRT", t.median_ms, runs, model_node=False)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from app.backends import Target
 from app.backends.tasks.common import prepare_samples, run_outputs
 from app.backends.tasks.specs import RunSpec, takes
 
+if TYPE_CHECKING:
+    from app.jobs import JobContext
+
 
 @takes(RunSpec)
-def run_task(spec: RunSpec, ctx: object) -> dict:
+def run_task(spec: RunSpec, ctx: JobContext) -> dict:
     """`trtlab run`: one target on the input samples; outputs saved to outputs.npz."""
     target = Target.parse(spec.target)
     prep = prepare_samples(spec, ctx)

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from app.backends.base import Target
 from app.core.errors import InputError, TrtlabError
@@ -349,12 +349,12 @@ def takes(spec_type: type[S]) -> Callable[[Callable[[S, Any], dict]], Callable[[
         def job(spec: S | Mapping[str, Any], ctx: Any) -> dict:
             from app.core.machine import provenance
 
-            typed = spec if isinstance(spec, spec_type) else spec_type.from_json(spec)
+            typed = spec if isinstance(spec, spec_type) else spec_type.from_json(cast("Mapping[str, Any]", spec))
             result = fn(typed, ctx)
             result.setdefault("artifacts", [str(result[k]) for k in spec_type.artifacts if result.get(k)])
             result.setdefault("provenance", provenance())
             return result
-        job.spec_type = spec_type  # type: ignore[attr-defined]
+        job.spec_type = spec_type  # type: ignore[attr-defined]  # a marker on the function, read by the tests
         return job
     return wrap
 
@@ -368,9 +368,9 @@ def _tolerance(text: object) -> object:
     return Tolerance.parse(str(text))
 
 
-def _output_kinds(kinds: object) -> dict[str, str]:
+def _output_kinds(kinds: Mapping[str, str] | Sequence[str]) -> dict[str, str]:
     """{output: kind} in canonical spelling (each checked: `yolo:v5`, `detections:cxcywh`…)."""
-    return {name: kind.text() for name, kind in parse_output_kinds(kinds or {}).items()}  # type: ignore[arg-type]
+    return {name: kind.text() for name, kind in parse_output_kinds(kinds or {}).items()}
 
 
 def _count(value: object, what: str) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import onnx
 
@@ -10,6 +11,9 @@ from app.backends import Target
 from app.backends.tasks.common import calibration, cancel_check, prepare_samples, progress, target_plan
 from app.backends.tasks.specs import VariantSpec, takes
 from app.core.precision import PrecisionPlan
+
+if TYPE_CHECKING:
+    from app.jobs import JobContext
 
 
 def plan_summary(plan: PrecisionPlan) -> str:
@@ -23,7 +27,7 @@ def plan_summary(plan: PrecisionPlan) -> str:
 
 
 @takes(VariantSpec)
-def variant_task(spec: VariantSpec, ctx: object) -> dict:
+def variant_task(spec: VariantSpec, ctx: JobContext) -> dict:
     """`trtlab variant`: build (or take from the cache) the variant graph and save it where asked."""
     from app.core.precision import build_variant, save_model
 
@@ -47,7 +51,7 @@ def variant_task(spec: VariantSpec, ctx: object) -> dict:
             "report": variant.report}
 
 
-def _raised_opset(spec: VariantSpec, opset: int, ctx: object) -> tuple[str, str]:
+def _raised_opset(spec: VariantSpec, opset: int, ctx: JobContext) -> tuple[str, str]:
     """`trtlab variant --opset N`: the model at opset N, saved in the job's folder, and a note saying so. Its
     FP32 outputs are compared with the model's on one random sample where the input shapes are known."""
     from app.core.errors import TrtlabError
