@@ -115,20 +115,3 @@ def test_the_sample_photos_preprocessing_is_shown_and_editable(qtbot, window, mo
     # A model with no image input: the default source is random data, and the image fields are off.
     open_and_wait(qtbot, window, models_dir / "magika_standard_v3_3.onnx")
     assert panel.input_source() is None and not panel.layout_combo.isEnabled()
-
-
-def test_the_scorecard_says_why_a_precision_is_slower():
-    from app.ui.results.scorecard_answers import caveats, slower_because
-
-    ref = {"placement": {"placement": {"CUDAExecutionProvider": 76, "CPUExecutionProvider": 2}, "fallback_nodes": [],
-                         "casts": 0, "copies": 0, "node_count": 78}}
-    before = {"placement": {"fallback_nodes": [f"BatchNormalization.{k}" for k in range(27)], "casts": 56,
-                            "copies": 54, "node_count": 213}}
-    assert slower_because(ref, before) == ("27 node(s) ran on the CPU (BatchNormalization.0, BatchNormalization.1, "
-                                           "BatchNormalization.2 …), with 54 copies between host and device; "
-                                           "56 Cast node(s) were added")
-    more = {"placement": {"fallback_nodes": [], "casts": 0, "copies": 0, "node_count": 120}}
-    assert slower_because(ref, more) == "42 more kernels run (small kernels: launch-bound)"
-    assert slower_because(ref, {}) == ""
-    notes = caveats({"candidates": []}, {"ort-cuda:fp16": before, "ort-cuda:fp32": ref})
-    assert any("ort-cuda:fp16: some nodes ran on the CPU" in n for n in notes)

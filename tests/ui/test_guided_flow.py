@@ -10,7 +10,7 @@ from PySide6.QtGui import QAction, QImage
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QPushButton
 
-from app.ui.results.scorecard import A_LITTLE_COS, UNCHANGED_COS, answer_verdict, card_facts, task_verdict
+from app.core.measure import task_verdict
 from tests.ui.conftest import open_and_wait
 
 
@@ -227,20 +227,6 @@ def test_presentation_mode_scales_the_scorecard(qtbot):
     page.setFont(big)
     assert card.speed.font().pointSizeF() == pytest.approx(before * 1.4, rel=0.02)
     page.deleteLater()
-
-
-def test_verdict_thresholds():
-    assert answer_verdict(UNCHANGED_COS)[0] == "Answers unchanged"
-    assert answer_verdict(UNCHANGED_COS - 1e-6)[0] == "Answers changed a little"
-    assert answer_verdict(A_LITTLE_COS)[0] == "Answers changed a little"
-    assert answer_verdict(A_LITTLE_COS - 1e-6)[0] == "Answers changed a lot"
-    assert answer_verdict(0.99999, nonfinite=3)[0] == "Answers changed a lot"  # new NaN/Inf: always a lot
-    assert answer_verdict(None)[0] == "Answers changed a lot"
-    facts = card_facts({"candidates": [{"name": "ort-cpu:int8", "outputs": [{"name": "y", "cosine": 0.5}]}]},
-                       {"ort-cpu:fp32": {"latency_ms": {"median": 1.0}},
-                        "ort-cpu:int8": {"latency_ms": {"median": 4.0}}}, "ort-cpu:fp32")
-    assert facts[0].speed == "4.0× slower" and facts[0].top1 is None
-    assert "top-1" not in facts[0].answers_detail
 
 
 def test_run_menu_starts_the_flow_on_the_open_model(qtbot, window, models_dir):

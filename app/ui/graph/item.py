@@ -14,9 +14,9 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QImage, QPainter, QPainterPath, QPen, QPolygonF
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
+from app.core.layout import EdgeLabels, place_edge_labels
 from app.core.model import KIND_GROUP, KIND_OP, DisplayGraph
 from app.ui.common import style
-from app.ui.graph.edge_labels import EdgeLabels, place_edge_labels
 
 LOD_BOXES = 0.12     # below: boxes without outline; above: outlined boxes
 LOD_LABELS = 0.42    # above: op type and name inside boxes, arrowheads
@@ -247,7 +247,7 @@ class GraphItem(QGraphicsItem):
             painter.drawText(QPointF(labels.x0[k], labels.y0[k] + ascent), labels.texts[k])
 
     def edge_labels(self) -> EdgeLabels:
-        """Where each edge's shape label goes, placed for the whole graph at once (see edge_labels.py)."""
+        """Where each edge's shape label goes, placed for the whole graph at once (see core/layout/edge_labels.py)."""
         current = self.graph.edge_labels
         if self._edge_labels is None or self._edge_labels[0] is not current:
             fm = QFontMetricsF(self._label_font)

@@ -19,8 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.measure import sample_words
-from app.ui.results.state import ResultsState, task_words
+from app.core.measure import ResultsState, sample_words, task_words
 
 
 def pixmap_from_uri(uri: str | None) -> QPixmap:

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QLabel, QStackedLayout, QWidget
 
-from app.ui.results.state import ResultsState
+from app.core.measure import ResultsState
 
 # pyqtgraph's exit clean-up walks every live graphics object at interpreter exit; with windows already
 # destroyed by Qt that walk can free Python objects twice and abort the process (seen with PySide6 6.12).

@@ -1,137 +1,39 @@
 """The full-window scorecard of the guided comparison: one card per precision, in words a non-programmer reads
 at a glance (how much faster than FP32, whether the answers changed) and the histogram of the differences.
 
-The verdicts come from the compare and bench JSON exactly as the jobs returned them (`card_facts`, no Qt)."""
+The verdicts come from the compare and bench JSON exactly as the jobs returned them (app.core.measure's
+`card_facts`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QKeySequence, QPalette, QShortcut
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
-from app.core.measure import median_ms, speedups, target_emulations
+from app.core.measure import (
+    BAD,
+    FAIR,
+    GOOD,
+    NEUTRAL,
+    PRECISION_WORDS,
+    CardFacts,
+    ResultsState,
+    card_facts,
+    caveats,
+)
 from app.ui.results.answers_view import PictureLabel, pixmap_from_uri
 from app.ui.results.plots import PlotCard, draw_abs_diff
-from app.ui.results.scorecard_answers import ReferenceCard, caveats, slower_because, task_verdict
-from app.ui.results.state import ResultsState
+from app.ui.results.scorecard_answers import ReferenceCard
 
-# The answer verdict's thresholds, on the cosine similarity of the worst output to FP32's, in one place.
-# 0.9999 is what FP16 rounding alone gives on a healthy network (outputs agree to ~4 significant digits, no
-# decision changes); 0.99 is where INT8 of a well-calibrated model usually lands (small shifts, top-1 kept);
-# below it the outputs move enough for decisions to change, and the precision needs a closer look.
-UNCHANGED_COS = 0.9999
-A_LITTLE_COS = 0.99
-# Within 5% of FP32's median the difference is within the noise of a short benchmark: "about as fast".
-SAME_SPEED = 0.05
-
-PRECISION_WORDS = {"fp32": "FP32", "fp16": "FP16", "bf16": "BF16", "int8": "INT8"}
 PRECISION_BLURB = {"fp16": "16-bit numbers: half the memory of FP32",
                    "bf16": "16-bit numbers with FP32's range",
                    "int8": "8-bit integers: a quarter of the memory of FP32"}
 
 # Text colour on a light background of the same hue: the verdicts read by colour and by word alike.
-GOOD, FAIR, BAD, NEUTRAL = "good", "fair", "bad", "neutral"
 TONES = {GOOD: ("#1e6b34", "#e6f4ea"), FAIR: ("#7a4f00", "#fef3d6"), BAD: ("#a3221b", "#fdecea"),
          NEUTRAL: ("#4a4f57", "#f1f3f4")}
-
-
-@dataclass
-class CardFacts:
-    """What one precision's card says, in words and numbers."""
-
-    target: str
-    precision: str
-    speed: str                 # "2.1× faster", "1.3× slower", "about as fast", "n/a here", "not measured"
-    speed_tone: str
-    speed_detail: str          # the medians behind it, or why there is no number
-    ratio: float | None        # FP32's median / this target's median (> 1: faster)
-    answers: str               # "Answers unchanged" / "changed a little" / "changed a lot"
-    answers_tone: str
-    answers_detail: str        # "cosine 0.99998 · top-1 agreement 100%"
-    cosine: float | None       # of the worst output
-    top1: float | None
-    output: str                # the worst output (its histogram is shown)
-
-
-def answer_verdict(cosine: float | None, nonfinite: int = 0) -> tuple[str, str]:
-    """The answers' verdict and its tone from the worst output's cosine; NaN/Inf that FP32 did not have is
-    always "a lot"."""
-    if cosine is None or nonfinite:
-        return "Answers changed a lot", BAD
-    if cosine >= UNCHANGED_COS:
-        return "Answers unchanged", GOOD
-    if cosine >= A_LITTLE_COS:
-        return "Answers changed a little", FAIR
-    return "Answers changed a lot", BAD
-
-
-def cosine_text(cosine: float | None) -> str:
-    """Enough digits to tell 0.9999 from 0.99999; never "1.000000" for what is not exactly 1."""
-    if cosine is None:
-        return "—"
-    if cosine >= 1.0:
-        return "1 (identical)"
-    text = f"{cosine:.6f}"
-    return "> 0.999999" if text == "1.000000" else text
-
-
-def speed_verdict(ratio: float) -> tuple[str, str]:
-    if abs(ratio - 1.0) < SAME_SPEED:
-        return f"About as fast ({ratio:.1f}×)", NEUTRAL
-    if ratio >= 1.0:
-        return f"{ratio:.1f}× faster", GOOD
-    return f"{1 / ratio:.1f}× slower", BAD
-
-
-def card_facts(compare: dict, bench: dict[str, dict], reference: str) -> list[CardFacts]:
-    """One card per compared candidate, in the order compared; `bench`: target -> its bench JSON."""
-    ref_median = median_ms(bench.get(reference))
-    ratios = speedups(bench, reference)
-    out = []
-    for c in compare.get("candidates", []):
-        target = str(c["name"])
-        precision = target.partition(":")[2] or "fp32"
-        outputs = c.get("outputs") or []
-        worst = min(outputs, key=lambda o: -2.0 if o.get("cosine") is None else o["cosine"]) if outputs else {}
-        cosine = worst.get("cosine")
-        nonfinite = sum(int(o.get("new_nonfinite") or 0) for o in outputs)
-        answers, answers_tone = answer_verdict(cosine, nonfinite)
-        tops = [o["top1"] for o in outputs if o.get("top1") is not None]
-        top1 = min(tops) if tops else None
-        parts = ["cosine " + cosine_text(cosine)]
-        judged = task_verdict(outputs, nonfinite)
-        if judged is not None:
-            answers, answers_tone, words = judged
-            parts.insert(0, words)
-        elif top1 is not None:
-            parts.append(f"top-1 agreement {top1:.0%}")
-        if nonfinite:
-            parts.append(f"{nonfinite} new NaN/Inf")
-        median = median_ms(bench.get(target))
-        emulated = target_emulations(target)
-        ratio = ratios.get(target)
-        if emulated:
-            e = emulated[0]
-            speed, speed_tone = "Speed: n/a here", NEUTRAL
-            word = PRECISION_WORDS.get(precision, precision)
-            speed_detail = (f"This computer only imitates {word}: {e.backend} {e.how}, so its time says nothing "
-                            f"about {word}'s real speed. A GPU with TensorRT measures it.")
-        elif ratio is None:
-            speed, speed_tone = "Speed not measured", NEUTRAL
-            speed_detail = "The benchmark did not finish for this precision or for FP32."
-        else:
-            speed, speed_tone = speed_verdict(ratio)
-            speed_detail = f"{median:.3f} ms per run, FP32 {ref_median:.3f} ms (medians)"
-            why = slower_because(bench.get(reference) or {}, bench.get(target) or {}) if ratio < 1 - SAME_SPEED \
-                else ""
-            if why:
-                speed_detail += f". Slower because {why}"
-        out.append(CardFacts(target, precision, speed, speed_tone, speed_detail, ratio, answers, answers_tone,
-                             " · ".join(parts), cosine, top1, str(worst.get("name", ""))))
-    return out
 
 
 PAGE_BACKGROUND = "#f7f7f5"

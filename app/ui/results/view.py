@@ -1,8 +1,8 @@
 """Comparison and latency results: a scorecard anyone can read, and the plots behind it (pyqtgraph).
 
-Results gather over a session (app.ui.results.state): each comparison or benchmark adds its candidates, a
-re-run replaces its own row, "Clear results" empties them, and opening another model starts afresh. The
-scorecard sits beside the plots (one plot per tab) so both stay readable in a short, wide dock."""
+Results gather over a session (app.core.measure's ResultsState): each comparison or benchmark adds its
+candidates, a re-run replaces its own row, "Clear results" empties them, and opening another model starts afresh.
+The scorecard sits beside the plots (one plot per tab) so both stay readable in a short, wide dock."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.measure import COLUMNS, ResultsState
 from app.ui.results.answers_view import AnswersView
 from app.ui.results.plots import (
     PlotCard,
@@ -37,7 +38,6 @@ from app.ui.results.plots import (
     draw_speedup,
     draw_values,
 )
-from app.ui.results.state import COLUMNS, ResultsState
 
 PASS_BG, FAIL_BG = QColor("#e3f4e6"), QColor("#fbe4e2")
 NARROW = 760  # below this width the scorecard goes above the plots instead of beside them

@@ -1,6 +1,6 @@
 """What the Results view holds: comparisons and benchmarks gathered over a session, one row per candidate.
 
-No Qt here. A new comparison or benchmark adds its candidates; a re-run of a candidate replaces its own
+A new comparison or benchmark adds its candidates; a re-run of a candidate replaces its own
 row. Comparisons against another reference are not comparable with the earlier ones: they replace them.
 """
 
@@ -11,7 +11,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from app.core.measure import Emulation, speedups, target_emulations, task_words
+from app.core.measure.answers import task_words
+from app.core.measure.compute import Emulation, target_emulations
+from app.core.measure.latency import speedups
 
 RANDOM_CALIBRATION = "CALIBRATED ON RANDOM DATA"
 # app.core.measure.latency's jitter warning (always its last part): grouped over targets, its advice said once
