@@ -35,18 +35,6 @@ def test_model_argument_opens_that_model(qtbot, models_dir):
     window.close()
 
 
-def test_python_dash_m_app_dispatches_cli_without_qt(models_dir):
-    code = ("import sys, runpy; sys.argv=['app','inspect',sys.argv[1]]\n"
-            "try:\n    runpy.run_module('app', run_name='__main__')\nexcept SystemExit as e:\n"
-            "    assert e.code == 0, e.code\n"
-            "assert 'PySide6' not in sys.modules, 'the CLI imported Qt'\n")
-    env = dict(os.environ)
-    r = subprocess.run([sys.executable, "-c", code, str(models_dir / "u2netp.onnx")], capture_output=True,
-                       text=True, env=env, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert "Nodes      1,055" in r.stdout
-
-
 def test_the_selftest_opens_the_window_with_the_demo_and_its_icons(tmp_path):
     """`trtlab --selftest` (what the packaged app's check runs): the real window, the demo open, every icon."""
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path)}

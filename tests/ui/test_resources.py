@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import configparser
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
 from PySide6.QtGui import QColor, QIcon, QImage
 from PySide6.QtSvg import QSvgRenderer
 from PySide6.QtWidgets import QTabBar
@@ -84,17 +80,6 @@ def test_resources_are_found_in_the_package_and_a_bundle_is_searched(monkeypatch
     assert tmp_path / "resources" in resources.resource_dirs()
 
 
-def test_the_packaged_copy_matches_the_artwork():
-    """app/resources/ (what pip installs) holds exactly resources/'s SVGs: run resources/make_icons.py after an
-    edit to the artwork. (Its samples/ and models/ — the sample photos and the demo model — are not artwork.)"""
-    source = {p.relative_to(ART): p for p in [ART / "trtlab.svg", *(ART / "icons").glob("*.svg")]}
-    copy = {p.relative_to(PACKAGED): p for p in PACKAGED.rglob("*")
-            if p.is_file() and p.relative_to(PACKAGED).parts[0] not in ("samples", "models")}
-    assert set(copy) == set(source), "run python resources/make_icons.py"
-    for rel, path in source.items():
-        assert copy[rel].read_bytes() == path.read_bytes(), f"{rel} differs: run python resources/make_icons.py"
-
-
 def test_the_app_icon_pngs_have_their_sizes_and_show_the_bolt():
     for size in (16, 32, 48, 64, 128, 256, 512):
         image = QImage(str(ART / "png" / f"trtlab-{size}.png"))
@@ -146,27 +131,6 @@ def test_the_run_menu_draws_its_icons(window, qtbot):
 
     assert red_pixels(window.menus.act_cancel_all) > 8, "no red cancel icon left of Cancel All Jobs"
     assert red_pixels(window.menus.act_compare) == 0  # the compare icon is drawn in the text colour
-
-
-def test_desktop_entry_has_the_required_keys():
-    entry = configparser.ConfigParser(interpolation=None)
-    entry.optionxform = str  # keys are case-sensitive
-    entry.read(ART / "trtlab.desktop", encoding="utf-8")
-    d = entry["Desktop Entry"]
-    assert d["Type"] == "Application" and d["Name"] == "trtlab" and d["Comment"]
-    assert d["Exec"] == "trtlab %f" and d["Icon"] == "trtlab"
-    assert d["Categories"] == "Development;Science;"
-    mime = (ART / "trtlab-mime.xml").read_text(encoding="utf-8")
-    for mime_type in filter(None, d["MimeType"].split(";")):
-        assert f'type="{mime_type}"' in mime, f"{mime_type} is not defined in resources/trtlab-mime.xml"
-
-
-@pytest.mark.skipif(shutil.which("desktop-file-validate") is None,
-                    reason="desktop-file-validate is not installed (apt install desktop-file-utils)")
-def test_desktop_entry_validates():
-    r = subprocess.run(["desktop-file-validate", str(ART / "trtlab.desktop")], capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "error" not in (r.stdout + r.stderr).lower()
 
 
 def test_make_icons_renders_what_is_committed(qapp):
