@@ -44,7 +44,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     against = Target.parse(args.against) if args.against else None
     if against is not None:
         check_available(against)
-    spec = ProfileSpec(model=args.model, target=target.name, against=against.name if against else None,
+    spec = ProfileSpec(model=args.model, target=target, against=against,
                        shapes=shapes_arg(args), inputs=inputs_arg(args), iterations=args.iterations,
                        options=job_options(args), **variant_params(args, [t for t in (against, target) if t]))
     doc = run_job(spec, f"Profile {target.name}" + (f" against {against.name}" if against else ""))

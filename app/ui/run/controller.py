@@ -311,7 +311,7 @@ class RunController(QObject):
         spec = self._spec(CompareSpec, full)
         if spec is None:
             return None
-        return self._start(spec, f"Compare {', '.join(spec.candidates)} with {spec.reference}")
+        return self._start(spec, f"Compare {', '.join(c.name for c in spec.candidates)} with {spec.reference}")
 
     def start_bench(self, request: BenchRequest) -> str | None:
         """The first target's job id (the others wait their turn); None, with the refusal shown, if none starts."""
@@ -319,9 +319,7 @@ class RunController(QObject):
         if full is None:
             return None
         targets = list(dict.fromkeys(full.pop("targets")))  # a trivial plan and FP32 are one target
-        specs = [self._spec(BenchSpec, {**full, "target": t,
-                                        "mode": "end_to_end" if t.startswith("ort-cpu") else "device_only"})
-                 for t in targets]
+        specs = [self._spec(BenchSpec, {**full, "target": t}) for t in targets]  # each timed as its backend is
         if None in specs:
             return None
         # Earlier results stay: each target's benchmark replaces its own row only.
