@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -223,11 +224,20 @@ def job_options(args: argparse.Namespace) -> dict:
     return {"tf32": bool(args.tf32)}
 
 
-def early_checks(args: argparse.Namespace, out_flag: str = "") -> None:
-    """What can be refused before any job starts: the model, the output paths (never onto an input file)."""
+def early_checks(args: argparse.Namespace, out_flag: str = "", targets: Sequence[Target | None] = ()) -> None:
+    """What can be refused before any job starts: the model, the output paths (never onto an input file), and for
+    TensorRT targets the shapes of dims that share a dim_param (one size to TensorRT; the window checks the same)."""
     from app.core.model import load_model
 
-    check_outputs(args, load_model(args.model), out_flag or "-o")
+    doc = load_model(args.model)
+    check_outputs(args, doc, out_flag or "-o")
+    if any(t is not None and t.builds_engine for t in targets):
+        from app.core.engine import ProfileError, check_engine_shapes
+
+        try:
+            check_engine_shapes(doc.model.graph, shapes_arg(args))
+        except ProfileError as exc:
+            raise CliInputError(f"--shapes: {exc.message}", fix=exc.fix) from exc
 
 
 def tolerance_arg(text: str, flag: str) -> Tolerance:

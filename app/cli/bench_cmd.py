@@ -36,8 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     from app.core.measure import Budget
 
-    early_checks(args)
     target = target_arg(args)
+    early_checks(args, targets=[target])
     modes = get_backend(target.backend).timing_modes
     if args.mode and args.mode not in modes:
         raise CliInputError(f"--mode {args.mode}: {target.backend} has no {args.mode} timing (it measures "

@@ -53,12 +53,12 @@ def _seconds(text: str | None, flag: str) -> float | None:
 
 def cmd_fallback(args: argparse.Namespace) -> int:
     ref, cand = Target.parse(args.reference), Target.parse(args.candidate)
-    check_available(ref, cand)
     target = tolerance_arg(args.target, "--target")
     check_positive(args.samples, "--samples")
     if args.out and not args.out.lower().endswith(".json"):
         raise CliInputError(f"-o '{args.out}' does not end in .json.", fix="Give a path such as model.plan.json.")
-    early_checks(args, "-o")
+    early_checks(args, "-o", [ref, cand])
+    check_available(ref, cand)
     spec = FallbackSpec(model=args.model, reference=ref, candidate=cand, target=target,
                         budget_s=_seconds(args.budget, "--budget"), shapes=shapes_arg(args), inputs=inputs_arg(args),
                         output_kinds=output_kinds_arg(args),
