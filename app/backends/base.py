@@ -9,23 +9,20 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from app.core.errors import TrtlabError
+from app.core.targets import BACKEND_NAMES, ENGINE_BACKENDS, PRECISIONS, BackendSpecError, Target
+
+__all__ = ["BACKEND_NAMES", "ENGINE_BACKENDS", "PRECISIONS", "Availability", "Backend", "BackendSpecError",
+           "BackendUnavailable", "Session", "Target"]
 
 if TYPE_CHECKING:
     from app.jobs import JobContext
 
-PRECISIONS = ("fp32", "fp16", "bf16", "int8")
-BACKEND_NAMES = ("ort-cpu", "ort-cuda", "ort-trt", "trt", "trt-rtx")
-ENGINE_BACKENDS = ("trt", "trt-rtx")   # build TensorRT engines (`trtlab build --backend`)
 
 
 class BackendUnavailable(TrtlabError):
     """A requested backend cannot run here; the message says why and the fix how to get it."""
 
     title = "Backend not available"
-
-
-class BackendSpecError(TrtlabError):
-    title = "Invalid backend"
 
 
 @dataclass(frozen=True)
@@ -52,30 +49,6 @@ class Availability:
         if self.can_build is not None:
             doc.update({"can_build": self.can_build, "can_run": self.available, "build_reason": self.build_reason})
         return doc
-
-
-@dataclass(frozen=True)
-class Target:
-    """`B:P`: a backend running the variant graph for a precision (`B:plan`: for the job's precision plan)."""
-
-    backend: str
-    precision: str = "fp32"
-
-    @property
-    def name(self) -> str:
-        return f"{self.backend}:{self.precision}"
-
-    @classmethod
-    def parse(cls, text: str) -> Target:
-        backend, _, precision = text.strip().partition(":")
-        precision = (precision or "fp32").lower()
-        if backend not in BACKEND_NAMES:
-            raise BackendSpecError(f"Unknown backend '{backend}' in '{text}'.",
-                                   fix=f"Use one of {', '.join(BACKEND_NAMES)}, e.g. ort-cpu:fp32.")
-        if precision not in PRECISIONS and precision != "plan":
-            raise BackendSpecError(f"Unknown precision '{precision}' in '{text}'.",
-                                   fix=f"Use one of {', '.join(PRECISIONS)}, or 'plan' with a precision plan.")
-        return cls(backend, precision)
 
 
 class Session(Protocol):

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.backends import BACKEND_NAMES, ENGINE_BACKENDS, Target
+from app.backends import BACKEND_NAMES, ENGINE_BACKENDS, PRECISIONS, Target
 from app.backends.tasks.specs import BenchSpec, BuildSpec, CompareSpec, DiagnoseSpec, JobInputs
 from app.core.errors import InputError
 from app.core.fileio import file_sha256
+from app.core.measure import Tolerance
 
 STEPS = ("build", "compare", "diagnose", "bench")   # the order a model's jobs run in: engines first, timing last
-PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 MATRIX_VERSION = 1
 _TOP_KEYS = {"version", "models", "precisions", "backends", "steps", "reference", "tolerances", "samples", "seed",
              "bench", "calib_method", "calib_samples", "shapes", "inputs", "calib"}
@@ -226,21 +226,21 @@ def _spec(step: str, target: str, reference: str, backend: str, precision: str, 
     if step == "compare":
         if target == reference:
             return None  # the reference cell: nothing to compare it with
-        return CompareSpec(reference=reference, candidates=(target,), tolerances=settings["tolerances"], **common,
-                           **extra)
+        return CompareSpec(reference=Target.parse(reference), candidates=(Target.parse(target),),
+                           tolerances=tuple(Tolerance.parse(t) for t in settings["tolerances"]), **common, **extra)
     if step == "diagnose":
         if precision == "fp32":
             return None
         ref = reference if reference.endswith(":fp32") else "ort-cpu:fp32"
-        return DiagnoseSpec(reference=ref, candidate=target, **{**common, "samples": 1}, **extra)
+        return DiagnoseSpec(reference=Target.parse(ref), candidate=Target.parse(target), **{**common, "samples": 1},
+                            **extra)
     if step == "bench":
-        mode = "end_to_end" if backend == "ort-cpu" else "device_only"
-        return BenchSpec(target=target, mode=mode, warmup=settings["warmup"], iterations=settings["iterations"],
+        return BenchSpec(target=Target.parse(target), warmup=settings["warmup"], iterations=settings["iterations"],
                          **{**common, "samples": 1}, **extra)
     if backend not in ENGINE_BACKENDS:
         return None  # build: only engine backends build
     options = {"profiles": [_profile(model)]} if model.get("profile") else {}
-    return BuildSpec(target=target, **{**common, "samples": 1, "options": options}, **extra)
+    return BuildSpec(target=Target.parse(target), **{**common, "samples": 1, "options": options}, **extra)
 
 
 def _common(doc: dict, model: dict, base: Path) -> dict[str, Any]:

@@ -36,8 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     from app.core.measure import Budget
 
-    early_checks(args)
     target = target_arg(args)
+    early_checks(args, targets=[target])
     modes = get_backend(target.backend).timing_modes
     if args.mode and args.mode not in modes:
         raise CliInputError(f"--mode {args.mode}: {target.backend} has no {args.mode} timing (it measures "
@@ -48,9 +48,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise CliInputError("--iterations 0 measures nothing.", fix="Give a count such as --iterations 100, or a "
                                                                     "time such as --iterations 3s.")
     check_available(target)
-    mode = args.mode or ("end_to_end" if target.backend == "ort-cpu" else "device_only")
-    spec = BenchSpec(model=args.model, target=target.name, shapes=shapes_arg(args), inputs=inputs_arg(args),
-                     warmup=args.warmup, iterations=args.iterations, mode=mode, options=job_options(args),
+    spec = BenchSpec(model=args.model, target=target, shapes=shapes_arg(args), inputs=inputs_arg(args),
+                     warmup=args.warmup, iterations=args.iterations, mode=args.mode or "", options=job_options(args),
                      **variant_params(args, [target]))
     doc = run_job(spec, f"Benchmark {target.name}")
     times = doc.pop("times_ms", None)

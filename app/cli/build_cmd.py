@@ -98,7 +98,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     config = BuildConfig(workspace_mb=args.workspace, optimization_level=args.opt_level, tf32=bool(args.tf32),
                          profiles=[profile], targets=targets)
     _check_can_build(backend)
-    spec = BuildSpec(model=args.model, target=target.name, out=str(Path(args.out).resolve()),
+    spec = BuildSpec(model=args.model, target=target, out=str(Path(args.out).resolve()),
                      shapes={k: tuple(p.opt) for k, p in profile.inputs.items()},
                      inputs=InputSource(kind="random", seed=args.seed),
                      options={"workspace_mb": args.workspace, "opt_level": args.opt_level, "tf32": bool(args.tf32),

@@ -43,18 +43,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     ref = Target.parse(args.reference)
     cands = [Target.parse(c) for c in args.candidate]
-    check_available(ref, *cands)
-    for t in args.tol:
-        tolerance_arg(t, "--tol")  # bad tolerances are usage errors, found before any work
+    tolerances = tuple(tolerance_arg(t, "--tol") for t in args.tol)  # usage errors, found before any work
     if args.samples is not None:
         check_positive(args.samples, "--samples")
     if args.plan and not any(c.precision == "plan" for c in cands):
         raise CliInputError("--plan is given but no candidate runs it.",
                             fix="Add a candidate such as --candidate ort-cpu:plan.")
-    early_checks(args)
-    spec = CompareSpec(model=args.model, reference=ref.name, candidates=tuple(c.name for c in cands),
+    early_checks(args, targets=[ref, *cands])
+    check_available(ref, *cands)
+    spec = CompareSpec(model=args.model, reference=ref, candidates=tuple(cands),
                        shapes=shapes_arg(args), inputs=inputs_arg(args), samples=args.samples or 1,
-                       tolerances=args.tol, options=job_options(args), output_kinds=output_kinds_arg(args),
+                       tolerances=tolerances, options=job_options(args), output_kinds=output_kinds_arg(args),
                        **variant_params(args, [ref, *cands]))
     spec = default_samples(spec, args.samples)
     doc = run_job(spec, f"Compare against {ref.name}")

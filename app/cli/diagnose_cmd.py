@@ -31,10 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    early_checks(args)
     cand = Target.parse(args.candidate)
+    early_checks(args, targets=[cand])
     check_available(cand)
-    spec = DiagnoseSpec(model=args.model, candidate=cand.name, shapes=shapes_arg(args), inputs=inputs_arg(args),
+    spec = DiagnoseSpec(model=args.model, candidate=cand, shapes=shapes_arg(args), inputs=inputs_arg(args),
                         output_kinds=output_kinds_arg(args),
                         options=job_options(args), **variant_params(args, [cand]))
     doc = run_job(spec, f"Diagnose {cand.name}")

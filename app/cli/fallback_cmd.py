@@ -53,13 +53,13 @@ def _seconds(text: str | None, flag: str) -> float | None:
 
 def cmd_fallback(args: argparse.Namespace) -> int:
     ref, cand = Target.parse(args.reference), Target.parse(args.candidate)
-    check_available(ref, cand)
-    tolerance_arg(args.target, "--target")
+    target = tolerance_arg(args.target, "--target")
     check_positive(args.samples, "--samples")
     if args.out and not args.out.lower().endswith(".json"):
         raise CliInputError(f"-o '{args.out}' does not end in .json.", fix="Give a path such as model.plan.json.")
-    early_checks(args, "-o")
-    spec = FallbackSpec(model=args.model, reference=ref.name, candidate=cand.name, target=args.target,
+    early_checks(args, "-o", [ref, cand])
+    check_available(ref, cand)
+    spec = FallbackSpec(model=args.model, reference=ref, candidate=cand, target=target,
                         budget_s=_seconds(args.budget, "--budget"), shapes=shapes_arg(args), inputs=inputs_arg(args),
                         output_kinds=output_kinds_arg(args),
                         samples=args.samples, options=job_options(args), **variant_params(args, [ref, cand]))

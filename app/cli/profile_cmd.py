@@ -36,15 +36,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    early_checks(args)
     target = target_arg(args)
     check_positive(args.iterations, "--iterations")
     check_positive(args.top, "--top")
-    check_available(target)
     against = Target.parse(args.against) if args.against else None
-    if against is not None:
-        check_available(against)
-    spec = ProfileSpec(model=args.model, target=target.name, against=against.name if against else None,
+    early_checks(args, targets=[target, against])
+    check_available(target, *([against] if against is not None else []))
+    spec = ProfileSpec(model=args.model, target=target, against=against,
                        shapes=shapes_arg(args), inputs=inputs_arg(args), iterations=args.iterations,
                        options=job_options(args), **variant_params(args, [t for t in (against, target) if t]))
     doc = run_job(spec, f"Profile {target.name}" + (f" against {against.name}" if against else ""))

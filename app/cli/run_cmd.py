@@ -31,10 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    early_checks(args, "--out")
     target = target_arg(args)
+    early_checks(args, "--out", [target])
     check_available(target)
-    spec = RunSpec(model=args.model, target=target.name, shapes=shapes_arg(args), inputs=inputs_arg(args),
+    spec = RunSpec(model=args.model, target=target, shapes=shapes_arg(args), inputs=inputs_arg(args),
                    options=job_options(args), **variant_params(args, [target]))
     doc = run_job(spec, f"Run {target.name}", keep_workdir=True)
     if args.out:

@@ -50,7 +50,7 @@ def cmd_variant(args: argparse.Namespace) -> int:
     # shapes matter only for calibration data (INT8 scales, FP16's activation ranges) and the opset check's sample;
     # the variant keeps the model's dynamic dims. Without them an FP16 variant says its ranges were not measured.
     fp16 = "fp16" in (plan["default"], *(plan.get("op_rules") or {}).values(), *(plan.get("overrides") or {}).values())
-    spec = VariantSpec(model=args.model, target=target.name, out=str(out.resolve()),
+    spec = VariantSpec(model=args.model, target=target, out=str(out.resolve()),
                        shapes=shapes_arg(args) if int8 or args.shapes or (args.opset and args.shapes) else {},
                        inputs=inputs_arg(args) if (int8 or fp16) else InputSource(kind="random", seed=args.seed),
                        opset=args.opset, **extra)

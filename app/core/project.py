@@ -26,7 +26,9 @@ import numpy as np
 
 from app.core.errors import TrtlabError
 from app.core.fileio import atomic_write_bytes, file_sha256
+from app.core.measure import default_timing_mode
 from app.core.safe_read import UnsafeFile, check_archive, load_json, load_npz, read_member
+from app.core.targets import Target
 
 PROJECT_VERSION = 1
 PROJECT_SUFFIX = ".trtlab"
@@ -268,8 +270,9 @@ def cli_command(spec_json: Mapping[str, Any]) -> str:
         for t in s.get("tolerances", []):
             args += ["--tol", t]
     elif kind == "bench":
+        mode = s.get("mode") or default_timing_mode(s["target"])
         args += ["--backend", s["target"], "--warmup", str(s.get("warmup", "10")),
-                 "--iterations", str(s.get("iterations", "100")), "--mode", s.get("mode", "end_to_end")]
+                 "--iterations", str(s.get("iterations", "100")), "--mode", mode]
     elif kind == "diagnose":
         args += ["--candidate", s["candidate"]]
     elif kind == "fallback":
@@ -283,11 +286,11 @@ def cli_command(spec_json: Mapping[str, Any]) -> str:
         args += ["--backend", s["target"], *(["--against", s["against"]] if s.get("against") else []),
                  "--iterations", str(s.get("iterations", 20))]
     else:  # build, variant: a precision or the plan
-        backend, _, precision = str(s.get("target", "")).partition(":")
+        target = Target.read(s.get("target", ""))
         if kind == "build":
-            args += ["--backend", backend]
-        if precision != "plan":
-            args += ["--precision", precision or "fp32"]
+            args += ["--backend", target.backend]
+        if target.precision != "plan":
+            args += ["--precision", target.precision]
     if s.get("plan") is not None:
         args += ["--plan", _PLAN_PLACEHOLDER]
     shapes = s.get("shapes") or {}

@@ -14,7 +14,7 @@ from app.reports.answers import answers_section, scorecard_phrase, task_of
 from app.reports.charts import bench_charts, compare_plots, engine_chart
 from app.reports.results import ReportItem, as_items
 from app.reports.tables import bench_table, compare_table, diagnosis_table, engine_table, fallback_table
-from app.reports.words import fmt_cos, precision_of, speed_words, target_words
+from app.reports.words import fmt_cos, speed_words, target_words
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 _VERSION_LABELS = {"trtlab": "trtlab", "onnxruntime": "ONNX Runtime", "onnxruntime-gpu": "ONNX Runtime (GPU)",
@@ -47,13 +47,6 @@ def _model_of(items: list[ReportItem], project: object | None) -> str:
             if source.get("model"):
                 return str(source["model"])
     return ""
-
-
-def _speed_reference(benches: dict[str, dict], compare_ref: str) -> str:
-    """The comparisons' reference when it was benchmarked, else the first FP32 benchmark, else the first one."""
-    if compare_ref in benches:
-        return compare_ref
-    return next((t for t in benches if precision_of(t) == "fp32"), next(iter(benches), ""))
 
 
 def _emulation(target: str) -> Any:
@@ -212,7 +205,10 @@ def report_context(items: list[ReportItem], project: object | None, environment:
     for t in benches:
         colors.setdefault(t, svg.color(len(colors)))
     compare_ref = str(compares[-1].data.get("reference", "")) if compares else ""
-    speed_ref = _speed_reference(benches, compare_ref)
+    from app.core.measure import speed_reference
+
+    settings = getattr(project, "settings", None) or {}  # a project knows the reference its benchmarks ran against
+    speed_ref = speed_reference(benches, compare_ref, str(settings.get("bench_reference") or ""))
     speedups = _speedups(benches, speed_ref)
     engines = [engine_table(i) for i in items if i.kind == "build"]
     for e in engines:

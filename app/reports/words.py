@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from app.core.targets import Target
+
 PRECISION_WORDS = {"fp32": "FP32", "fp16": "FP16", "bf16": "BF16", "int8": "INT8", "plan": "the plan",
                    "mixed": "mixed"}
 # A tolerance's metric name -> the key of a compare output's metric
@@ -16,17 +18,16 @@ HIGHER_IS_BETTER = {"cosine", "cos", "snr_db", "top1", "top5", "det_iou", "mask_
 
 def target_words(target: str) -> str:
     """"ort-cpu:fp16" -> "FP16 on ort-cpu"; "trt:plan" -> "the plan on trt"."""
-    backend, _, precision = str(target).partition(":")
-    p = (precision or "fp32").lower()
-    return f"{PRECISION_WORDS.get(p, p.upper())} on {backend}"
+    t = Target.read(target)
+    return f"{PRECISION_WORDS.get(t.precision, t.precision.upper())} on {t.backend}"
 
 
 def precision_of(target: str) -> str:
-    return (str(target).partition(":")[2] or "fp32").lower()
+    return Target.read(target).precision
 
 
 def backend_of(target: str) -> str:
-    return str(target).partition(":")[0]
+    return Target.read(target).backend
 
 
 def fmt(v: object, digits: int = 4) -> str:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app.backends import BackendSpecError
+from app.backends import BackendSpecError, Target
 from app.backends.tasks.specs import (
     SPECS,
     BenchSpec,
@@ -21,7 +21,7 @@ from app.backends.tasks.specs import (
     spec_from_json,
 )
 from app.core.errors import InputError, TrtlabError
-from app.core.measure.inputs import InputSource
+from app.core.measure import InputSource, Tolerance, ToleranceError
 from app.jobs import JobRunner, JobSpec, run_inline
 from app.jobs.child import resolve
 
@@ -58,14 +58,37 @@ def test_a_spec_survives_json_as_the_same_value(spec):
     assert back.to_json() == spec.to_json()
 
 
-def test_targets_and_values_are_made_canonical_when_made():
-    spec = CompareSpec(model="m.onnx", reference="ort-cpu", candidates=("ort-cpu:FP16",))
-    assert spec.reference == "ort-cpu:fp32" and spec.candidates == ("ort-cpu:fp16",)
+def test_targets_and_values_are_parsed_once_when_made():
+    """A spec holds parsed values (Target, Tolerance); their text appears only in its JSON."""
+    spec = CompareSpec(model="m.onnx", reference="ort-cpu", candidates=("ort-cpu:FP16",), tolerances=("cosine:0.99",))
+    assert spec.reference == Target("ort-cpu", "fp32") and spec.candidates == (Target("ort-cpu", "fp16"),)
+    assert spec.tolerances == (Tolerance("cos", 0.99),)
+    doc = spec.to_json()
+    assert doc["reference"] == "ort-cpu:fp32" and doc["candidates"] == ["ort-cpu:fp16"]
+    assert doc["tolerances"] == ["cos:0.99"]
+    assert CompareSpec.from_json(doc) == spec
     assert isinstance(spec.source, InputSource) and spec.source.is_random
+    fallback = FallbackSpec(model="m.onnx", candidate=Target("ort-cpu", "fp16"), target="cos:0.999")
+    assert fallback.target == Tolerance("cos", 0.999) and fallback.to_json()["target"] == "cos:0.999"
     bench = BenchSpec(model="m.onnx", target="ort-cpu", iterations=20)
     assert bench.iterations == "20" and bench.shapes == {}
     run = RunSpec(model="m.onnx", target="ort-cpu", shapes={"x": [1, "3"]})
     assert run.shapes == {"x": (1, 3)}
+
+
+def test_a_tolerance_the_metric_can_never_take_is_refused_where_the_spec_is_made():
+    with pytest.raises(ToleranceError, match="cos is always between -1 and 1"):
+        CompareSpec(model="m.onnx", candidates=("ort-cpu:fp16",), tolerances=("cos:1.5",))
+    with pytest.raises(ToleranceError, match="at least 0"):
+        FallbackSpec(model="m.onnx", candidate="ort-cpu:fp16", target="max_abs:-1")
+
+
+def test_a_benchmark_times_what_its_backend_is_timed_by_unless_told():
+    """One default for every caller (CLI, window, batch): the device's work on a GPU, the whole call on the CPU."""
+    assert BenchSpec(model="m.onnx", target="ort-cpu").mode == "end_to_end"
+    assert BenchSpec(model="m.onnx", target="ort-cuda:fp16").mode == "device_only"
+    assert BenchSpec(model="m.onnx", target="trt-rtx:fp16", mode="end_to_end").mode == "end_to_end"
+    assert BenchSpec.from_json(BenchSpec(model="m.onnx", target="trt").to_json()).mode == "device_only"
 
 
 def test_a_misspelt_setting_is_refused_where_the_spec_is_made_naming_it():

@@ -9,6 +9,8 @@ import pytest
 
 from app.backends.tasks.specs import BenchSpec, BuildSpec, CompareSpec, DiagnoseSpec
 from app.batch import MatrixError, expand, load_matrix, parse_matrix
+from app.core.measure import Tolerance
+from app.core.targets import Target
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "batch" / "shared-models.yaml"
@@ -38,8 +40,8 @@ def test_the_shipped_example_expands_to_every_shared_model_and_precision(model_p
         ("bench", "fp16"), ("bench", "fp32"), ("bench", "int8"), ("compare", "fp16"), ("compare", "int8")]
     compare = next(j for j in per_model if j.kind == "compare" and j.precision == "int8")
     assert isinstance(compare.spec, CompareSpec)
-    assert compare.spec.candidates == ("ort-cpu:int8",) and compare.spec.reference == "ort-cpu:fp32"
-    assert compare.spec.tolerances == ("cos:0.99",) and compare.spec.shapes == {"x": (1, 3, 224, 224)}
+    assert compare.spec.candidates == (Target("ort-cpu", "int8"),) and compare.spec.reference == Target("ort-cpu")
+    assert compare.spec.tolerances == (Tolerance("cos", 0.99),) and compare.spec.shapes == {"x": (1, 3, 224, 224)}
     bench = next(j for j in per_model if j.kind == "bench" and j.precision == "fp32")
     assert isinstance(bench.spec, BenchSpec) and bench.spec.mode == "end_to_end" and bench.spec.iterations == "30"
 

@@ -257,6 +257,18 @@ def test_impossible_numbers_are_usage_errors(model_paths, args, words):
     assert time.monotonic() - t0 < 30
 
 
+@pytest.mark.parametrize("command", [["compare", "--candidate", "trt-rtx:fp16"], ["bench", "--backend", "trt-rtx"],
+                                     ["fallback", "--candidate", "trt-rtx:fp16", "--target", "cos:0.99"]])
+def test_tensorrt_shapes_that_size_apart_dims_sharing_a_name_are_refused_before_any_job(model_paths, command):
+    """PP-OCR's classifier names H and W both '?': one dimension to TensorRT. Refused as the window refuses it,
+    before availability is asked (the shapes are wrong on any machine)."""
+    r = trtlab(command[0], model_paths["ppocr_cls_mobile_v2"], *command[1:], "--shapes", "x:1x3x48x192", timeout=60)
+    _refused(r, "--shapes", "'x' axis 2", "'x' axis 3", "rename the dim_param")
+    ok = trtlab("compare", model_paths["ppocr_cls_mobile_v2"], "--candidate", "ort-cpu:fp16", "--shapes",
+                "x:1x3x48x192", "--samples", "1", timeout=120)
+    assert ok.returncode == 0, ok.stderr  # ONNX Runtime does not care
+
+
 # --- 6. 0-d inputs, sample files fixing dims, crafted tensors -------------------------------------------------------
 
 def _scalar_flag_model(path: Path) -> Path:

@@ -27,7 +27,7 @@ def bench_task(spec: BenchSpec, ctx: JobContext | None) -> dict:
     """`trtlab bench`: latency statistics of one target."""
     from app.core.measure import Budget, MeasureCancelled, device_of, measure
 
-    target = Target.parse(spec.target)
+    target = spec.target
     mode = spec.mode
     prep = prepare_samples(spec.with_(samples=1), ctx)
     progress(ctx, 0.0, f"Preparing {target.name}…")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import onnx
 
-from app.backends import ENGINE_BACKENDS, BackendSpecError, Target
+from app.backends import ENGINE_BACKENDS, BackendSpecError
 from app.backends.tasks.common import progress, target_plan, variant_path
 from app.backends.tasks.specs import BuildSpec, takes
 from app.core.model import graph_inputs, value_info_to_tensor_info
@@ -69,7 +69,7 @@ def build_task(spec: BuildSpec, ctx: JobContext | None) -> dict:
     from app.backends.trt_flavour import flavour_of
     from app.core.engine import explain, issue_from_fields, map_issues_to_graph
 
-    target = Target.parse(spec.target)
+    target = spec.target
     if target.backend not in ENGINE_BACKENDS:
         raise BackendSpecError(f"{target.backend} does not build engines.",
                                fix=f"Build with one of {', '.join(ENGINE_BACKENDS)}.")

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from app.backends import Target
 from app.backends.tasks.common import Prepared, fallback_note, output_kinds, prepare_samples, progress, run_outputs
 from app.backends.tasks.specs import CompareSpec, takes
 
@@ -19,11 +18,9 @@ if TYPE_CHECKING:
 @takes(CompareSpec)
 def compare_task(spec: CompareSpec, ctx: JobContext | None) -> dict:
     """`trtlab compare`: the reference and each candidate on the same samples, then every metric."""
-    from app.core.measure import Tolerance, compare_report_json, compare_samples
+    from app.core.measure import compare_report_json, compare_samples
 
-    reference = Target.parse(spec.reference)
-    candidates = [Target.parse(c) for c in spec.candidates]
-    tolerances = [Tolerance.parse(t) for t in spec.tolerances]
+    reference, candidates, tolerances = spec.reference, list(spec.candidates), list(spec.tolerances)
     prep = prepare_samples(spec, ctx)
     steps = 1 + len(candidates)
     placements: dict[str, dict] = {reference.name: {}}

@@ -69,8 +69,7 @@ def layer_errors(prep: Prepared, reference: Target, candidate: Target, spec: Job
 @takes(DiagnoseSpec)
 def diagnose_task(spec: DiagnoseSpec, ctx: JobContext | None) -> dict:
     """`trtlab diagnose`: every float intermediate tensor of the reference and the candidate, compared."""
-    reference = Target.parse(spec.reference)
-    candidate = Target.parse(spec.candidate)
+    reference, candidate = spec.reference, spec.candidate
     prep = prepare_samples(spec.with_(samples=1), ctx)
     rows, first, facts = layer_errors(prep, reference, candidate, spec, ctx)
     from app.core.measure import compare_samples

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import onnx
 
-from app.backends import Target
 from app.backends.tasks.common import (
     PrecisionNotAvailable,
     Prepared,
@@ -37,7 +36,7 @@ def fallback_task(spec: FallbackSpec, ctx: JobContext) -> dict:
     import shutil
     import time
 
-    from app.core.measure import Tolerance, compare_samples
+    from app.core.measure import compare_samples
     from app.core.precision import (
         STOP_CANCELLED,
         SearchStopped,
@@ -49,9 +48,7 @@ def fallback_task(spec: FallbackSpec, ctx: JobContext) -> dict:
     from app.jobs.protocol import JobCancelled
 
     t0 = time.monotonic()
-    reference = Target.parse(spec.reference)
-    candidate = Target.parse(spec.candidate)
-    target = Tolerance.parse(spec.target)
+    reference, candidate, target = spec.reference, spec.candidate, spec.target
     plan = target_plan(candidate, spec)
     model_path = spec.model
     graph = onnx.load(model_path, load_external_data=False).graph

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.backends import Target
 from app.backends.tasks.common import prepare_samples, run_outputs
 from app.backends.tasks.specs import RunSpec, takes
 
@@ -15,7 +14,7 @@ if TYPE_CHECKING:
 @takes(RunSpec)
 def run_task(spec: RunSpec, ctx: JobContext) -> dict:
     """`trtlab run`: one target on the input samples; outputs saved to outputs.npz."""
-    target = Target.parse(spec.target)
+    target = spec.target
     prep = prepare_samples(spec, ctx)
     outs, notes = run_outputs(target, prep, spec, ctx)
     arrays = {f"{name}" if len(outs) == 1 else f"{name}__{i}": arr

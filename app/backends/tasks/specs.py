@@ -2,8 +2,9 @@
 build, profile), made and checked once where the request starts (the CLI's arguments, the GUI's panels), sent to the
 job's process as JSON and parsed back into the same type there.
 
-A spec checks what it can without the model (targets, tolerances, counts, budgets, a plan, input sources); the
-CLI and the GUI check the rest. An unknown key is refused when the spec is made, naming the settings it has.
+A spec checks what it can without the model (targets, tolerances, counts, budgets, a plan, inputs) once, as it is
+made, holding the parsed values (`Target`, `Tolerance`, `InputSource`; their text is only in its JSON); an unknown
+key is refused, naming the settings it has.
 
 Specs can travel to another machine (a batch on a cluster): each says which of its fields are files it reads
 (`input_files`) and writes (`output_files`), its JSON carries `spec_version` (a newer one is refused by name), and
@@ -18,9 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
-from app.backends.base import Target
 from app.core.errors import InputError, TrtlabError
-from app.core.measure import InputSource, Tolerance, parse_output_kinds
+from app.core.measure import InputSource, Tolerance, default_timing_mode, parse_output_kinds
+from app.core.targets import Target
 
 if TYPE_CHECKING:
     from app.jobs import JobSpec
@@ -94,7 +95,9 @@ class JobInputs:
                                                 f"{target.backend}:fp16.")
 
     def targets(self) -> list[Target]:
-        return []  # every target the job runs, reference first
+        """Every target the job runs, reference first (here: its one `target`, where it has one)."""
+        target = getattr(self, "target", None)
+        return [target] if isinstance(target, Target) else []
 
     @property
     def source(self) -> InputSource:
@@ -112,9 +115,9 @@ class JobInputs:
         out: dict[str, Any] = {"kind": self.kind, "spec_version": SPEC_VERSION}
         for f in fields(self):
             value = getattr(self, f.name)
-            out[f.name] = (value.to_json() if isinstance(value, InputSource) else list(value)
+            out[f.name] = (value.to_json() if isinstance(value, InputSource) else [_text(v) for v in value]
                            if isinstance(value, tuple) else {k: list(v) for k, v in value.items()}
-                           if f.name == "shapes" else dict(value) if f.name == "output_kinds" else value)
+                           if f.name == "shapes" else dict(value) if f.name == "output_kinds" else _text(value))
         return out
 
     @classmethod
@@ -134,7 +137,7 @@ class JobInputs:
         if unknown := sorted(set(d) - set(names)):
             raise SpecError(f"The {cls.kind} job has no setting {', '.join(repr(k) for k in unknown)}.",
                             fix=f"Its settings are: {', '.join(names)}.")
-        return cls(**d)  # the inputs' and calibration's JSON become InputSources in __post_init__
+        return cls(**d)  # targets, tolerances and input sources are parsed from their text in __post_init__
 
     def job_spec(self, title: str = "") -> JobSpec:
         """What app.jobs runs: this spec's job function and its JSON."""
@@ -152,7 +155,7 @@ S = TypeVar("S", bound=JobInputs)
 class RunSpec(JobInputs):
     """`trtlab run`: one target on the input samples, its outputs saved."""
 
-    target: str
+    target: Target
     kind: ClassVar[str] = "run"
     job: ClassVar[str] = "app.backends.tasks.run:run_task"
     artifacts: ClassVar[tuple[str, ...]] = ("npz",)
@@ -161,17 +164,14 @@ class RunSpec(JobInputs):
         object.__setattr__(self, "target", _target(self.target))
         super().__post_init__()
 
-    def targets(self) -> list[Target]:
-        return [Target.parse(self.target)]
-
 
 @dataclass(frozen=True, kw_only=True)
 class CompareSpec(JobInputs):
     """`trtlab compare`: the reference and each candidate on the same samples, every metric."""
 
-    reference: str = "ort-cpu:fp32"
-    candidates: tuple[str, ...]
-    tolerances: tuple[str, ...] = ()          # METRIC:VALUE each
+    reference: Target = Target("ort-cpu")
+    candidates: tuple[Target, ...]
+    tolerances: tuple[Tolerance, ...] = ()    # METRIC:VALUE each
     kind: ClassVar[str] = "compare"
     job: ClassVar[str] = "app.backends.tasks.compare:compare_task"
 
@@ -182,23 +182,21 @@ class CompareSpec(JobInputs):
         object.__setattr__(self, "candidates", tuple(_target(c) for c in self.candidates))
         if isinstance(self.tolerances, str):
             raise SpecError(f"Tolerances are a list, not '{self.tolerances}'.", fix="Give e.g. ['cos:0.999'].")
-        object.__setattr__(self, "tolerances", tuple(str(t) for t in self.tolerances))
-        for t in self.tolerances:
-            _tolerance(t)
+        object.__setattr__(self, "tolerances", tuple(_tolerance(t) for t in self.tolerances))
         super().__post_init__()
 
     def targets(self) -> list[Target]:
-        return [Target.parse(t) for t in (self.reference, *self.candidates)]
+        return [self.reference, *self.candidates]
 
 
 @dataclass(frozen=True, kw_only=True)
 class BenchSpec(JobInputs):
     """`trtlab bench`: latency statistics of one target."""
 
-    target: str
+    target: Target
     warmup: str = "10"                        # iterations, or a time such as 2s
     iterations: str = "100"
-    mode: str = "end_to_end"                  # TIMING_MODES
+    mode: str = ""                            # TIMING_MODES; "": the target's default (default_timing_mode)
     kind: ClassVar[str] = "bench"
     job: ClassVar[str] = "app.backends.tasks.bench:bench_task"
 
@@ -210,20 +208,19 @@ class BenchSpec(JobInputs):
         object.__setattr__(self, "iterations", str(self.iterations))
         Budget.parse(self.warmup)
         Budget.parse(self.iterations)
+        if not self.mode:
+            object.__setattr__(self, "mode", default_timing_mode(self.target.backend))
         if self.mode not in TIMING_MODES:
             raise SpecError(f"Unknown timing mode '{self.mode}'.", fix=f"Use one of {', '.join(TIMING_MODES)}.")
         super().__post_init__()
-
-    def targets(self) -> list[Target]:
-        return [Target.parse(self.target)]
 
 
 @dataclass(frozen=True, kw_only=True)
 class DiagnoseSpec(JobInputs):
     """`trtlab diagnose`: every float intermediate tensor of the FP32 reference and the candidate, compared."""
 
-    reference: str = "ort-cpu:fp32"
-    candidate: str
+    reference: Target = Target("ort-cpu")
+    candidate: Target
     kind: ClassVar[str] = "diagnose"
     job: ClassVar[str] = "app.backends.tasks.diagnose:diagnose_task"
 
@@ -233,16 +230,16 @@ class DiagnoseSpec(JobInputs):
         super().__post_init__()
 
     def targets(self) -> list[Target]:
-        return [Target.parse(self.reference), Target.parse(self.candidate)]
+        return [self.reference, self.candidate]
 
 
 @dataclass(frozen=True, kw_only=True)
 class FallbackSpec(JobInputs):
     """`trtlab fallback`: the nodes to keep in FP32 (or unquantized) so the candidate meets `target`."""
 
-    reference: str = "ort-cpu:fp32"
-    candidate: str
-    target: str                               # the tolerance to meet, METRIC:VALUE (e.g. cos:0.999)
+    reference: Target = Target("ort-cpu")
+    candidate: Target
+    target: Tolerance                         # the tolerance to meet, METRIC:VALUE (e.g. cos:0.999)
     budget_s: float | None = None             # stop searching after this long
     kind: ClassVar[str] = "fallback"
     job: ClassVar[str] = "app.backends.tasks.fallback:fallback_task"
@@ -250,8 +247,7 @@ class FallbackSpec(JobInputs):
     def __post_init__(self) -> None:
         object.__setattr__(self, "reference", _target(self.reference))
         object.__setattr__(self, "candidate", _target(self.candidate))
-        _tolerance(self.target)  # checked; kept as written, so results echo the target the user gave
-        object.__setattr__(self, "target", str(self.target))
+        object.__setattr__(self, "target", _tolerance(self.target))
         if self.budget_s is not None:
             budget = float(self.budget_s)
             if not math.isfinite(budget) or budget <= 0:
@@ -261,14 +257,14 @@ class FallbackSpec(JobInputs):
         super().__post_init__()
 
     def targets(self) -> list[Target]:
-        return [Target.parse(self.reference), Target.parse(self.candidate)]
+        return [self.reference, self.candidate]
 
 
 @dataclass(frozen=True, kw_only=True)
 class VariantSpec(JobInputs):
     """`trtlab variant`: the variant graph of a precision or plan (optionally at a raised opset), saved as `out`."""
 
-    target: str                               # B:P; only its precision (or plan) matters
+    target: Target                            # B:P; only its precision (or plan) matters
     out: str
     opset: int | None = None
     kind: ClassVar[str] = "variant"
@@ -285,15 +281,12 @@ class VariantSpec(JobInputs):
             object.__setattr__(self, "opset", _count(self.opset, "opset"))
         super().__post_init__()
 
-    def targets(self) -> list[Target]:
-        return [Target.parse(self.target)]
-
 
 @dataclass(frozen=True, kw_only=True)
 class BuildSpec(JobInputs):
     """`trtlab build`: a TensorRT engine or TensorRT for RTX plan of the variant graph, saved as `out` if given."""
 
-    target: str                               # trt:P or trt-rtx:P
+    target: Target                            # trt:P or trt-rtx:P
     out: str | None = None
     kind: ClassVar[str] = "build"
     job: ClassVar[str] = "app.backends.tasks.build:build_task"
@@ -304,16 +297,13 @@ class BuildSpec(JobInputs):
         object.__setattr__(self, "target", _target(self.target))
         super().__post_init__()
 
-    def targets(self) -> list[Target]:
-        return [Target.parse(self.target)]
-
 
 @dataclass(frozen=True, kw_only=True)
 class ProfileSpec(JobInputs):
     """`trtlab profile`: per-node times and placement of one target (ONNX Runtime's profiler, engine layers)."""
 
-    target: str
-    against: str | None = None   # a second target profiled the same way, side by side (e.g. FP32 for FP16)
+    target: Target
+    against: Target | None = None  # a second target profiled the same way, side by side (e.g. FP32 for FP16)
     iterations: int = 20
     kind: ClassVar[str] = "profile"
     job: ClassVar[str] = "app.backends.tasks.profile:profile_task"
@@ -325,7 +315,7 @@ class ProfileSpec(JobInputs):
         super().__post_init__()
 
     def targets(self) -> list[Target]:
-        return [Target.parse(t) for t in (self.against, self.target) if t]
+        return [t for t in (self.against, self.target) if t is not None]
 
 
 SPECS: dict[str, type[JobInputs]] = {cls.kind: cls for cls in (RunSpec, CompareSpec, BenchSpec, DiagnoseSpec,
@@ -359,13 +349,16 @@ def takes(spec_type: type[S]) -> Callable[[Callable[[S, Any], dict]], Callable[[
     return wrap
 
 
-def _target(text: object) -> str:
-    """A `B:P` target in its canonical spelling (`ort-cpu` is `ort-cpu:fp32`)."""
-    return Target.parse(str(text)).name
+def _target(text: object) -> Target:  # `ort-cpu` is `ort-cpu:fp32`; checked
+    return text if isinstance(text, Target) else Target.parse(str(text))
 
 
-def _tolerance(text: object) -> object:
-    return Tolerance.parse(str(text))
+def _tolerance(text: object) -> Tolerance:  # checked, the value within what the metric can be
+    return text if isinstance(text, Tolerance) else Tolerance.parse(str(text))
+
+
+def _text(value: object) -> object:  # a field's JSON: targets and tolerances as their text
+    return str(value) if isinstance(value, Target | Tolerance) else value
 
 
 def _output_kinds(kinds: Mapping[str, str] | Sequence[str]) -> dict[str, str]:

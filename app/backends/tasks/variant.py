@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 import onnx
 
-from app.backends import Target
 from app.backends.tasks.common import calibration, cancel_check, prepare_samples, progress, target_plan
 from app.backends.tasks.specs import VariantSpec, takes
 from app.core.precision import PrecisionPlan
@@ -31,7 +30,7 @@ def variant_task(spec: VariantSpec, ctx: JobContext) -> dict:
     """`trtlab variant`: build (or take from the cache) the variant graph and save it where asked."""
     from app.core.precision import build_variant, save_model
 
-    target = Target.parse(spec.target)
+    target = spec.target
     plan = target_plan(target, spec)
     model_path = spec.model
     raised_note = ""

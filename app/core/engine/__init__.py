@@ -36,6 +36,7 @@ from app.core.engine.profiles import (
     InputProfile,
     OptimizationProfile,
     ProfileError,
+    check_engine_shapes,
     parse_profile_args,
     profile_from_shapes,
     profile_problems,
@@ -56,11 +57,12 @@ from app.core.engine.rtx import (
 )
 
 __all__ = ["DEFAULT_LABEL", "DUMP_HEADER", "RTX_TARGETS", "BuildConfig", "BuildConfigError", "InputProfile",
-           "OptimizationProfile", "PhaseTracker", "ProfileError", "TimingRecorder", "buffer_nbytes", "decode_output",
-           "default_root", "describe_targets", "dim_name_problems", "encode", "engine_key", "engine_path", "enum_names",
-           "explain", "explain_build_failure", "find_dump", "has_turing", "issue_from_fields", "lacks_fp8",
-           "load_engine_meta", "load_timing_cache", "lookup_engine", "make_engine_meta", "make_rtx_engine_meta",
-           "map_issues_to_graph", "map_to_onnx", "named_dims", "parse_engine_info", "parse_layer_dump",
-           "parse_profile_args", "parse_targets", "per_layer_times", "plan_mismatches", "profile_from_shapes",
-           "profile_problems", "rtx_engine_key", "run_problem", "save_engine", "save_timing_cache", "shape_in_profile",
-           "shape_text", "suggest_profile", "timing_cache_path", "trt_name", "validate_profile"]
+           "OptimizationProfile", "PhaseTracker", "ProfileError", "TimingRecorder", "buffer_nbytes",
+           "check_engine_shapes", "decode_output", "default_root", "describe_targets", "dim_name_problems", "encode",
+           "engine_key", "engine_path", "enum_names", "explain", "explain_build_failure", "find_dump", "has_turing",
+           "issue_from_fields", "lacks_fp8", "load_engine_meta", "load_timing_cache", "lookup_engine",
+           "make_engine_meta", "make_rtx_engine_meta", "map_issues_to_graph", "map_to_onnx", "named_dims",
+           "parse_engine_info", "parse_layer_dump", "parse_profile_args", "parse_targets", "per_layer_times",
+           "plan_mismatches", "profile_from_shapes", "profile_problems", "rtx_engine_key", "run_problem",
+           "save_engine", "save_timing_cache", "shape_in_profile", "shape_text", "suggest_profile",
+           "timing_cache_path", "trt_name", "validate_profile"]

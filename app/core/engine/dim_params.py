@@ -8,6 +8,7 @@ measured). ONNX Runtime does not care, so only TensorRT builds are checked.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from app.core.model import TensorInfo
@@ -96,3 +97,22 @@ def dim_name_problems(profile: ProfileLike, dim_names: DimNames) -> list[tuple[s
             out.append((f"{same}, but the profile's opt sizes differ ({got}): the build fails ('Dimensions with "
                         f"name {name} must be equal').", fix))
     return out
+
+
+@dataclass(frozen=True)
+class _Fixed:
+    min: tuple[int, ...]
+    opt: tuple[int, ...]
+    max: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class _FixedShapes:
+    inputs: Mapping[str, _Fixed]
+
+
+def shape_name_problems(shapes: Mapping[str, Sequence[int]], dim_names: DimNames) -> list[tuple[str, str]]:
+    """`dim_name_problems` of a run's fixed shapes (each one size, not a range): dims that share a dim_param name
+    sized apart, which a TensorRT build refuses. Inputs `shapes` does not give are not checked."""
+    fixed = {name: _Fixed(tuple(dims), tuple(dims), tuple(dims)) for name, dims in shapes.items()}
+    return dim_name_problems(_FixedShapes(fixed), dim_names)

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from app.core.engine.dim_params import DimNames, dim_name_problems, names_in
+from app.core.engine.dim_params import DimNames, dim_name_problems, named_dims, names_in, shape_name_problems
 from app.core.errors import TrtlabError
 from app.core.model import TensorInfo
 
@@ -221,6 +221,15 @@ def profile_from_shapes(inputs: list[TensorInfo], shapes: Mapping[str, Sequence[
 
 
 # --- checking ---------------------------------------------------------------------------------------
+
+def check_engine_shapes(graph: object, shapes: Mapping[str, Sequence[int]]) -> None:
+    """The shapes a TensorRT target runs at, checked before any job starts (the CLI and the window alike):
+    ProfileError when dims that share a dim_param name are given different sizes. ONNX Runtime does not care."""
+    problems = shape_name_problems(shapes, named_dims(graph))
+    if problems:
+        raise ProfileError(problems[0][0], fix=problems[0][1])
+
+
 
 def profile_problems(profile: OptimizationProfile, inputs: list[TensorInfo], *,
                      dim_names: DimNames | None = None) -> list[tuple[str, str]]:

@@ -20,7 +20,15 @@ from app.core.measure.compare import CandidateReport, OutputMetrics, compare_rep
 from app.core.measure.compute import PRECISION_WORDS, Emulation, device_of, emulation, target_emulations
 from app.core.measure.inputs import InputSource, make_samples, resolve_input_shapes, source_shapes
 from app.core.measure.kinds import KINDS, OutputKind, OutputKindError, infer_output_kinds, parse_output_kinds
-from app.core.measure.latency import Budget, MeasureCancelled, measure, median_ms, speedups
+from app.core.measure.latency import (
+    Budget,
+    MeasureCancelled,
+    default_timing_mode,
+    measure,
+    median_ms,
+    speed_reference,
+    speedups,
+)
 from app.core.measure.pictures import (
     MAX_OUTPUTS,
     MAX_SAMPLES,
@@ -58,8 +66,9 @@ __all__ = ["A_LITTLE_COS", "BAD", "COLUMNS", "DEFAULT_TASK_TOLERANCES", "ELEMENT
            "CandidateReport", "CardFacts", "Emulation", "InputSource", "MeasureCancelled", "NodeTime", "OutputKind",
            "OutputKindError", "OutputMetrics", "Profile", "ResultsState", "Tolerance", "ToleranceError",
            "answer_strips", "answer_verdict", "card_facts", "caveats", "compare_report_json", "compare_samples",
-           "cosine_text", "decode_picture", "device_of", "device_word", "emulation", "fmt_metric", "infer_output_kinds",
-           "input_picture", "judge", "make_samples", "measure", "median_ms", "node_devices", "node_shares",
-           "output_pictures", "parse_ort_profile", "parse_output_kinds", "photo_source_for", "png_b64", "profile_delta",
-           "resolve_input_shapes", "sample_photos", "sample_words", "slower_because", "slower_reasons", "source_shapes",
-           "speed_verdict", "speedups", "target_emulations", "task_verdict", "task_words"]
+           "cosine_text", "decode_picture", "default_timing_mode", "device_of", "device_word", "emulation",
+           "fmt_metric", "infer_output_kinds", "input_picture", "judge", "make_samples", "measure", "median_ms",
+           "node_devices", "node_shares", "output_pictures", "parse_ort_profile", "parse_output_kinds",
+           "photo_source_for", "png_b64", "profile_delta", "resolve_input_shapes", "sample_photos", "sample_words",
+           "slower_because", "slower_reasons", "source_shapes", "speed_reference", "speed_verdict", "speedups",
+           "target_emulations", "task_verdict", "task_words"]

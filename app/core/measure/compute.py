@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-CPU_BACKENDS = ("ort-cpu",)
+from app.core.targets import CPU_BACKENDS, Target
+
 PRECISION_WORDS = {"fp32": "FP32", "fp16": "FP16", "bf16": "BF16", "int8": "INT8"}
 
 
@@ -52,10 +53,9 @@ def emulation(backend: str, precision: str) -> Emulation | None:
 
 def target_emulations(target: str, plan_precisions: Iterable[str] = ()) -> list[Emulation]:
     """The emulated precisions of a `B:P` target; for `B:plan`, of the precisions the plan uses."""
-    backend, _, precision = target.partition(":")
-    precision = (precision or "fp32").lower()
-    wanted = sorted(set(plan_precisions)) if precision == "plan" else [precision]
-    found = (emulation(backend, p) for p in wanted)
+    t = Target.read(target)
+    wanted = sorted(set(plan_precisions)) if t.precision == "plan" else [t.precision]
+    found = (emulation(t.backend, p) for p in wanted)
     return [e for e in found if e is not None]
 
 
@@ -66,4 +66,4 @@ def computes_in(backend: str, precision: str) -> bool:
 
 def device_of(backend: str) -> str:
     """Where a backend computes: "cpu" or "gpu" (timing advice differs between the two)."""
-    return "cpu" if backend.partition(":")[0] in CPU_BACKENDS else "gpu"
+    return "cpu" if Target.read(backend).on_cpu else "gpu"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.core.errors import TrtlabError
+from app.core.targets import Target
 
 COV_WARN = 0.025  # trtexec's threshold: a coefficient of variation above 2.5 % makes results unreliable
 MIN_ITERATIONS = 10
@@ -29,6 +30,12 @@ JITTER_ADVICE = {
     "gpu": "close other programs, lock the GPU clocks (nvidia-smi --lock-gpu-clocks), or run longer",
     None: "close other programs or run longer",
 }
+
+
+def default_timing_mode(backend: str) -> str:
+    """The one default of what a benchmark times: a GPU backend its device work only (copies excluded, as
+    trtexec's GPU compute time), the CPU the whole call (there is nothing else to time)."""
+    return "end_to_end" if Target.read(backend).on_cpu else "device_only"
 
 
 class BudgetError(TrtlabError):
@@ -183,6 +190,16 @@ def median_ms(bench: Mapping | None) -> float | None:
     """A bench result's median latency in ms (None when it has none)."""
     value = ((bench or {}).get("latency_ms") or {}).get("median")
     return float(value) if value else None
+
+
+def speed_reference(benches: Mapping[str, Mapping], compare_reference: str = "", bench_reference: str = "") -> str:
+    """The one rule for what speed-ups are relative to (the Results table, the scorecard and the report all use it):
+    the comparisons' reference when it was benchmarked; else the reference the benchmarks were run against; else the
+    first FP32 benchmark; else the first benchmark ("" with none)."""
+    for ref in (compare_reference, bench_reference):
+        if ref and ref in benches:
+            return ref
+    return next((t for t in benches if Target.read(t).precision == "fp32"), next(iter(benches), ""))
 
 
 def speedups(benches: Mapping[str, Mapping], reference: str) -> dict[str, float | None]:

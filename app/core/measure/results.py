@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from app.core.measure.answers import task_words
 from app.core.measure.compute import Emulation, target_emulations
-from app.core.measure.latency import speedups
+from app.core.measure.latency import speed_reference, speedups
 
 RANDOM_CALIBRATION = "CALIBRATED ON RANDOM DATA"
 # app.core.measure.latency's jitter warning (always its last part): grouped over targets, its advice said once
@@ -150,10 +150,8 @@ class ResultsState:
         return self.reference or self.bench_reference or ""
 
     def speed_reference(self) -> str:
-        """The comparisons' reference when it was benchmarked, else the latest benchmark's reference."""
-        if self.reference and self.reference in self.bench:
-            return self.reference
-        return self.bench_reference or ""
+        """What the speed-ups are relative to (app.core.measure.latency.speed_reference, the one rule)."""
+        return speed_reference(self.bench, self.reference or "", self.bench_reference or "")
 
     def emulations(self, target: str) -> list[Emulation]:
         return target_emulations(target, self.plan_precisions.get(target, ()))

@@ -61,7 +61,7 @@ class Tolerance:
         if not lo <= number <= hi:
             span = f"between {lo:g} and {hi:g}" if math.isfinite(hi) else f"at least {lo:g}"
             example = {"cos": "cos:0.999", "top1": "top1:0.99"}.get(metric, f"{metric}:0.01")
-            raise ToleranceError(f"'{text}': {metric} is always {span}, so {number:g} is out of range.",
+            raise ToleranceError(f"{text}: {metric} is always {span}, so {number:g} is out of range.",
                                  fix=f"Write e.g. {example}.")
         return cls(metric, number)
 

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 from app.core.measure.answers import task_words
 from app.core.measure.compute import PRECISION_WORDS, target_emulations
-from app.core.measure.latency import median_ms, speedups
+from app.core.measure.latency import median_ms, speed_reference, speedups
 from app.core.measure.profile_diff import slower_reasons
 from app.core.measure.results import RANDOM_CALIBRATION
+from app.core.targets import Target
 
 # The answer verdict's thresholds, on the cosine similarity of the worst output to FP32's, in one place.
 # 0.9999 is what FP16 rounding alone gives on a healthy network (outputs agree to ~4 significant digits, no
@@ -74,13 +75,15 @@ def speed_verdict(ratio: float) -> tuple[str, str]:
 
 
 def card_facts(compare: dict, bench: dict[str, dict], reference: str) -> list[CardFacts]:
-    """One card per compared candidate, in the order compared; `bench`: target -> its bench JSON."""
+    """One card per compared candidate, in the order compared; `bench`: target -> its bench JSON. Speed-ups are
+    relative to `speed_reference` (the comparison's `reference` wherever it was benchmarked)."""
+    reference = speed_reference(bench, reference)
     ref_median = median_ms(bench.get(reference))
     ratios = speedups(bench, reference)
     out = []
     for c in compare.get("candidates", []):
         target = str(c["name"])
-        precision = target.partition(":")[2] or "fp32"
+        precision = Target.read(target).precision
         outputs = c.get("outputs") or []
         worst = min(outputs, key=lambda o: -2.0 if o.get("cosine") is None else o["cosine"]) if outputs else {}
         cosine = worst.get("cosine")

@@ -8,8 +8,8 @@ import onnx
 
 from app.core.errors import TrtlabError
 from app.core.model import ShapeResult, node_key, node_keys  # noqa: F401 - the plan names nodes by these keys
+from app.core.targets import PRECISIONS  # noqa: F401 - the precisions a plan names, one definition for all
 
-PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 SCHEMA_VERSION = 1
 FLOAT_TYPES = frozenset({"float32", "float16", "bfloat16", "float64"})
 QDQ_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv",

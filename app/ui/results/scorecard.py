@@ -23,6 +23,7 @@ from app.core.measure import (
     card_facts,
     caveats,
 )
+from app.core.targets import Target
 from app.ui.results.answers_view import PictureLabel, pixmap_from_uri
 from app.ui.results.plots import PlotCard, draw_abs_diff
 from app.ui.results.scorecard_answers import ReferenceCard
@@ -244,7 +245,7 @@ class ScorecardPage(QWidget):
             card.setMinimumWidth(240 if self.reference_card else 300)
             self.row.addWidget(card, 1)
         self._show_sample()
-        backend = reference.partition(":")[0]
+        backend = Target.read(reference).backend
         samples = int(compare.get("samples") or 0)
         names = ", ".join(PRECISION_WORDS.get(f.precision, f.precision) for f in self.facts)
         self.heading.setText(f"{Path(model).name}: {names} against FP32")

@@ -20,6 +20,7 @@ from app.backends.tasks.specs import (
     VariantSpec,
 )
 from app.core.errors import TrtlabError
+from app.core.targets import Target
 from app.ui.run.host import RunHost
 from app.ui.run.requests import BenchRequest, CompareRequest, DiagnoseRequest
 
@@ -140,12 +141,12 @@ class RunController(QObject):
         full = {**params, "model": str(opened.path), "shapes": {k: list(v) for k, v in shapes.items()}}
         targets = [*full.get("candidates", []), full.get("candidate", ""), *full.get("targets", []),
                    full.get("target", ""), full.get("against") or ""]
-        if any(str(t).split(":")[0] in ("trt", "trt-rtx") for t in targets):
+        if any(Target.read(t).builds_engine for t in targets if t):
             # TensorRT builds dims sharing a dim_param at one size; ONNX Runtime does not care.
-            from app.core.engine import ProfileError, named_dims, profile_from_shapes
+            from app.core.engine import ProfileError, check_engine_shapes
 
             try:
-                profile_from_shapes(opened.summary.inputs, shapes, dim_names=named_dims(opened.doc.model.graph))
+                check_engine_shapes(opened.doc.model.graph, shapes)
             except ProfileError as exc:
                 self._refuse("Input shapes needed", exc.message, exc.fix)
                 return None
@@ -311,7 +312,7 @@ class RunController(QObject):
         spec = self._spec(CompareSpec, full)
         if spec is None:
             return None
-        return self._start(spec, f"Compare {', '.join(spec.candidates)} with {spec.reference}")
+        return self._start(spec, f"Compare {', '.join(c.name for c in spec.candidates)} with {spec.reference}")
 
     def start_bench(self, request: BenchRequest) -> str | None:
         """The first target's job id (the others wait their turn); None, with the refusal shown, if none starts."""
@@ -319,9 +320,7 @@ class RunController(QObject):
         if full is None:
             return None
         targets = list(dict.fromkeys(full.pop("targets")))  # a trivial plan and FP32 are one target
-        specs = [self._spec(BenchSpec, {**full, "target": t,
-                                        "mode": "end_to_end" if t.startswith("ort-cpu") else "device_only"})
-                 for t in targets]
+        specs = [self._spec(BenchSpec, {**full, "target": t}) for t in targets]  # each timed as its backend is
         if None in specs:
             return None
         # Earlier results stay: each target's benchmark replaces its own row only.

@@ -286,3 +286,19 @@ def test_pick_profile_returns_the_first_that_fits() -> None:
     assert pick_profile([small, large], {"x": (16, 8)}) == 1
     assert pick_profile([small, large], {"x": (64, 8)}) is None
     assert pick_profile([], {"x": (1, 8)}) is None
+
+
+def test_a_runs_shapes_that_size_apart_dims_sharing_a_name_are_refused_for_tensorrt(model_paths):
+    """PP-OCR's classifier names H and W both '?': TensorRT treats them as one dimension, so 48x192 cannot build.
+    The window and the CLI both ask check_engine_shapes before a TensorRT job starts."""
+    import onnx
+
+    from app.core.engine import ProfileError, check_engine_shapes
+
+    graph = onnx.load(str(model_paths["ppocr_cls_mobile_v2"]), load_external_data=False).graph
+    with pytest.raises(ProfileError) as e:
+        check_engine_shapes(graph, {"x": (1, 3, 48, 192)})
+    assert "'x' axis 2" in e.value.message and "'x' axis 3" in e.value.message and "192" in e.value.message
+    assert "rename the dim_param" in e.value.fix
+    check_engine_shapes(graph, {"x": (1, 3, 64, 64)})  # one size for the one dimension: fine
+    check_engine_shapes(graph, {})  # shapes not given are not checked

@@ -8,7 +8,17 @@ import time
 import numpy as np
 import pytest
 
-from app.core.measure.latency import Budget, BudgetError, LatencyStats, MeasureCancelled, measure, speedup
+from app.core.measure.latency import (
+    Budget,
+    BudgetError,
+    LatencyStats,
+    MeasureCancelled,
+    default_timing_mode,
+    measure,
+    speed_reference,
+    speedup,
+    speedups,
+)
 
 
 def test_stats_on_known_times():
@@ -106,3 +116,22 @@ def test_speedups_are_median_ratios_to_the_reference_and_none_where_unknown():
                                                  "trt:int8": None}
     assert set(speedups(benches, "not-benchmarked").values()) == {None}
     assert median_ms(benches["trt:int8"]) is None and median_ms(None) is None
+
+
+def test_one_rule_picks_what_speed_ups_are_relative_to():
+    """The Results table, the scorecard and the report all call speed_reference: the comparison's reference where
+    it was benchmarked, else the benchmarks' own reference, else the first FP32 benchmark, else the first."""
+    bench = {t: {"latency_ms": {"median": m}} for t, m in
+             (("ort-cuda:fp16", 1.0), ("ort-cpu:fp32", 8.0), ("ort-cuda:fp32", 2.0))}
+    assert speed_reference(bench, "ort-cuda:fp32", "ort-cpu:fp32") == "ort-cuda:fp32"
+    assert speed_reference(bench, "trt:fp32", "ort-cpu:fp32") == "ort-cpu:fp32"  # compared against, not timed
+    assert speed_reference(bench, "trt:fp32") == "ort-cpu:fp32"  # the first FP32 benchmark
+    assert speed_reference({"ort-cuda:fp16": bench["ort-cuda:fp16"]}) == "ort-cuda:fp16"
+    assert speed_reference({}) == ""
+    assert speedups(bench, speed_reference(bench, "ort-cuda:fp32")) == {
+        "ort-cuda:fp16": 2.0, "ort-cpu:fp32": 0.25, "ort-cuda:fp32": 1.0}
+
+
+def test_a_benchmark_times_device_work_on_a_gpu_and_the_whole_call_on_the_cpu():
+    assert default_timing_mode("ort-cpu") == default_timing_mode("ort-cpu:int8") == "end_to_end"
+    assert {default_timing_mode(b) for b in ("ort-cuda", "ort-trt:fp16", "trt", "trt-rtx:plan")} == {"device_only"}
