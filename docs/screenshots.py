@@ -141,4 +141,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    import os
+
+    os._exit(code)  # as the app does: no interpreter teardown with Qt, pyqtgraph and job threads loaded (it hung)

@@ -15,6 +15,7 @@ from app.cli.output import add_model, write_json
 if TYPE_CHECKING:
     from app.backends.tasks.specs import JobInputs
     from app.core.measure import InputSource, Tolerance
+    from app.core.precision import PrecisionPlan
 
 SpecT = TypeVar("SpecT", bound="JobInputs")
 
@@ -181,8 +182,8 @@ def target_arg(args: argparse.Namespace) -> Target:
     return Target.parse(f"{backend}:{given or precision}")
 
 
-def _plan(args: argparse.Namespace, targets: list[Target]) -> dict | None:
-    """The --plan file as JSON, checked against the model; None without --plan."""
+def _plan(args: argparse.Namespace, targets: list[Target]) -> PrecisionPlan | None:
+    """The --plan file, read and checked against the model; None without --plan."""
     if not getattr(args, "plan", None):
         if any(t.precision == "plan" for t in targets):
             raise CliInputError("A 'B:plan' candidate needs --plan PLAN.json.", fix="Add --plan PLAN.json.")
@@ -195,7 +196,7 @@ def _plan(args: argparse.Namespace, targets: list[Target]) -> dict | None:
     if unknown:
         sys.stderr.write(f"warning: the plan names {len(unknown)} node(s) this model does not have "
                          f"(e.g. '{unknown[0]}'); they are ignored\n")
-    return plan.to_json()
+    return plan
 
 
 def variant_params(args: argparse.Namespace, targets: list[Target]) -> dict:

@@ -76,6 +76,20 @@ def test_targets_and_values_are_parsed_once_when_made():
     assert run.shapes == {"x": (1, 3)}
 
 
+def test_a_spec_holds_its_own_parsed_copy_of_the_plan():
+    from app.core.precision import PrecisionPlan
+
+    plan = PrecisionPlan(default="fp16", overrides={"n1": "fp32"})
+    spec = CompareSpec(model="m.onnx", candidates=("ort-cpu:plan",), plan=plan)
+    assert isinstance(spec.plan, PrecisionPlan) and spec.plan == plan and spec.plan is not plan
+    plan.overrides["n2"] = "int8"  # the window goes on editing its plan: the started job's does not change
+    assert "n2" not in spec.plan.overrides
+    doc = spec.to_json()
+    assert doc["plan"] == spec.plan.to_json() and CompareSpec.from_json(doc) == spec
+    with pytest.raises(TrtlabError):
+        CompareSpec(model="m.onnx", candidates=("ort-cpu:plan",), plan={"default": "fp7"})
+
+
 def test_a_tolerance_the_metric_can_never_take_is_refused_where_the_spec_is_made():
     with pytest.raises(ToleranceError, match="cos is always between -1 and 1"):
         CompareSpec(model="m.onnx", candidates=("ort-cpu:fp16",), tolerances=("cos:1.5",))

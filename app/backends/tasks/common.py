@@ -49,11 +49,11 @@ class Prepared:
 def target_plan(target: Target, spec: JobInputs) -> PrecisionPlan:
     """The plan a target runs: the spec's plan for `B:plan`, else every node in the target's precision."""
     if target.precision == "plan":
-        if not spec.plan:
+        if spec.plan is None:
             raise PrecisionNotAvailable(f"{target.name} needs a precision plan, and none was given.",
                                         fix="Pass --plan PLAN.json, or use a precision such as "
                                             f"{target.backend}:fp16.")
-        return PrecisionPlan.from_json(dict(spec.plan))
+        return spec.plan
     return PrecisionPlan(default=target.precision)
 
 

@@ -24,6 +24,7 @@ from app.core.measure import InputSource, Tolerance, default_timing_mode, parse_
 from app.core.targets import Target
 
 if TYPE_CHECKING:
+    from app.core.precision import PrecisionPlan
     from app.jobs import JobSpec
 
 SPEC_VERSION = 1   # raised when a spec's JSON changes meaning; a process refuses specs newer than it knows
@@ -53,7 +54,7 @@ class JobInputs:
     seed: int = 0
     samples: int = 1
     options: Mapping[str, Any] = field(default_factory=dict)  # OPTION_KEYS
-    plan: Mapping[str, Any] | None = None       # a PrecisionPlan's JSON, run by `B:plan` targets
+    plan: PrecisionPlan | None = None           # run by `B:plan` targets (its JSON is parsed into one)
     calib: InputSource | None = None            # INT8 calibration data; None: the inputs' source
     calib_samples: int | None = None            # None: 16 random samples, or a folder's files up to 512
     calib_method: str = "minmax"
@@ -87,7 +88,8 @@ class JobInputs:
         if self.plan is not None:
             from app.core.precision import PrecisionPlan
 
-            object.__setattr__(self, "plan", PrecisionPlan.from_json(dict(self.plan)).to_json())
+            plan = self.plan.to_json() if isinstance(self.plan, PrecisionPlan) else dict(self.plan)
+            object.__setattr__(self, "plan", PrecisionPlan.from_json(plan))  # checked, and the spec's own copy
         for target in self.targets():
             if target.precision == "plan" and self.plan is None:
                 raise PrecisionNotAvailable(f"{target.name} needs a precision plan, and none was given.",
@@ -357,8 +359,11 @@ def _tolerance(text: object) -> Tolerance:  # checked, the value within what the
     return text if isinstance(text, Tolerance) else Tolerance.parse(str(text))
 
 
-def _text(value: object) -> object:  # a field's JSON: targets and tolerances as their text
-    return str(value) if isinstance(value, Target | Tolerance) else value
+def _text(value: object) -> object:  # a field's JSON: targets and tolerances as their text, a plan as its JSON
+    if isinstance(value, Target | Tolerance):
+        return str(value)
+    to_json = getattr(value, "to_json", None)
+    return to_json() if callable(to_json) else value
 
 
 def _output_kinds(kinds: Mapping[str, str] | Sequence[str]) -> dict[str, str]:

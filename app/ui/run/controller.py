@@ -155,7 +155,7 @@ class RunController(QObject):
                 # An all-FP32 plan is the model itself: say so in the results rather than "B:plan".
                 full = _rename_targets(full, lambda t: t.replace(":plan", ":fp32"))
             else:
-                full["plan"] = self.w.plan.plan.to_json()
+                full["plan"] = self.w.plan.plan  # the spec keeps its own copy
         return full
 
     def _spec(self, spec_type: type[JobInputs], params: dict, title: str = "Not started") -> JobInputs | None:
@@ -169,7 +169,8 @@ class RunController(QObject):
     def _start(self, spec: JobInputs, title: str, bench_reference: str | None = None) -> str:
         job = self.w.jobs.start(spec.job_spec(title))
         self.running[job] = RunningJob(spec.kind, spec.model, title, spec.to_json(),
-                                       self._plan_precisions() if spec.plan else frozenset(), bench_reference)
+                                       self._plan_precisions() if spec.plan is not None else frozenset(),
+                                       bench_reference)
         self._started()
         self.w.show_jobs()
         self.w.status_label.setText(f"Started: {title}")
