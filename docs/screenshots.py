@@ -136,6 +136,7 @@ def main() -> int:
         stats = soak(w.view, seconds=args.soak)
         print("soak:", stats)
         shot("10_after_soak")
+    w.project.ask_before_close = False  # the results are pictures here: no Save question to wait on
     w.close()
     return 0
 
