@@ -254,7 +254,7 @@ def _assert_usable_fit(view) -> None:
     assert vis.left() <= b.left() + 2 / scale and vis.right() >= b.right() - 2 / scale
     px = 2 / scale  # two pixels, in scene units: scroll positions are whole pixels
     assert b.top() - 0.05 * vis.height() <= vis.top() <= b.top() + px   # shown from the top
-    first = int(np.argmin(item.y))
+    first = int(np.argmin(item.cy))
     assert vis.contains(item.node_rect(first))
 
 

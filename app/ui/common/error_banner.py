@@ -23,7 +23,8 @@ class ErrorBanner(QFrame):
         self.label.setTextFormat(Qt.TextFormat.RichText)  # the message parts are escaped in show_message
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        close = QToolButton(text="✕")
+        close = QToolButton()
+        close.setText("✕")
         close.setToolTip("Dismiss")
         close.clicked.connect(self.hide)
         lay.addWidget(self.label, 1)

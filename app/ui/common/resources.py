@@ -78,8 +78,8 @@ def _svg_icon(path: Path, sizes: tuple[int, ...], color: str | None = None) -> Q
 
 
 def _text_color() -> str:
-    app_ = QGuiApplication.instance()
-    palette = app_.palette() if app_ is not None else QPalette()
+    app_ = QGuiApplication.instance()  # a QCoreApplication, without a palette, where no GUI application runs
+    palette = app_.palette() if isinstance(app_, QGuiApplication) else QPalette()
     return palette.color(QPalette.ColorRole.WindowText).name()
 
 
@@ -92,8 +92,9 @@ def icon(name: str) -> QIcon:
 def _icon(name: str, color: str) -> QIcon:
     path = icon_path(name)
     if path is None:
-        if resources_dir() is not None:
-            log.warning("no icon named %r in %s", name, resources_dir() / "icons")
+        folder = resources_dir()
+        if folder is not None:
+            log.warning("no icon named %r in %s", name, folder / "icons")
         return QIcon()
     return _svg_icon(path, ICON_SIZES, color)
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
+from typing import TypeVar
 
 from PySide6.QtCore import QObject, QThread, Signal
 
 _running = [0]  # tasks started and not yet ended
+T = TypeVar("T")
 
 
 class Task(QThread):
@@ -28,7 +30,7 @@ class Task(QThread):
             self.failed.emit(f"{type(exc).__name__}: {exc}")
 
 
-def run_task(parent: QObject, fn: Callable[[], object], done: Callable[[object], None],
+def run_task(parent: QObject, fn: Callable[[], T], done: Callable[[T], None],
              failed: Callable[[str], None]) -> Task:
     """Start `fn` on a thread; automatic garbage collection waits until it ends (a collection started there could
     free Qt wrappers off the GUI thread)."""

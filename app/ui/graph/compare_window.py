@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import threading
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -27,10 +28,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.model import ModelDiff, OpenedModel, node_keys, regroup
+from app.core.model import DisplayGraph, ModelDiff, OpenedModel, node_keys, regroup
 from app.ui.common.task_thread import Task, run_task
 from app.ui.graph.node_colors import ERROR_BANDS, NONFINITE, NOT_AN_OP, NOT_MEASURED, error_band
 from app.ui.graph.page import GraphPage
+from app.ui.graph.view import GraphView
 
 STATUS_COLORS = {  # what the diff says of a node, most telling first
     "removed": QColor("#e03131"),
@@ -44,7 +46,7 @@ STATUS_WORDS = {"removed": "only in A", "added": "only in B", "changed": "change
 _RANK = {s: k for k, s in enumerate(STATUS_COLORS)}
 
 
-def diff_colors(graph: object, status_of: list[str | None]) -> tuple[list[QColor], dict]:
+def diff_colors(graph: DisplayGraph, status_of: list[str | None]) -> tuple[list[QColor], dict]:
     """Per drawn node the colour of what the diff says of it (a group box: the most telling status inside, with the
     mix as a strip)."""
     colors, mix = [], {}
@@ -86,7 +88,7 @@ class _Side(QWidget):
         self.status_of: list[str | None] = [None] * len(self.keys)
 
     @property
-    def view(self):  # noqa: ANN201
+    def view(self) -> GraphView:
         return self.page.view
 
     def drawn_of_key(self, key: str) -> int | None:
@@ -182,7 +184,7 @@ class CompareWindow(QMainWindow):
         QShortcut(QKeySequence(QKeySequence.StandardKey.FindPrevious), self, lambda: self.step(-1))
 
         for side, other in ((self.a, self.b), (self.b, self.a)):
-            side.view.selection.subscribe(lambda s=side, o=other: self._follow_selection(s, o))
+            side.view.selection.subscribe(partial(self._follow_selection, side, other))
             side.view.zoomChanged.connect(lambda scale, o=other: self._follow_zoom(o, scale))
             side.page.groupsChanged.connect(lambda s=side: self._colour(s))
             timer = QTimer(self)
@@ -218,11 +220,13 @@ class CompareWindow(QMainWindow):
         for r in self.numeric["rows"]:
             band = len(ERROR_BANDS) if r["shape_differs"] else error_band(r["cosine"], False)
             by_key[r["a"] if side is self.a else r["b"]] = band
-        status = [None] * len(side.keys)
+        status: list[int | None] = [None] * len(side.keys)
         for k, band in by_key.items():
             status[side.index[k]] = band
         pic = side.page.picture
-        colors, counts = [], {}
+        assert pic is not None
+        colors: list[QColor] = []
+        counts: dict[int, int] = {}
         for i, idx in enumerate(pic.graph.onnx_index.tolist()):
             members = pic.graph.members.get(i) if idx < 0 else None
             bands = [status[m] for m in (members.tolist() if members is not None else [idx] if idx >= 0 else [])
@@ -272,7 +276,7 @@ class CompareWindow(QMainWindow):
             return
         item = side.view.item
         c = side.view.visible_scene_rect().center()
-        near = int(np.argmin((item.x - c.x()) ** 2 + (item.y - c.y()) ** 2)) if len(item.x) else None
+        near = int(np.argmin((item.cx - c.x()) ** 2 + (item.cy - c.y()) ** 2)) if len(item.cx) else None
         key = side.key_of_drawn(near) if near is not None else None
         match = (self.pair_b if side is self.a else self.pair_a).get(key or "")
         pic = other.page.picture
@@ -322,8 +326,8 @@ class CompareWindow(QMainWindow):
         self._task = run_task(self, lambda: diff_numerically(a_model, b_model, self.diff, self.shapes),
                               self._numeric_done, self._numeric_failed)
 
-    def _numeric_done(self, doc: object) -> None:
-        self.numeric = doc  # type: ignore[assignment]
+    def _numeric_done(self, doc: dict) -> None:
+        self.numeric = doc
         self.numeric_button.setEnabled(True)
         first = self.numeric["first_disagreement"] if self.numeric else None
         head = f"{self.numeric['compared']:,} matched outputs compared on {self.numeric['inputs']}"

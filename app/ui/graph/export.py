@@ -38,7 +38,8 @@ def export_png(view: GraphCanvas, path: str | Path) -> Path:
     img = render_image(view)
     target = Path(path)
     tmp = target.with_name(f".{target.name}.tmp.png")
-    if not img.save(str(tmp), "PNG"):
+    # the format follows the .png suffix (PySide6's stubs type `format` as bytes, but only a str is taken)
+    if not img.save(str(tmp)):
         raise OSError(f"Could not write '{target}'.")
     tmp.replace(target)
     return target

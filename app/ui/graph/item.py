@@ -8,6 +8,8 @@ labels, arrowheads and edge shapes close up.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
@@ -27,20 +29,34 @@ _MARGIN = 40.0
 _NO_LABELS = np.zeros(0, dtype=np.int64)
 
 
+class NodeLayout(Protocol):
+    """What the item reads of a layout (app.core.layout's GraphLayout): node centres, the edges' polylines (`points`,
+    edge i's from edge_offsets[i] to edge_offsets[i + 1]) and the drawing's size. A compound layout's `frames`
+    (expanded groups' boxes) are read where present."""
+
+    x: np.ndarray
+    y: np.ndarray
+    points: np.ndarray
+    edge_offsets: np.ndarray
+    width: float
+    height: float
+
+
 class GraphItem(QGraphicsItem):
     """Paints the nodes and edges of a DisplayGraph at the positions of a GraphLayout."""
 
-    def __init__(self, graph: DisplayGraph, layout: object) -> None:
+    def __init__(self, graph: DisplayGraph, layout: NodeLayout) -> None:
         super().__init__()
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemUsesExtendedStyleOption, True)
         self.graph = graph
         self.layout = layout
         n = graph.node_count
-        self.x = np.asarray(layout.x, dtype=np.float64)[:n]
-        self.y = np.asarray(layout.y, dtype=np.float64)[:n]
+        # node centres (not `x`/`y`: those are QGraphicsItem's position getters)
+        self.cx = np.asarray(layout.x, dtype=np.float64)[:n]
+        self.cy = np.asarray(layout.y, dtype=np.float64)[:n]
         w, h = graph.widths, graph.heights
-        self.x0, self.x1 = self.x - w / 2, self.x + w / 2
-        self.y0, self.y1 = self.y - h / 2, self.y + h / 2
+        self.x0, self.x1 = self.cx - w / 2, self.cx + w / 2
+        self.y0, self.y1 = self.cy - h / 2, self.cy + h / 2
         self._bounds = QRectF(-_MARGIN, -_MARGIN, float(layout.width) + 2 * _MARGIN,
                               float(layout.height) + 2 * _MARGIN)
         self.selected: frozenset[int] = frozenset()
@@ -262,8 +278,8 @@ class GraphItem(QGraphicsItem):
 
     def _paint_boxes(self, painter: QPainter, visible: np.ndarray, lod: float) -> None:
         shown = None
-        if len(visible) < len(self.x):
-            shown = np.zeros(len(self.x), dtype=bool)
+        if len(visible) < len(self.cx):
+            shown = np.zeros(len(self.cx), dtype=bool)
             shown[visible] = True
         pen = QPen(style.NODE_BORDER, 0) if lod >= LOD_BOXES else Qt.PenStyle.NoPen
         painter.setPen(pen)

@@ -39,7 +39,8 @@ def precision_colors(graph: DisplayGraph, precision_of: Sequence[str | None], co
     names a precision in the legend (e.g. 'FP32 (12 kept)'). A group box takes its nodes' most common precision;
     `mix`, when given, receives each group's precisions by share (drawn as a strip).
     """
-    colors, drawn = [], {}
+    colors: list[QColor] = []
+    drawn: dict[str, int] = {}
     for i, idx in enumerate(graph.onnx_index.tolist()):
         inside = graph.members.get(i) if idx < 0 else None
         if inside is not None:  # a group: its most common precision, and the mix as a strip
@@ -80,7 +81,8 @@ def error_colors(graph: DisplayGraph, node_error: dict[int, tuple[float | None, 
     """Per display node colours for a diagnosis: `node_error` maps an ONNX node index to its worst
     output's (cosine, has new NaN/Inf). A group box shows its worst node (the legend counts nodes); `notes`, when
     given, gets each group's words for it ('worst cos 0.998712')."""
-    colors, counts = [], {}
+    colors: list[QColor] = []
+    counts: dict[int, int] = {}
     for i, idx in enumerate(graph.onnx_index.tolist()):
         inside = graph.members.get(i) if idx < 0 else None
         if inside is not None:  # a group: its worst node (NaN/Inf worst of all)
@@ -115,7 +117,8 @@ def error_colors(graph: DisplayGraph, node_error: dict[int, tuple[float | None, 
 def engine_colors(graph: DisplayGraph, ran_of: Sequence[str | None], mix: dict | None = None
                   ) -> tuple[list[QColor], list]:
     """Per display node colours for the precision each ONNX node ran in, in a TensorRT engine."""
-    colors, counts = [], {}
+    colors: list[QColor] = []
+    counts: dict[str, tuple[QColor, int]] = {}
 
     def one(p: str | None) -> tuple[QColor, str]:
         return PRECISION_COLORS.get(p or "", NOT_MEASURED), (
@@ -169,7 +172,8 @@ def time_colors(graph: DisplayGraph, share_of: Sequence[float | None],
     """Per display node colours for the share of the time a node took (a TensorRT engine's layers, split among
     their nodes, or a profile's nodes); `untimed` names the nodes without a time in the legend. A group box shows
     its nodes' summed share (and `notes`, when given, its words: '12.3 % of the time')."""
-    colors, counts = [], {}
+    colors: list[QColor] = []
+    counts: dict[int, int] = {}
     for i, idx in enumerate(graph.onnx_index.tolist()):
         inside = graph.members.get(i) if idx < 0 else None
         if inside is not None:  # a group: the time of all its nodes together
@@ -224,7 +228,8 @@ def device_label(provider: str, gpu_session: bool, fallback: bool) -> str:
 def device_colors(graph: DisplayGraph, provider_of: Sequence[str | None], fallback_of: Sequence[bool],
                   gpu_session: bool, mix: dict | None = None) -> tuple[list[QColor], list]:
     """Per display node colours for the execution provider that ran each ONNX node (a profile's placement)."""
-    colors, counts = [], {}
+    colors: list[QColor] = []
+    counts: dict[str, tuple[QColor, int]] = {}
 
     def one(m: int) -> str:
         p = provider_of[m] if 0 <= m < len(provider_of) else None

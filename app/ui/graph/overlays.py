@@ -284,7 +284,8 @@ class LegendOverlay(QFrame):
     def set_entries(self, title: str, entries: list[tuple[str, QColor, int]]) -> None:
         """Any colour key: a title (e.g. 'Planned precision') and (label, colour, count) rows."""
         while self._grid.count():
-            w = self._grid.takeAt(0).widget()
+            taken = self._grid.takeAt(0)
+            w = taken.widget() if taken is not None else None
             if w is not None:
                 w.hide()  # at once: deleteLater waits for the event loop, and the old row would show meanwhile
                 w.deleteLater()
@@ -313,6 +314,9 @@ class LegendOverlay(QFrame):
         for i in range(self._grid.count()):
             # New children of a visible frame are shown only later (queued): show them now, so the
             # size computed next counts them.
-            self._grid.itemAt(i).widget().show()
+            cell = self._grid.itemAt(i)
+            w = cell.widget() if cell is not None else None
+            if w is not None:
+                w.show()
         self.adjustSize()
         self.setVisible(self.property("wanted") is not False)

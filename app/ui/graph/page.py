@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
-from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtCore import QPoint, QPointF, Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.core.model import KIND_GROUP, NEST_LIMIT, GraphPicture, initial_expansion, regroup
+from app.ui.graph.item import NodeLayout
 from app.ui.graph.search_bar import SearchBar
 from app.ui.graph.view import GraphView
+
+if TYPE_CHECKING:
+    from app.ui.common.task_thread import Task
 
 BACKGROUND_FROM = 5000  # nodes from which a flat or all-open drawing is laid out on a thread (~0.1 s and more)
 
@@ -21,6 +26,12 @@ BACKGROUND_FROM = 5000  # nodes from which a flat or all-open drawing is laid ou
 class _Level:
     title: str
     picture: GraphPicture
+
+
+def _layout(picture: GraphPicture) -> NodeLayout:
+    # app.core.model types GraphPicture.layout as `object`: it holds a GraphLayout, which app.core.layout does not
+    # export for the annotation
+    return cast(NodeLayout, picture.layout)
 
 
 class GraphPage(QWidget):
@@ -57,7 +68,7 @@ class GraphPage(QWidget):
         self.levels: list[_Level] = []
         self.last_regroup_s = 0.0  # how long the last expand/collapse took (layout and drawing), for the status bar
         self.busy = False          # a big drawing is being laid out on a thread
-        self._task = None
+        self._task: Task | None = None
         self.search.matchesChanged.connect(self._on_matches)
         self.search.closed.connect(lambda: self.view.set_matches([], None))
         self.view.groupToggled.connect(self._on_group_toggled)
@@ -84,7 +95,7 @@ class GraphPage(QWidget):
     def _show_top(self) -> None:
         top = self.levels[-1]
         self.view.selection.clear()
-        self.view.set_graph(top.picture.graph, top.picture.layout)
+        self.view.set_graph(top.picture.graph, _layout(top.picture))
         self.view.show_start()
         self.search.set_graph(top.picture.all_nodes)  # search finds nodes inside collapsed groups too
         self.crumb_bar.setVisible(len(self.levels) > 1)
@@ -188,7 +199,7 @@ class GraphPage(QWidget):
         unfolded = pic.unfolded
         if pic.folded and pic.folds is not None and pic.folds.into[flat_node] >= 0:
             unfolded = unfolded | {int(pic.folds.into[flat_node])}  # a folded node: show its chain
-        path = set(pic.tree.path_to(flat_node)) if pic.grouped else set()
+        path = set(pic.tree.path_to(flat_node)) if pic.grouped and pic.tree is not None else set()
         expanded = pic.expanded if pic.expanded is None else pic.expanded | path
         if expanded != pic.expanded or unfolded != pic.unfolded:
             self._regroup(expanded, anchor=flat_node, keep_view=False, unfolded=unfolded, background=False)
@@ -233,7 +244,7 @@ class GraphPage(QWidget):
             self.regroupStarted.emit(f"Laying out {pic.all_nodes.node_count:,} nodes…")
             QGuiApplication.setOverrideCursor(Qt.CursorShape.BusyCursor)
 
-            def done(new: object) -> None:
+            def done(new: GraphPicture) -> None:
                 self.busy = False
                 QGuiApplication.restoreOverrideCursor()
                 if self.picture is pic:  # not another model (or level) since
@@ -249,18 +260,18 @@ class GraphPage(QWidget):
         self._show_regrouped(regroup(pic, expanded, fold=fold, unfolded=unfolded), anchor, keep_view, old_pos,
                              flat_selected, started)
 
-    def _show_regrouped(self, new: GraphPicture, anchor: int | None, keep_view: bool, old_pos: object,
+    def _show_regrouped(self, new: GraphPicture, anchor: int | None, keep_view: bool, old_pos: QPoint | None,
                         flat_selected: list[int], started: float) -> None:
         view = self.view
         self.levels[-1].picture = new
         scale = view.current_scale()
         center = view.visible_scene_rect().center()
         view.selection.clear()  # its indices are the old drawing's
-        view.set_graph(new.graph, new.layout)
+        view.set_graph(new.graph, _layout(new))
         if keep_view and scale > 0:
             view.set_scale(scale)
             target = None
-            if anchor is not None and old_pos is not None:
+            if anchor is not None and old_pos is not None and view.item is not None:
                 now = int(new.graph.shown_as[anchor]) if new.graph.shown_as is not None else anchor
                 # the anchor's new position at the same spot on screen
                 p = view.item.node_rect(now).center()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
 
@@ -23,11 +23,14 @@ class SearchBar(QWidget):
         self.edit.installEventFilter(self)
         self.count = QLabel("")
         self.count.setMinimumWidth(110)
-        self.prev_button = QToolButton(text="▲")
+        self.prev_button = QToolButton()
+        self.prev_button.setText("▲")
         self.prev_button.setToolTip("Previous match (Shift+Enter)")
-        self.next_button = QToolButton(text="▼")
+        self.next_button = QToolButton()
+        self.next_button.setText("▼")
         self.next_button.setToolTip("Next match (Enter)")
-        close = QToolButton(text="✕")
+        close = QToolButton()
+        close.setText("✕")
         close.setToolTip("Close (Esc)")
         lay.addWidget(QLabel("Find:"))
         lay.addWidget(self.edit, 1)
@@ -93,7 +96,7 @@ class SearchBar(QWidget):
         self.edit.clear()
         self.closed.emit()
 
-    def eventFilter(self, obj: object, event: object) -> bool:  # noqa: N802
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802
         if obj is self.edit and isinstance(event, QKeyEvent) and event.type() == QKeyEvent.Type.KeyPress:
             if event.key() == Qt.Key.Key_Escape:
                 self.close_bar()

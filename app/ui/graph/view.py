@@ -14,7 +14,7 @@ from app.core.model import KIND_GROUP, DisplayGraph, SelectionModel
 from app.ui.common import style
 from app.ui.graph import export as graph_export
 from app.ui.graph.export import EXPORT_MAX_PIXELS, EXPORT_MAX_SIDE
-from app.ui.graph.item import LOD_BOXES, LOD_LABELS, GraphItem
+from app.ui.graph.item import LOD_BOXES, LOD_LABELS, GraphItem, NodeLayout
 from app.ui.graph.overlays import LegendOverlay, MinimapOverlay
 
 MAX_SCALE = 6.0
@@ -60,7 +60,7 @@ class GraphView(QGraphicsView):
         self.verticalScrollBar().valueChanged.connect(self.minimap.update)
 
     # ----------------------------------------------------------------- content
-    def set_graph(self, graph: DisplayGraph, layout: object,
+    def set_graph(self, graph: DisplayGraph, layout: NodeLayout,
                   selection: SelectionModel | None = None) -> None:
         """Show a graph (replacing the previous one)."""
         scene = self.scene()
@@ -157,8 +157,8 @@ class GraphView(QGraphicsView):
         if b.width() * scale <= vp.width():
             x = b.center().x()
         else:  # wider than the view even at the floor scale: start where the graph starts, at its first node
-            first = int(np.argmin(self.item.y))
-            x = float(np.clip(self.item.x[first], b.left() + vp.width() / 2.0 / scale,
+            first = int(np.argmin(self.item.cy))
+            x = float(np.clip(self.item.cx[first], b.left() + vp.width() / 2.0 / scale,
                               b.right() - vp.width() / 2.0 / scale))
         self.centerOn(QPointF(x, b.top() + half_h))
         self._after_view_change()
@@ -197,8 +197,8 @@ class GraphView(QGraphicsView):
         scale = max(0.8, fit)
         self.scale(scale, scale)
         top = self.mapToScene(vp.center()).y() - self.mapToScene(vp.topLeft()).y()
-        first = int(np.argmin(self.item.y))
-        self.centerOn(QPointF(self.item.x[first], b.top() + top))
+        first = int(np.argmin(self.item.cy))
+        self.centerOn(QPointF(self.item.cx[first], b.top() + top))
         self.zoomChanged.emit(self.current_scale())
         self.minimap.update()
 
