@@ -56,7 +56,7 @@ def test_actions_and_refusals_in_sight(qtbot, window, models_dir, size):
     assert all(_in_window(window, b) for b in buttons)
     # The settings scroll inside the panel: scrolled to the end, the buttons stay where they were.
     before = [b.mapTo(window, b.rect().topLeft()) for b in buttons]
-    panel.scroll.verticalScrollBar().setValue(panel.scroll.verticalScrollBar().maximum())
+    panel.settings_scroll.verticalScrollBar().setValue(panel.settings_scroll.verticalScrollBar().maximum())
     qtbot.wait(20)
     assert [b.mapTo(window, b.rect().topLeft()) for b in buttons] == before
     # With the Results dock up the Run panel is short, and the buttons are still there.

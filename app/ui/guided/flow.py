@@ -7,10 +7,11 @@ are the same typed specs and jobs as the Run panel's, and their results fill the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from PySide6.QtCore import QEvent, QSettings, Signal
+from PySide6.QtCore import QEvent, QSettings, SignalInstance
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QFrame,
@@ -25,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from app.core.errors import TrtlabError
 from app.core.model import OpenedModel
+from app.jobs import JobResult
 from app.ui.common.style import pass_font
 from app.ui.graph.view import GraphView
 from app.ui.guided.steps import ModelStep, PrecisionsStep, ShapesStep, show_error
@@ -75,21 +77,25 @@ class GuidedHost(Protocol):
     opened: OpenedModel | None
     settings: QSettings
     stack: QStackedWidget
-    start_page: QWidget
-    graph_page: QWidget
     view: GraphView
     results_view: ResultsView
     run_controller: RunController
     jobs: JobBridge
-    modelShown: Signal
-    openFailed: Signal
-    compareRequested: Signal   # the start page's "Compare precisions"
+    modelShown: SignalInstance
+    openFailed: SignalInstance
+    compareRequested: SignalInstance   # the start page's "Compare precisions"
+
+    @property
+    def start_page(self) -> QWidget: ...
+
+    @property
+    def graph_page(self) -> QWidget: ...
 
     def open_path(self, path: str | Path, shapes: dict | None = None) -> None: ...
 
     def open_demo(self) -> None: ...
 
-    def model_docks(self) -> list[QWidget]: ...
+    def model_docks(self) -> Sequence[QWidget]: ...
 
     def show_model_layout(self) -> None: ...
 
@@ -372,19 +378,19 @@ class GuidedFlow(QWidget):
         part = max(0.0, min(1.0, fraction)) if fraction >= 0 else 0.0
         self.precisions_step.progress.setValue(int(1000 * (self.done + part) / self.total()))
 
-    def _on_finished(self, job: str, result: object) -> None:
+    def _on_finished(self, job: str, result: JobResult) -> None:
         if job not in self.mine or not self.running:
             return
         self.done += 1
         self.precisions_step.progress.setValue(int(1000 * self.done / self.total()))
-        status = getattr(result, "status", "failed")
+        status = result.status
         if status == "cancelled" or self.cancelling:
             self.w.run_controller.cancel_all()  # a job that ended as Cancel was asked: the rest never starts
             self._stop("Cancelled: nothing is running any more. Run starts again.")
             return
         if status != "done":
-            error = getattr(result, "error", "") or "The job failed."
-            self._stop(f"{error} {getattr(result, 'fix', '')} (Open the full window: the Jobs panel has the log.)")
+            error = result.error or "The job failed."
+            self._stop(f"{error} {result.fix} (Open the full window: the Jobs panel has the log.)")
             return
         data = result.data or {}
         if "candidates" in data and self.compare is None:

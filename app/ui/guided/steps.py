@@ -153,8 +153,9 @@ class ShapesStep(QWidget):
         cannot be guessed."""
         while self.grid.count():
             item = self.grid.takeAt(0)
-            if item.widget() is not None:
-                item.widget().deleteLater()
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.deleteLater()
         self.inputs, self.edits = list(inputs), {}
         open_dims = 0
         for r, info in enumerate(inputs):

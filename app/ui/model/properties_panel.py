@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import onnx
 from onnx import AttributeProto
-from PySide6.QtCore import QLocale, QModelIndex, QRect, QSize, Qt, Signal
+from PySide6.QtCore import QLocale, QModelIndex, QPersistentModelIndex, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QHeaderView,
@@ -33,13 +34,15 @@ class _WrappingDelegate(QStyledItemDelegate):
     """Values wrap in their column, long names included (break points after '/', '_', '.', …), so nothing
     is cut off; the item's own text stays as it was (copying, tests and searches see the real value)."""
 
-    def displayText(self, value: object, locale: QLocale) -> str:  # noqa: N802 (Qt API)
+    def displayText(self, value: object, locale: QLocale | QLocale.Language) -> str:  # noqa: N802 (Qt API)
         return breakable(super().displayText(value, locale))
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex) -> QSize:  # noqa: N802 (Qt API)
+    def sizeHint(self, option: QStyleOptionViewItem,  # noqa: N802 (Qt API)
+                 index: QModelIndex | QPersistentModelIndex) -> QSize:
         # A tree asks for row heights without telling the column's width, so wrapped text would get one
         # line: give the width here (less the indentation of the first column).
         tree = self.parent()
+        assert isinstance(tree, QTreeWidget)  # the delegate of the tree it is made with
         width = tree.header().sectionSize(index.column())
         if index.column() == 0:
             depth, p = 1, index.parent()
@@ -154,8 +157,8 @@ class PropertiesPanel(QWidget):
         onnx_node = g.graph.node[int(g.onnx_index[node])]
         self.header.setText(f"<b>{escape(onnx_node.op_type)}</b> {escape(onnx_node.name or '(unnamed)')}"
                             + (f"<br>{selected_count:,} nodes selected" if selected_count > 1 else ""))
-        facts = [("name", onnx_node.name or "(unnamed)"), ("op type", onnx_node.op_type),
-                 ("domain", onnx_node.domain or "ai.onnx"), ("category", g.categories[node])]
+        facts: list[tuple[str, ...]] = [("name", onnx_node.name or "(unnamed)"), ("op type", onnx_node.op_type),
+                                        ("domain", onnx_node.domain or "ai.onnx"), ("category", g.categories[node])]
         if onnx_node.doc_string:
             doc = onnx_node.doc_string
             facts.append(("doc", doc if len(doc) <= _MAX_DOC else doc[:_MAX_DOC] + " …", doc))
@@ -190,7 +193,7 @@ class PropertiesPanel(QWidget):
         self._add_section("Group", facts)
         self._add_section("Ops inside", [(op, f"{n:,}") for op, n in ops.most_common(40)])
 
-    def _add_section(self, title: str, rows: list[tuple[str, ...]], tensors: bool = False) -> QTreeWidgetItem:
+    def _add_section(self, title: str, rows: Sequence[tuple[str, ...]], tensors: bool = False) -> QTreeWidgetItem:
         """Rows are (key, value) or (key, value, full value for the tooltip)."""
         top = QTreeWidgetItem(self.tree, [title, ""])
         top.setFirstColumnSpanned(True)  # a section title (e.g. a long weight name) uses the whole width
@@ -227,7 +230,7 @@ class PropertiesPanel(QWidget):
         top = self._add_section(f"Weight {name}", rows)
         for i in range(top.childCount()):
             it = top.child(i)
-            if flagged.get(it.text(0), 0) > 0:
+            if it is not None and flagged.get(it.text(0), 0) > 0:
                 it.setForeground(1, _WARN)
                 it.setToolTip(1, tooltip("These values are not representable as they are in FP16."))
 

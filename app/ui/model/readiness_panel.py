@@ -3,11 +3,16 @@ before anything is built; each finding clickable to its node."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from app.ui.common.plain_text import escape, tooltip
+
+if TYPE_CHECKING:
+    from app.core.readiness import Report
 
 SEVERITY_COLORS = {"error": QColor("#c62828"), "warning": QColor("#ef8f00"), "info": QColor("#1e88e5")}
 _TITLES = {"error": "Errors — the build is expected to fail", "warning": "Warnings — it builds, not as you expect",
@@ -55,9 +60,9 @@ class ReadinessPanel(QWidget):
         self.detail.setStyleSheet("padding:4px; background:#f6f7f9; border:1px solid #dfe2e6;")
         self.detail.hide()
         col.addWidget(self.detail)
-        self.report = None
+        self.report: Report | None = None
 
-    def set_report(self, report: object | None) -> None:
+    def set_report(self, report: Report | None) -> None:
         self.report = report
         self.tree.clear()
         self.detail.hide()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from PySide6.QtCore import QObject, Signal
 
+from app.backends import Availability
 from app.backends.tasks.specs import (
     BenchSpec,
     BuildSpec,
@@ -21,10 +23,16 @@ from app.backends.tasks.specs import (
 )
 from app.core.errors import TrtlabError
 from app.core.targets import Target
+from app.jobs import JobResult
 from app.ui.run.host import RunHost
 from app.ui.run.requests import BenchRequest, CompareRequest, DiagnoseRequest
 
+if TYPE_CHECKING:
+    from app.core.readiness import Report
+
 log = logging.getLogger(__name__)
+
+_Spec = TypeVar("_Spec", bound=JobInputs)
 
 
 @dataclass(frozen=True)
@@ -54,7 +62,7 @@ class RunController(QObject):
     resultReady = Signal(str, dict, dict, str)  # kind, spec JSON, result JSON, title: every finished job's result
     _trt_checked = Signal(str, object)   # backend, availability: from a worker thread, delivered on the GUI thread
 
-    def __init__(self, window: RunHost, check_readiness: Callable[[str | None], object | None],
+    def __init__(self, window: RunHost, check_readiness: Callable[[str | None], Report | None],
                  parent: QObject | None = None) -> None:
         """`window`: the panels it reads and fills; `parent`: the Qt object it lives and dies with (the window)."""
         super().__init__(parent)
@@ -63,7 +71,7 @@ class RunController(QObject):
         self.running: dict[str, RunningJob] = {}
         self.bench_queue: list[tuple[BenchSpec, str]] = []  # each target's spec, and the reference of its speed-up
         self.last_refusal = ""  # why the last action did not start ("" once one has)
-        self.availability: dict[str, object] | None = None  # None until the backends were asked
+        self.availability: dict[str, Availability] | None = None  # None until the backends were asked
         window.run_panel.compareRequested.connect(self.start_compare)
         window.run_panel.benchRequested.connect(self.start_bench)
         window.run_panel.diagnoseRequested.connect(self.start_diagnose)
@@ -78,12 +86,15 @@ class RunController(QObject):
     def refresh_availability(self) -> None:
         """Which backends can run. TensorRT's checks may start a child process to ask the GPU through
         cuda-python: they run on worker threads, and `trt` / `trt-rtx` say "checking…" meanwhile."""
+        import functools
         import threading
 
-        from app.backends import BACKEND_NAMES, Availability, get_backend
-        from app.backends.trt_env import environment, rtx_environment
+        from app.backends import BACKEND_NAMES, get_backend
+        from app.backends.trt_env import RtxEnvironment, TrtEnvironment, environment, rtx_environment
 
-        probes = {"trt": environment, "trt-rtx": rtx_environment}
+        # Cached: `cache_info().currsize` says whether the GPU was asked already.
+        probes: dict[str, functools._lru_cache_wrapper[TrtEnvironment | RtxEnvironment]] = {
+            "trt": environment, "trt-rtx": rtx_environment}
         table = {name: get_backend(name).availability() for name in BACKEND_NAMES if name not in probes}
         for name, probe in probes.items():
             if probe.cache_info().currsize:
@@ -95,7 +106,7 @@ class RunController(QObject):
         self.availability = table
         self.w.run_panel.set_availability(table)
 
-    def _on_trt_checked(self, name: str, availability: object) -> None:
+    def _on_trt_checked(self, name: str, availability: Availability) -> None:
         table = dict(self.availability or {})
         table[name] = availability
         self.availability = table
@@ -158,7 +169,7 @@ class RunController(QObject):
                 full["plan"] = self.w.plan.plan  # the spec keeps its own copy
         return full
 
-    def _spec(self, spec_type: type[JobInputs], params: dict, title: str = "Not started") -> JobInputs | None:
+    def _spec(self, spec_type: type[_Spec], params: dict, title: str = "Not started") -> _Spec | None:
         """The job's typed spec from the panels' settings, checked once here; a setting it refuses is shown."""
         try:
             return spec_type.from_json(params)
@@ -282,7 +293,7 @@ class RunController(QObject):
             return None
         return self._start(spec, f"Build TensorRT engine ({spec.target})")
 
-    def _confirm_build(self, report: object) -> bool:
+    def _confirm_build(self, report: Report) -> bool:
         """Errors mean the build is expected to fail: ask before spending minutes on it."""
         from PySide6.QtWidgets import QMessageBox
 
@@ -339,11 +350,11 @@ class RunController(QObject):
         for job in list(self.running):
             self.w.jobs.cancel(job)
 
-    def _finished(self, job: str, result: object) -> None:
+    def _finished(self, job: str, result: JobResult) -> None:
         run = self.running.pop(job, None)
         if run is None:
             return
-        status = getattr(result, "status", "failed")
+        status = result.status
         opened = str(self.w.opened.path) if self.w.opened is not None else ""
         if status == "done" and run.kind != "variant" and run.model != opened:
             self.bench_queue = []
@@ -351,7 +362,7 @@ class RunController(QObject):
                                         "closed; its results are in the Jobs panel's log only.")
             return
         if status == "done":
-            data = getattr(result, "data", None) or {}
+            data = result.data or {}
             self.resultReady.emit(run.kind, run.spec_json, data, run.title)
             self._done[run.kind](run, data)
         elif status == "cancelled":
@@ -359,8 +370,8 @@ class RunController(QObject):
             self.w.status_label.setText("Job cancelled.")
         else:
             self.bench_queue = []
-            reason = getattr(result, "exit_reason", "")
-            self.w.banner.show_message("Job failed", getattr(result, "error", "") or "The job failed.",
+            reason = result.exit_reason
+            self.w.banner.show_message("Job failed", result.error or "The job failed.",
                                        f"Exit: {reason}. The Jobs panel has its log." if reason else
                                        "The Jobs panel has its log.")
             self.w.show_jobs()
@@ -404,34 +415,34 @@ class RunController(QObject):
         self._next_bench()
 
 
-def _can_build(a: object) -> bool:
-    can = getattr(a, "can_build", None)
-    return bool(a.available if can is None else can)
+def _can_build(a: Availability) -> bool:
+    return a.available if a.can_build is None else a.can_build
 
 
-def engine_backend(known: dict | None = None) -> tuple[str, object]:
+def engine_backend(known: Mapping[str, Availability] | None = None) -> tuple[str, Availability]:
     """The engine backend a build uses: TensorRT where it can build, else TensorRT for RTX (which builds without
     a GPU); with neither, `trt` and its availability, for the message. `known` is the Run panel's table: an
     answer already there is used rather than probing the GPU again on the GUI thread."""
     from app.backends import get_backend
 
-    first = None
+    first: tuple[str, Availability] | None = None
     for name in ("trt", "trt-rtx"):
         a = (known or {}).get(name)
-        if a is None or "checking" in getattr(a, "reason", ""):
+        if a is None or "checking" in a.reason:
             a = get_backend(name).availability()
         first = first or (name, a)
         if _can_build(a):
             return name, a
+    assert first is not None  # the loop ran at least once
     return first
 
 
-def _rename_targets(params: dict, fn: object) -> dict:
+def _rename_targets(params: dict, fn: Callable[[str], str]) -> dict:
     out = dict(params)
     for key in ("candidates", "targets"):
         if key in out:
-            out[key] = [fn(t) for t in out[key]]  # type: ignore[operator]
+            out[key] = [fn(t) for t in out[key]]
     for key in ("candidate", "target"):
         if key in out:
-            out[key] = fn(out[key])  # type: ignore[operator]
+            out[key] = fn(out[key])
     return out

@@ -83,12 +83,12 @@ class RunPanel(QWidget):
         self._build_tolerance(col)
         col.addStretch(1)
         # The settings scroll inside the panel; the actions above them never scroll away.
-        self.scroll = QScrollArea()
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.scroll.setWidget(form)
-        outer.addWidget(self.scroll, 1)
+        self.settings_scroll = QScrollArea()
+        self.settings_scroll.setWidgetResizable(True)
+        self.settings_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.settings_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.settings_scroll.setWidget(form)
+        outer.addWidget(self.settings_scroll, 1)
         self._source_changed()
         self._update_summary()
 
@@ -255,7 +255,7 @@ class RunPanel(QWidget):
         """Scroll to an output's kind and open its list of kinds (the Results view's "change" link)."""
         combo = self.outputs_box.combos.get(output)
         if combo is not None:
-            self.scroll.ensureWidgetVisible(combo)
+            self.settings_scroll.ensureWidgetVisible(combo)
             combo.setFocus()
             combo.showPopup()
 
