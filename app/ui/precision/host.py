@@ -1,15 +1,18 @@
 """What the precision work needs from the window it shows in, as protocols: the window has all of it, and the
-panels of other features (the Engine and Profile docks, the Run panel) are named by what is used of them."""
+panels of other features (the Engine and Profile docks, the Run panel) are named by what is used of them.
+
+Signals are read off instances, so they are `SignalInstance`s here. The other features' panels are read-only
+properties: the window's are richer classes than these protocols, which a settable member would not accept."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import QSettings, Qt, SignalInstance
 from PySide6.QtWidgets import QDockWidget, QLabel, QWidget
 
 from app.core import errors
-from app.core.model import OpenedModel
+from app.core.model import DisplayGraph, OpenedModel
 from app.ui.common.error_banner import ErrorBanner
 from app.ui.graph.page import GraphPage
 from app.ui.graph.view import GraphView
@@ -27,10 +30,10 @@ COLOR_MODES = (("op", "&Op Type", "Ctrl+Shift+1"), ("precision", "&Planned Preci
 class EngineView(Protocol):
     """The Engine dock, as the colours and the build's result use it (app.ui.results.engine_panel)."""
 
-    times: dict
+    times: dict[str, dict]
     times_at: float
-    nodeActivated: Signal
-    saveRequested: Signal
+    nodeActivated: SignalInstance
+    saveRequested: SignalInstance
 
     def set_build(self, doc: dict | None) -> None: ...
 
@@ -41,25 +44,28 @@ class ProfileView(Protocol):
     """The Profile dock, as the colours use it (app.ui.results.profile_panel)."""
 
     doc_at: float
-    nodeActivated: Signal
-    shownChanged: Signal
+    nodeActivated: SignalInstance
+    shownChanged: SignalInstance
 
     def has(self, mode: str) -> bool: ...
 
     def set_profile(self, doc: dict | None) -> None: ...
 
-    def colors(self, mode: str, graph: object, keys: list, mix: dict, notes: dict) -> tuple: ...
+    def colors(self, mode: str, graph: DisplayGraph, keys: list[str], mix: dict | None = None,
+               notes: dict | None = None) -> tuple[list, list, str]: ...
 
 
 class ProfileBox(Protocol):
-    def set_problems(self, fixes: object) -> None: ...
+    def set_problems(self, fixes: dict[str, tuple[str, str]]) -> None: ...
 
 
 class ProfileSource(Protocol):
     """The Run panel, as readiness reads the TensorRT profile and RTX targets a build would use."""
 
-    profileChanged: Signal
-    profile_box: ProfileBox
+    profileChanged: SignalInstance
+
+    @property
+    def profile_box(self) -> ProfileBox: ...
 
     def profile_args(self) -> list[str]: ...
 
@@ -80,11 +86,17 @@ class PrecisionHost(Protocol):
     precision_dock: QDockWidget
     readiness_panel: ReadinessPanel
     readiness_dock: QDockWidget
-    engine_panel: EngineView
     engine_dock: QDockWidget
-    profile_panel: ProfileView
     profile_dock: QDockWidget
-    run_panel: ProfileSource
+
+    @property
+    def engine_panel(self) -> EngineView: ...
+
+    @property
+    def profile_panel(self) -> ProfileView: ...
+
+    @property
+    def run_panel(self) -> ProfileSource: ...
 
     def window(self) -> QWidget: ...
 

@@ -5,6 +5,7 @@ diagnosis) its error, and the diagnosis' "go to" buttons."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from PySide6.QtCore import (
     QAbstractTableModel,
@@ -176,11 +177,13 @@ class PlanTableModel(QAbstractTableModel):
 
 
 class _Filter(QSortFilterProxyModel):
-    def __init__(self) -> None:
+    def __init__(self, source: PlanTableModel) -> None:
         super().__init__()
+        self.plan_model = source  # sourceModel(), typed: Qt returns it as a QAbstractItemModel
         self.text = ""
         self.precision = ""
         self.setSortRole(SORT_ROLE)
+        self.setSourceModel(source)
 
     def set(self, text: str, precision: str) -> None:
         if hasattr(self, "beginFilterChange"):  # Qt ≥ 6.9; invalidateFilter() is deprecated there
@@ -192,7 +195,7 @@ class _Filter(QSortFilterProxyModel):
             self.invalidateFilter()
 
     def filterAcceptsRow(self, source_row: int, source_parent: QModelIndex | QPersistentModelIndex) -> bool:  # noqa: N802
-        m = self.sourceModel()
+        m = self.plan_model
         row = m.ctl.rows[source_row]
         if self.precision == "override" and row.source != "node":
             return False
@@ -288,8 +291,7 @@ class PrecisionPanel(QWidget):
         self.worst_button.setEnabled(False)
 
         self.model = PlanTableModel(ctl)
-        self.proxy = _Filter()
-        self.proxy.setSourceModel(self.model)
+        self.proxy = _Filter(self.model)
         self.table = QTableView()
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
@@ -405,12 +407,12 @@ def fill_precision_menu(menu: QMenu, ctl: PlanController, keys: list[str], op_ty
     head = menu.addAction(f"Precision of {title}")
     head.setEnabled(False)
     for p in PRECISIONS:
-        act: QAction = menu.addAction(f"  {PRECISION_LABELS[p]}", lambda p=p: ctl.set_nodes(keys, p))
+        act: QAction = menu.addAction(f"  {PRECISION_LABELS[p]}", partial(ctl.set_nodes, keys, p))
         act.setShortcut(f"Alt+{PRECISIONS.index(p) + 1}")
     act = menu.addAction("  Use the default (remove override)", lambda: ctl.set_nodes(keys, None))
     act.setShortcut("Alt+0")
     for op in sorted(set(op_types))[:3]:
         sub = menu.addMenu(f"All {op} nodes")
         for p in PRECISIONS:
-            sub.addAction(PRECISION_LABELS[p], lambda op=op, p=p: ctl.set_op_rule(op, p))
-        sub.addAction("No rule for this op", lambda op=op: ctl.set_op_rule(op, None))
+            sub.addAction(PRECISION_LABELS[p], partial(ctl.set_op_rule, op, p))
+        sub.addAction("No rule for this op", partial(ctl.set_op_rule, op, None))

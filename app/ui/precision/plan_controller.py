@@ -9,7 +9,7 @@ table, the graph's colours, the legend and the summary all count these same rows
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import onnx
 from PySide6.QtCore import QObject, Signal
@@ -103,9 +103,9 @@ class PlanController(QObject):
         self.plan = plan
         self._resolve()
 
-    def _edit(self, text: str, mutate: object) -> None:
+    def _edit(self, text: str, mutate: Callable[[PrecisionPlan], object]) -> None:
         after = PrecisionPlan.from_json(self.plan.to_json())
-        mutate(after)  # type: ignore[operator]
+        mutate(after)
         if after.to_json() != self.plan.to_json():
             self.undo_stack.push(_PlanEdit(self, text, after))
 
@@ -126,12 +126,21 @@ class PlanController(QObject):
         self._edit(f"Default precision {precision.upper()}", lambda p: setattr(p, "default", precision))
 
     def load(self, plan: PrecisionPlan, name: str = "plan") -> None:
-        self._edit(f"Load {name}", lambda p: (setattr(p, "default", plan.default),
-                                              p.op_rules.clear(), p.op_rules.update(plan.op_rules),
-                                              p.overrides.clear(), p.overrides.update(plan.overrides)))
+        def take(p: PrecisionPlan) -> None:
+            p.default = plan.default
+            p.op_rules.clear()
+            p.op_rules.update(plan.op_rules)
+            p.overrides.clear()
+            p.overrides.update(plan.overrides)
+
+        self._edit(f"Load {name}", take)
 
     def clear_overrides(self) -> None:
-        self._edit("Clear overrides and rules", lambda p: (p.overrides.clear(), p.op_rules.clear()))
+        def clear(p: PrecisionPlan) -> None:
+            p.overrides.clear()
+            p.op_rules.clear()
+
+        self._edit("Clear overrides and rules", clear)
 
     # ----------------------------------------------------------------- queries
     def key_of(self, onnx_index: int) -> str | None:

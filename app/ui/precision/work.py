@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, QPoint, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMenu
 
@@ -135,7 +135,7 @@ class PrecisionWork(QObject):
         self.w.status_label.setText(f"{len(keys):,} node{'s' if len(keys) != 1 else ''} set to {what}{note} "
                                   "(Ctrl+Z undoes)")
 
-    def _graph_menu(self, node: int | None, pos: object) -> None:
+    def _graph_menu(self, node: int | None, pos: QPoint) -> None:
         pic = self.w.graph_page.picture
         if pic is None:
             return
@@ -227,7 +227,7 @@ class PrecisionWork(QObject):
                                                               notes)
             item.set_node_fill(colors, mix, notes)
             self.w.view.legend.set_entries(title, legend)
-        elif mode == "time" and self._time_source() == "engine":
+        elif mode == "time" and self.engine and self._time_source() == "engine":  # "engine" implies self.engine
             shares = node_time_shares(self.engine.get("layers", []), self.w.engine_panel.times)
             colors, legend = time_colors(pic.graph, [shares.get(r.key) for r in self.w.plan.rows], notes=notes)
             item.set_node_fill(colors, None, notes)
@@ -341,6 +341,7 @@ class PrecisionWork(QObject):
 
         from app.core.fileio import atomic_write_bytes
 
+        assert self.engine is not None, "save_engine needs a built engine"  # as save_engine_dialog checks
         src = Path(self.engine["engine"])
         try:
             atomic_write_bytes(path, src.read_bytes())

@@ -21,7 +21,8 @@ class ProjectBanner(QFrame):
         self.label.setWordWrap(True)
         self._row.addWidget(self.label, 1)
         self.buttons: dict[str, QPushButton] = {}
-        close = QToolButton(text="✕")
+        close = QToolButton()
+        close.setText("✕")
         close.setToolTip("Dismiss")
         close.clicked.connect(self.hide)
         self._close = close

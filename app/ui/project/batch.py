@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Protocol
 
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow
+from PySide6.QtWidgets import QDockWidget, QFileDialog, QLabel, QWidget
 
 from app.core.errors import TrtlabError
 from app.ui.project.controller import ProjectController
@@ -16,12 +16,18 @@ from app.ui.results.batch_view import BatchView
 
 
 class BatchHost(Protocol):
+    """The main window: the Batch dock is added to it, tabbed with its Results dock."""
+
     settings: QSettings
     status_label: QLabel
     results_dock: QDockWidget
     project: ProjectController
 
-    def window(self) -> QMainWindow: ...
+    def window(self) -> QWidget: ...
+
+    def addDockWidget(self, area: Qt.DockWidgetArea, dockwidget: QDockWidget, /) -> None: ...  # noqa: N802
+
+    def tabifyDockWidget(self, first: QDockWidget, second: QDockWidget, /) -> None: ...  # noqa: N802
 
     def show_error(self, error: TrtlabError) -> None: ...
 
@@ -46,13 +52,12 @@ class BatchResults:
         if self.view is None or self.dock is None:
             self.view = BatchView()
             self.view.modelRequested.connect(lambda model, cells: self.open_model(model))
-            window = self.w.window()
-            self.dock = QDockWidget("Batch", window)
+            self.dock = QDockWidget("Batch", self.w.window())
             self.dock.setObjectName("batch")
             self.dock.setWidget(self.view)
             self.dock.setMinimumWidth(300)
-            window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.dock)
-            window.tabifyDockWidget(self.w.results_dock, self.dock)
+            self.w.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.dock)
+            self.w.tabifyDockWidget(self.w.results_dock, self.dock)
         view = self.view
         try:
             view.load(folder)

@@ -16,6 +16,7 @@ from typing import Protocol
 from PySide6.QtCore import QObject, QSettings, Signal
 from PySide6.QtWidgets import QFileDialog, QLabel, QMessageBox, QWidget
 
+from app.core.errors import TrtlabError
 from app.core.model import OpenedModel
 from app.core.project import (
     PROJECT_SUFFIX,
@@ -66,7 +67,7 @@ class ProjectHost(Protocol):
 
     def show_results(self) -> None: ...
 
-    def show_error(self, error: object) -> None: ...
+    def show_error(self, error: TrtlabError) -> None: ...
 
 
 class ProjectController(QObject):
@@ -271,7 +272,7 @@ class ProjectController(QObject):
         pending = self._pending_project
         if pending is not None and _same_file(pending.model, opened.path):
             self._pending_project = None
-            self._apply_project(pending)
+            self._apply_project(pending, opened)
             expected, self._relocated_sha = self._relocated_sha, ""
             if expected and opened.sha256 and opened.sha256 != expected:  # a relocated model, hashed off this thread
                 self.project_banner.offer("model", "This is not the model the project was saved with",
@@ -288,10 +289,11 @@ class ProjectController(QObject):
             self.project_path, self.session_results, self.project_dirty = None, [], False
             if self.project_banner.kind == "model":
                 self.project_banner.hide()
-            self._restore_autosaved_project(opened.path)
+            self._restore_autosaved_project(opened)
         self.changed.emit()
 
-    def _restore_autosaved_project(self, model_path: Path) -> None:
+    def _restore_autosaved_project(self, opened: OpenedModel) -> None:
+        model_path = opened.path
         auto = self.autosave.path(model_path)
         if not auto.is_file():
             return
@@ -303,15 +305,15 @@ class ProjectController(QObject):
         if not _same_file(project.model, model_path) or changed:
             return  # work on another version of the file: it would not match this one
         shapes = {k: tuple(v) for k, v in project.shapes.items()}
-        if shapes and shapes != dict(self.w.opened.input_shapes or {}):
+        if shapes and shapes != dict(opened.input_shapes or {}):
             self._pending_project, self._pending_project_path = project, None
             self.w.open_path(model_path, shapes)  # the rest once the model is shown at these shapes
             return
-        self._apply_project(project)
+        self._apply_project(project, opened)
         self.project_path = None
 
-    def _apply_project(self, project: Project) -> None:
-        """Everything but the model and shapes (already open): plan, settings, results, docks."""
+    def _apply_project(self, project: Project, opened: OpenedModel) -> None:
+        """Everything but the model and shapes (already open: `opened`): plan, settings, results, docks."""
         from app.core.precision import PlanError, PrecisionPlan
 
         if project.plan:
@@ -331,7 +333,7 @@ class ProjectController(QObject):
         work.set_engine(latest.get("build"))
         work.set_profile(latest.get("profile"))
         entries = [(r.kind, r.data) for r in project.results if r.kind in ("compare", "bench")]
-        self.w.results_view.set_model(str(self.w.opened.path))
+        self.w.results_view.set_model(str(opened.path))
         self.w.results_view.restore(entries, s.get("bench_reference"),
                                   {t: frozenset(p) for t, p in (s.get("plan_precisions") or {}).items()})
         engine = work.engine or {}

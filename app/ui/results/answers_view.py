@@ -152,8 +152,9 @@ class AnswersView(QWidget):
     def _clear(self) -> None:
         while self.grid.count():
             item = self.grid.takeAt(0)
-            if item.widget():
-                item.widget().deleteLater()
+            widget = item.widget() if item is not None else None
+            if widget:
+                widget.deleteLater()
         self.pictures = []
 
     def _picture(self, uri: str | None, row: int, col: int) -> None:

@@ -124,7 +124,8 @@ class PlotCard(QWidget):
             painter.end()
         finally:
             self.plot.setTitle(self.title, color=INK, size="11pt")
-            self.stack.setCurrentWidget(shown)
+            if shown is not None:
+                self.stack.setCurrentWidget(shown)
         return [png, svg]
 
 

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.measure import device_word, node_devices, node_shares
+from app.core.model import DisplayGraph
 from app.ui.common.num_item import NumItem
 from app.ui.graph.node_colors import device_colors, time_colors
 
@@ -116,7 +117,7 @@ class ProfilePanel(QWidget):
         doc = self.shown() or {}
         return any(n.get("model_node", True) for n in doc.get("nodes") or []) and mode in ("time", "device")
 
-    def colors(self, mode: str, graph: object, keys: list[str], mix: dict | None = None, notes: dict | None = None
+    def colors(self, mode: str, graph: DisplayGraph, keys: list[str], mix: dict | None = None, notes: dict | None = None
                ) -> tuple[list, list, str]:
         """The graph's colours, legend and legend title for `mode`; `keys` are the model's node keys by index;
         `mix` receives group boxes' colours by share, `notes` their share of the time."""

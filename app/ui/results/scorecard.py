@@ -114,7 +114,7 @@ class PrecisionCard(QFrame):
     def set_sample(self, sample: int) -> None:
         """The candidate's picture of the first drawn output on one sample; the histogram where there is none."""
         outputs = self.pictures.get("outputs") or {}
-        entry = next(iter(outputs.values()), {}) if outputs else {}
+        entry: dict = next(iter(outputs.values()), {}) if outputs else {}
         pics = ((entry.get("candidates") or {}).get(self.facts.target) or {}).get("cand") or []
         self.picture.set_picture(pixmap_from_uri(pics[sample] if sample < len(pics) else None))
         self.picture.setVisible(self.picture.has_picture())

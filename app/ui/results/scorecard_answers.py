@@ -30,7 +30,7 @@ class ReferenceCard(QFrame):
 
     def set_sample(self, sample: int) -> None:
         inputs = self.answers.get("inputs") or []
-        entry = next(iter((self.answers.get("outputs") or {}).values()), {})
+        entry: dict = next(iter((self.answers.get("outputs") or {}).values()), {})
         ref = entry.get("ref") or []
         self.photo.set_picture(pixmap_from_uri(inputs[sample] if sample < len(inputs) else None))
         self.photo.setVisible(self.photo.has_picture())

@@ -16,6 +16,12 @@ from app import __version__
 from app.ui.common.resources import app_icon
 
 
+def _application(argv: list[str]) -> QApplication:
+    """The running QApplication (tests make one), else a new one with `argv`."""
+    app = QApplication.instance()
+    return app if isinstance(app, QApplication) else QApplication(argv)
+
+
 def create_main_window(args: list[str]):  # -> MainWindow (imported lazily: Qt must exist first)
     """Make the window and schedule the model from the command line, or the demo model."""
     from app.ui.shell.main_window import MainWindow
@@ -30,7 +36,7 @@ def create_main_window(args: list[str]):  # -> MainWindow (imported lazily: Qt m
 
 def run_gui(args: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    app = QApplication.instance() or QApplication([sys.argv[0], *[a for a in args if a.startswith("-")]])
+    app = _application([sys.argv[0], *[a for a in args if a.startswith("-")]])
     app.setApplicationName("trtlab")
     app.setOrganizationName("trtlab")
     app.setApplicationVersion(__version__)
@@ -53,7 +59,7 @@ def selftest(timeout: float = 120.0) -> int:
     from app.ui.common.resources import resources_dir
     from app.ui.shell.main_window import MainWindow
 
-    app = QApplication.instance() or QApplication([sys.argv[0]])
+    app = _application([sys.argv[0]])
     app.setApplicationName("trtlab")
     app.setWindowIcon(app_icon())
     with tempfile.TemporaryDirectory(prefix="trtlab-selftest-") as tmp:

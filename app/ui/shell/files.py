@@ -3,14 +3,15 @@ and exporting the graph."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from PySide6.QtCore import QObject, QSettings, QStandardPaths, Qt, Signal
 from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QWidget
 
 from app.core import errors
-from app.core.model import OpenedModel, bundled_demo_model, write_demo_model
+from app.core.model import ModelDiff, OpenedModel, bundled_demo_model, write_demo_model
 from app.ui.graph.view import GraphView
 
 MAX_RECENT = 10
@@ -73,7 +74,7 @@ class ModelFiles(QObject):
         self.w.status_label.setText(f"Comparing {a.path.name} with {p.name}…")
 
         def done(result: object) -> None:
-            b, diff = result  # type: ignore[misc]
+            b, diff = cast("tuple[OpenedModel, ModelDiff]", result)  # what load_for_compare returns
             win = CompareWindow(a, b, diff, a.input_shapes or None, self.w.window())
             win.setWindowFlag(Qt.WindowType.Window, True)
             self.compare_windows = [w for w in self.compare_windows if w.isVisible()] + [win]
@@ -153,9 +154,9 @@ class ModelFiles(QObject):
     # ----------------------------------------------------------------- recent files
     def recent_files(self) -> list[str]:
         value = self.w.settings.value("recent/files", [])
-        if isinstance(value, str):
+        if isinstance(value, str):  # one file, as an INI file gives it back
             value = [value]
-        return [str(v) for v in (value or [])]
+        return [str(v) for v in value] if isinstance(value, Iterable) else []
 
     def add_recent(self, path: Path) -> None:
         p = str(path.resolve())

@@ -89,7 +89,7 @@ class Menus:
         self.act_undo = plan.undo_stack.createUndoAction(window, "&Undo")
         self.act_undo.setShortcut(QKeySequence.StandardKey.Undo)
         self.act_redo = plan.undo_stack.createRedoAction(window, "&Redo")
-        self.act_redo.setShortcuts([QKeySequence.StandardKey.Redo, QKeySequence("Ctrl+Shift+Z")])
+        self.act_redo.setShortcuts([QKeySequence(QKeySequence.StandardKey.Redo), QKeySequence("Ctrl+Shift+Z")])
         e.addAction(self.act_undo)
         e.addAction(self.act_redo)
         e.addSeparator()
@@ -201,7 +201,8 @@ class Menus:
                               self.act_profile, *self.precision_actions]
         self.set_model_open(False)
 
-    def _action(self, menu: QMenu, text: str, slot: Callable, shortcut: QKeySequence | str | None = None,
+    def _action(self, menu: QMenu, text: str, slot: Callable,
+                shortcut: QKeySequence | QKeySequence.StandardKey | str | None = None,
                 checkable: bool = False, tip: str = "", icon: str = "") -> QAction:
         act = QAction(text, self.w)
         if icon:  # a name in resources/icons/

@@ -21,10 +21,12 @@ class PresentationHost(Protocol):
     """The main window: its docks, the Results dock and what is on show."""
 
     stack: QStackedWidget
-    graph_page: QWidget
     results_dock: QDockWidget
     results_view: ResultsView
     status_label: QLabel
+
+    @property
+    def graph_page(self) -> QWidget: ...  # read-only: the window's is a GraphPage
 
     def model_docks(self) -> list[QDockWidget]: ...
 
