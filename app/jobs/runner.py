@@ -56,7 +56,7 @@ def _install_bare_main() -> None:
             data.pop("init_main_from_name", None)
         return data
 
-    get_preparation_data._trtlab_bare = True  # type: ignore[attr-defined]
+    get_preparation_data._trtlab_bare = True  # type: ignore[attr-defined]  # a marker: installed once, not twice
     spawn.get_preparation_data = get_preparation_data
 
 

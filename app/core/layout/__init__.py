@@ -7,6 +7,6 @@ from __future__ import annotations
 
 from app.core.layout.compound import compound_layout
 from app.core.layout.edge_labels import EdgeLabels, place_edge_labels
-from app.core.layout.layered import LayoutCancelled, layered_layout
+from app.core.layout.layered import GraphLayout, LayoutCancelled, layered_layout
 
-__all__ = ["EdgeLabels", "LayoutCancelled", "compound_layout", "layered_layout", "place_edge_labels"]
+__all__ = ["EdgeLabels", "GraphLayout", "LayoutCancelled", "compound_layout", "layered_layout", "place_edge_labels"]

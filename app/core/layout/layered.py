@@ -76,6 +76,11 @@ class GraphLayout:
     stats: LayoutStats | None = None
     frames: list = field(default_factory=list)  # compound layouts: (container, x0, y0, x1, y1), outermost first
 
+    @classmethod
+    def empty(cls, num_edges: int = 0) -> GraphLayout:
+        """A layout of nothing (a picture's placeholder until it is laid out)."""
+        return _empty(num_edges)
+
     def edge_path(self, i: int) -> np.ndarray:
         """Polyline of input edge i as a (k, 2) array, from the source node to the target node."""
         return self.points[self.edge_offsets[i] : self.edge_offsets[i + 1]]

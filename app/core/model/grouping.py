@@ -16,12 +16,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from app.core.model.display_graph import KIND_OP, NODE_HEIGHT, DisplayGraph, _box_width
 from app.core.model.hierarchy import Group
 from app.core.model.shape_fold import ShapeFolds
+
+if TYPE_CHECKING:
+    from app.core.layout import GraphLayout
 
 KIND_GROUP = 3
 GROUP_CATEGORY = "Group"
@@ -270,7 +274,7 @@ def visible_graph(tree: GroupTree, expanded: set[int], folds: ShapeFolds | None 
     return dg
 
 
-def grouped_layout(tree: GroupTree, vis: DisplayGraph, cache: dict | None = None) -> object:
+def grouped_layout(tree: GroupTree, vis: DisplayGraph, cache: dict | None = None) -> GraphLayout:
     """Lay out a drawing by groups nested: each expanded group (of more than one node) as a box holding its content,
     laid out on its own (:func:`app.core.layout.compound_layout`; `cache` keeps each group's layout for the next
     expansion). Fills `vis.frame_meta` with each such group's (name, depth, enclosing group). With more than

@@ -15,6 +15,7 @@ import onnx
 
 from app.core import errors
 from app.core.fileio import file_sha256
+from app.core.layout import GraphLayout
 from app.core.model.display_graph import KIND_OP, DisplayGraph, build_display_graph
 from app.core.model.grouping import (
     GROUPED_FROM,
@@ -39,12 +40,12 @@ class GraphPicture:
     in `unfolded` (their chains shown)."""
 
     graph: DisplayGraph
-    layout: object  # app.core.layout.layered.GraphLayout
+    layout: GraphLayout
     layout_seconds: float
     tree: GroupTree | None = None
     expanded: set[int] | None = None      # None: drawn flat
     full: DisplayGraph | None = None
-    flat_layout: object | None = None     # the flat layout of `full` unfolded, once made (switching back is free)
+    flat_layout: GraphLayout | None = None  # the flat layout of `full` unfolded, once made (switching back is free)
     layout_cache: dict = field(default_factory=dict)  # each expanded group's own layout, for the next expansion
     folds: ShapeFolds | None = None
     fold: bool = False
@@ -101,8 +102,8 @@ def regroup(picture: GraphPicture, expanded: set[int] | None | _Keep = _Keep.KEE
     folds = picture.folds if fold else None
     tree = picture.tree
 
-    def drawn(graph: DisplayGraph, layout: object, expanded: set[int] | None,
-              flat_layout: object | None) -> GraphPicture:
+    def drawn(graph: DisplayGraph, layout: GraphLayout, expanded: set[int] | None,
+              flat_layout: GraphLayout | None) -> GraphPicture:
         """The new picture; the tree, the flat graph, the layout cache and the folds carry over."""
         return GraphPicture(graph, layout, time.perf_counter() - started, tree=tree, expanded=expanded, full=full,
                             flat_layout=flat_layout, layout_cache=picture.layout_cache, folds=picture.folds,
@@ -149,7 +150,8 @@ def lay_out(graph: onnx.GraphProto, shapes: ShapeResult | None,
     dg = build_display_graph(graph, shapes)
     tree = group_tree(dg, hierarchy(graph) if groups else [])
     folds = shape_folds(dg, shapes)
-    first = GraphPicture(dg, None, 0.0, tree=tree, full=dg, folds=folds, fold=folds is not None)
+    first = GraphPicture(dg, GraphLayout.empty(), 0.0, tree=tree, full=dg, folds=folds,  # laid out by regroup
+                         fold=folds is not None)
     try:
         picture = regroup(first, initial_expansion(tree) if opens_grouped(tree) else None,
                           lambda: bool(cancel and cancel()))

@@ -351,7 +351,8 @@ class CompareWindow(QMainWindow):
         self.numericDone.emit()
 
 
-def load_for_compare(path: Path, a: OpenedModel, cancel: threading.Event | None = None) -> tuple:
+def load_for_compare(path: Path, a: OpenedModel,
+                     cancel: threading.Event | None = None) -> tuple[OpenedModel, ModelDiff]:
     """Off the GUI thread: model B opened (laid out) and diffed against A."""
     from app.core.model import diff_models, open_model
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import QPoint, QPointF, Qt, Signal
@@ -29,9 +29,7 @@ class _Level:
 
 
 def _layout(picture: GraphPicture) -> NodeLayout:
-    # app.core.model types GraphPicture.layout as `object`: it holds a GraphLayout, which app.core.layout does not
-    # export for the annotation
-    return cast(NodeLayout, picture.layout)
+    return picture.layout  # a GraphLayout: what the item reads of it
 
 
 class GraphPage(QWidget):

@@ -20,19 +20,19 @@ def read_project(path: Path, say: Callable[[str], None]) -> tuple[Project, bool]
     """The project at `path` and whether its model changed since it was saved, read on a worker thread (the
     archive, its arrays, the model's SHA-256) while the window keeps painting and says how long it has been
     reading. ProjectError as load_project raises it."""
-    out: dict[str, object] = {}
+    read: list[tuple[Project, bool]] = []   # filled by the worker: the project and whether its model changed
+    failed: list[ProjectError] = []
 
     def work() -> None:
         try:
             project = load_project(path)
-            out["changed"] = Path(project.model).is_file() and model_changed(project)
-            out["project"] = project
+            read.append((project, Path(project.model).is_file() and model_changed(project)))
         except ProjectError as exc:
-            out["error"] = exc
+            failed.append(exc)
         except Exception as exc:  # noqa: BLE001 - a fault of ours: shown, never a dead window
             log.exception("reading %s failed", path)
-            out["error"] = ProjectError(f"Reading the project {path.name} failed: {exc}",
-                                        fix="This is a fault in trtlab; please report it with the file.")
+            failed.append(ProjectError(f"Reading the project {path.name} failed: {exc}",
+                                       fix="This is a fault in trtlab; please report it with the file."))
 
     worker = threading.Thread(target=work, name="read-project", daemon=True)
     started = time.monotonic()
@@ -52,6 +52,6 @@ def read_project(path: Path, say: Callable[[str], None]) -> tuple[Project, bool]
         timer.start()
         loop.exec()
         timer.stop()
-    if "error" in out:
-        raise out["error"]  # type: ignore[misc]
-    return out["project"], bool(out["changed"])  # type: ignore[return-value]
+    if failed:
+        raise failed[0]
+    return read[0]

@@ -7,6 +7,7 @@ The scorecard sits beside the plots (one plot per tab) so both stay readable in 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QSize, Qt, Signal
@@ -373,7 +374,7 @@ class ResultsView(QWidget):
 class _CaveatScroll(QScrollArea):
     """Calls back on every resize: the caveats' height follows their width."""
 
-    def __init__(self, on_resize: object) -> None:
+    def __init__(self, on_resize: Callable[[], None]) -> None:
         super().__init__()
         self._on_resize = on_resize
         self.fit = 0  # the caveats' height at the current width, capped
@@ -384,7 +385,7 @@ class _CaveatScroll(QScrollArea):
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(event)
         if event.oldSize().width() != event.size().width():
-            self._on_resize()  # type: ignore[operator]
+            self._on_resize()
 
 
 def _safe(name: str) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.core.model import ShapeResult
+
 
 def photo_defaults(panel: Any, source: Any | None) -> None:
     """The sample photos' preprocessing for the open model (an InputSource, or None for a model with no single
@@ -54,11 +56,11 @@ def input_source(panel: Any) -> dict | None:
     return src
 
 
-def output_dims(names: list[str], shapes: object) -> dict[str, list]:
+def output_dims(names: list[str], shapes: ShapeResult | None) -> dict[str, list[int | None]]:
     """Inferred dims of some tensors (ints where known, else None), for reading what each output means."""
-    out = {}
+    out: dict[str, list[int | None]] = {}
     for name in names:
-        info = shapes.get(name) if shapes is not None else None  # type: ignore[attr-defined]
+        info = shapes.get(name) if shapes is not None else None
         if info is not None and info.shape is not None:
             out[name] = [d if isinstance(d, int) and d > 0 else None for d in info.shape]
     return out

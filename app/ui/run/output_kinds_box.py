@@ -4,6 +4,7 @@ with every comparison, diagnosis and fallback search as the output's kind (``--o
 
 from __future__ import annotations
 
+import onnx
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QWidget
 
@@ -31,14 +32,15 @@ class OutputKindsBox(QGroupBox):
         self.empty.setStyleSheet("color:#5f6368;")
         self.form.addRow(self.empty)
 
-    def set_model(self, model: object, output_dims: dict[str, list], input_dims: dict[str, list]) -> None:
+    def set_model(self, model: onnx.ModelProto, output_dims: dict[str, list[int | None]],
+                  input_dims: dict[str, list]) -> None:
         """The model's outputs with their inferred kinds; choices made for outputs of the same name are kept."""
         kept = self.kinds()
         while self.form.rowCount():
             self.form.removeRow(0)
         self.combos = {}
         try:
-            self.inferred = infer_output_kinds(model, output_dims, input_dims)  # type: ignore[arg-type]
+            self.inferred = infer_output_kinds(model, output_dims, input_dims)
         except Exception:  # noqa: BLE001 - a model the rules cannot read still compares element-wise
             self.inferred = {}
         if not self.inferred:

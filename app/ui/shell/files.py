@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Protocol
 
 from PySide6.QtCore import QObject, QSettings, QStandardPaths, Qt, Signal
 from PySide6.QtWidgets import QApplication, QFileDialog, QLabel, QWidget
@@ -73,8 +73,8 @@ class ModelFiles(QObject):
         p = Path(path)
         self.w.status_label.setText(f"Comparing {a.path.name} with {p.name}…")
 
-        def done(result: object) -> None:
-            b, diff = cast("tuple[OpenedModel, ModelDiff]", result)  # what load_for_compare returns
+        def done(result: tuple[OpenedModel, ModelDiff]) -> None:
+            b, diff = result
             win = CompareWindow(a, b, diff, a.input_shapes or None, self.w.window())
             win.setWindowFlag(Qt.WindowType.Window, True)
             self.compare_windows = [w for w in self.compare_windows if w.isVisible()] + [win]

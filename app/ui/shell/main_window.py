@@ -138,9 +138,7 @@ class MainWindow(QMainWindow):
         self.batch = BatchResults(self)
         self.run_controller = RunController(self, self.readiness.run, self)
         self.presentation = Presentation(self, self)
-        # GuidedHost (app/ui/guided/flow.py) types its signals Signal (instances have SignalInstance) and start_page,
-        # graph_page and model_docks() invariantly; once it uses SignalInstance, properties and a Sequence, drop this.
-        self.guided = GuidedFlow(self)  # type: ignore[arg-type]
+        self.guided = GuidedFlow(self)
         self.menus = Menus(self, self, files=self.files, project=self.project, batch=self.batch,
                            precision=self.precision, plan=self.plan, runs=self.run_controller,
                            run_panel=self.run_panel, graph_page=self.graph_page, workspace=self.workspace,
