@@ -70,6 +70,9 @@ def test_targets_and_values_are_parsed_once_when_made():
     assert isinstance(spec.source, InputSource) and spec.source.is_random
     fallback = FallbackSpec(model="m.onnx", candidate=Target("ort-cpu", "fp16"), target="cos:0.999")
     assert fallback.target == Tolerance("cos", 0.999) and fallback.to_json()["target"] == "cos:0.999"
+    # a value's text reads back as the same number: 0.9999999 is not rounded to 1 on its way to the job
+    exact = FallbackSpec(model="m.onnx", candidate="ort-cpu:fp16", target="cos:0.9999999")
+    assert exact.to_json()["target"] == "cos:0.9999999" and FallbackSpec.from_json(exact.to_json()) == exact
     bench = BenchSpec(model="m.onnx", target="ort-cpu", iterations=20)
     assert bench.iterations == "20" and bench.shapes == {}
     run = RunSpec(model="m.onnx", target="ort-cpu", shapes={"x": [1, "3"]})

@@ -84,7 +84,7 @@ steps: [build, compare, diagnose, bench]
     builds = [j for j in jobs if j.kind == "build"]
     assert builds and all(j.backend == "trt-rtx" and isinstance(j.spec, BuildSpec) for j in builds)
     planned = [j for j in jobs if j.precision == "plan:half.plan"]
-    assert planned and all(j.spec.plan and j.spec.plan["default"] == "fp16" for j in planned)
+    assert planned and all(j.spec.plan is not None and j.spec.plan.default == "fp16" for j in planned)
     assert all(t.precision == "plan" for j in planned for t in j.spec.targets()[-1:])
     diag = [j for j in jobs if j.kind == "diagnose"]
     assert diag and all(isinstance(j.spec, DiagnoseSpec) and j.precision != "fp32" for j in diag)

@@ -66,7 +66,9 @@ class Tolerance:
         return cls(metric, number)
 
     def __str__(self) -> str:
-        return f"{self.metric}:{self.value:g}"
+        """METRIC:VALUE, the value as short as it reads back exactly (cos:0.999; cos:0.9999999, never cos:1)."""
+        short = f"{self.value:g}"
+        return f"{self.metric}:{short if float(short) == self.value else repr(self.value)}"
 
     @property
     def floor(self) -> bool:
