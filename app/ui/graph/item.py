@@ -8,15 +8,13 @@ labels, arrowheads and edge shapes close up.
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QImage, QPainter, QPainterPath, QPen, QPolygonF
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
-from app.core.layout import EdgeLabels, place_edge_labels
+from app.core.layout import EdgeLabels, GraphLayout, place_edge_labels
 from app.core.model import KIND_GROUP, KIND_OP, DisplayGraph
 from app.ui.common import style
 
@@ -29,23 +27,10 @@ _MARGIN = 40.0
 _NO_LABELS = np.zeros(0, dtype=np.int64)
 
 
-class NodeLayout(Protocol):
-    """What the item reads of a layout (app.core.layout's GraphLayout): node centres, the edges' polylines (`points`,
-    edge i's from edge_offsets[i] to edge_offsets[i + 1]) and the drawing's size. A compound layout's `frames`
-    (expanded groups' boxes) are read where present."""
-
-    x: np.ndarray
-    y: np.ndarray
-    points: np.ndarray
-    edge_offsets: np.ndarray
-    width: float
-    height: float
-
-
 class GraphItem(QGraphicsItem):
     """Paints the nodes and edges of a DisplayGraph at the positions of a GraphLayout."""
 
-    def __init__(self, graph: DisplayGraph, layout: NodeLayout) -> None:
+    def __init__(self, graph: DisplayGraph, layout: GraphLayout) -> None:
         super().__init__()
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemUsesExtendedStyleOption, True)
         self.graph = graph

@@ -12,7 +12,6 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.core.model import KIND_GROUP, NEST_LIMIT, GraphPicture, initial_expansion, regroup
-from app.ui.graph.item import NodeLayout
 from app.ui.graph.search_bar import SearchBar
 from app.ui.graph.view import GraphView
 
@@ -27,9 +26,6 @@ class _Level:
     title: str
     picture: GraphPicture
 
-
-def _layout(picture: GraphPicture) -> NodeLayout:
-    return picture.layout  # a GraphLayout: what the item reads of it
 
 
 class GraphPage(QWidget):
@@ -93,7 +89,7 @@ class GraphPage(QWidget):
     def _show_top(self) -> None:
         top = self.levels[-1]
         self.view.selection.clear()
-        self.view.set_graph(top.picture.graph, _layout(top.picture))
+        self.view.set_graph(top.picture.graph, top.picture.layout)
         self.view.show_start()
         self.search.set_graph(top.picture.all_nodes)  # search finds nodes inside collapsed groups too
         self.crumb_bar.setVisible(len(self.levels) > 1)
@@ -265,7 +261,7 @@ class GraphPage(QWidget):
         scale = view.current_scale()
         center = view.visible_scene_rect().center()
         view.selection.clear()  # its indices are the old drawing's
-        view.set_graph(new.graph, _layout(new))
+        view.set_graph(new.graph, new.layout)
         if keep_view and scale > 0:
             view.set_scale(scale)
             target = None

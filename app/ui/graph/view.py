@@ -10,11 +10,12 @@ from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QContextMenuEvent, QImage, QKeyEvent, QMouseEvent, QPainter, QResizeEvent, QWheelEvent
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QWidget
 
+from app.core.layout import GraphLayout
 from app.core.model import KIND_GROUP, DisplayGraph, SelectionModel
 from app.ui.common import style
 from app.ui.graph import export as graph_export
 from app.ui.graph.export import EXPORT_MAX_PIXELS, EXPORT_MAX_SIDE
-from app.ui.graph.item import LOD_BOXES, LOD_LABELS, GraphItem, NodeLayout
+from app.ui.graph.item import LOD_BOXES, LOD_LABELS, GraphItem
 from app.ui.graph.overlays import LegendOverlay, MinimapOverlay
 
 MAX_SCALE = 6.0
@@ -60,7 +61,7 @@ class GraphView(QGraphicsView):
         self.verticalScrollBar().valueChanged.connect(self.minimap.update)
 
     # ----------------------------------------------------------------- content
-    def set_graph(self, graph: DisplayGraph, layout: NodeLayout,
+    def set_graph(self, graph: DisplayGraph, layout: GraphLayout,
                   selection: SelectionModel | None = None) -> None:
         """Show a graph (replacing the previous one)."""
         scene = self.scene()
