@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.backends import BackendUnavailable, Target, get_backend
 from app.cli.checks import CliInputError, check_outputs
@@ -199,7 +199,7 @@ def _plan(args: argparse.Namespace, targets: list[Target]) -> PrecisionPlan | No
     return plan
 
 
-def variant_params(args: argparse.Namespace, targets: list[Target]) -> dict:
+def variant_params(args: argparse.Namespace, targets: list[Target]) -> dict[str, Any]:
     """Plan and calibration settings for the job (INT8 calibrates on --calib, else on --inputs)."""
     out: dict = {"calib_method": args.calib_method}
     if args.calib_samples is not None and args.calib_samples <= 0:
@@ -248,7 +248,7 @@ def tolerance_arg(text: str, flag: str) -> Tolerance:
     try:
         return Tolerance.parse(text)
     except ToleranceError as exc:
-        raise CliInputError(f"{flag} {exc.message}", fix=exc.fix) from exc
+        raise CliInputError(f"{flag} {exc.message}", fix=exc.fix.replace("Write e.g. ", f"Write e.g. {flag} ")) from exc
 
 
 def check_positive(value: int, flag: str) -> None:

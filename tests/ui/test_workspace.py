@@ -171,3 +171,11 @@ def test_the_first_window_fits_the_screen_it_opens_on():
     w, h = fitted_size(1280, 800 - 40)  # a 1280×800 laptop with a 40-pixel panel
     assert w <= 1280 and h <= 760 and (w, h) == (1177, 699)
     assert fitted_size(1600, 1000) == (1400, 900)
+
+
+def test_the_panels_menu_keeps_its_order_and_keys(window):
+    """View ▸ Panels: Alt+Shift+1 … 9 open the same panels in every version (people learn them)."""
+    order = ["summary", "properties", "run", "precision", "results", "jobs", "engine", "profile", "readiness"]
+    assert [d.objectName() for d in window.model_docks()] == order
+    keys = {name: act.shortcut().toString() for name, act in window.menus.panel_actions.items()}
+    assert keys == {name: f"Alt+Shift+{k + 1}" for k, name in enumerate(order)}

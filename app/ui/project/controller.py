@@ -129,6 +129,12 @@ class ProjectController(QObject):
         self.changed.emit()
         self.autosave.soon()
 
+    def flush_autosave(self) -> None:
+        """Write a pending autosave now: the model is about to close or give way to another (its work would be
+        lost in the moment before the autosave's timer fired)."""
+        if self.autosave.pending():
+            self.autosave.write()
+
     def _on_plan_changed(self) -> None:
         """A plan edit is work: autosaved a moment later, with everything else (the one autosave)."""
         if self.w.opened is not None and self.w.plan.undo_stack.count():

@@ -123,6 +123,8 @@ class MainWindow(QMainWindow):
         self.jobs_dock = dock("Jobs", self.jobs_panel, bottom)
         for other in (self.jobs_dock, self.precision_dock, self.engine_dock, self.profile_dock, self.readiness_dock):
             self.tabifyDockWidget(self.results_dock, other)
+        self.workspace.set_order(["summary", "properties", "run", "precision", "results", "jobs", "engine", "profile",
+                                  "readiness"])  # View ▸ Panels: Alt+Shift+1 … 9 in this order
 
         self.status = StatusParts(self.statusBar(), self.loader.cancel)
         self.status_label, self.hint_label = self.status.status_label, self.status.hint_label
@@ -249,6 +251,7 @@ class MainWindow(QMainWindow):
         self.run_panel.reveal_output_kind(output)
 
     def _on_loaded(self, opened: OpenedModel) -> None:
+        self.project.flush_autosave()  # the work on the model shown until now, before anything replaces it
         same = self.opened is not None and self.opened.path == opened.path
         self.opened = opened
         # Reloading the same file (or new input shapes) keeps the plan: it is keyed by node name.
@@ -318,6 +321,7 @@ class MainWindow(QMainWindow):
 
     def close_model(self) -> None:
         self.loader.cancel(silent=True)
+        self.project.flush_autosave()
         self.opened = None
         self.view.clear()
         self.graph_page.levels = []

@@ -41,6 +41,10 @@ class Workspace:
         self.docks.append(dock)
         return dock
 
+    def set_order(self, names: list[str]) -> None:
+        """The order the docks are listed in (View ▸ Panels and its Alt+Shift+N keys, the layout's regrouping)."""
+        self.docks = [self.named(n) for n in names] + [d for d in self.docks if d.objectName() not in names]
+
     def named(self, name: str) -> QDockWidget:
         return next(d for d in self.docks if d.objectName() == name)
 
