@@ -15,6 +15,7 @@ from app.cli.output import add_model, write_json
 if TYPE_CHECKING:
     from app.backends.tasks.specs import JobInputs
     from app.core.measure import InputSource, Tolerance
+    from app.core.model import ModelDoc, TensorInfo
     from app.core.precision import PrecisionPlan
 
 SpecT = TypeVar("SpecT", bound="JobInputs")
@@ -105,12 +106,35 @@ def inputs_arg(args: argparse.Namespace, flag: str = "inputs") -> InputSource | 
     return InputSource.from_json(source) if source is not None else None
 
 
+def model_doc(args: argparse.Namespace) -> ModelDoc:
+    """The command's model, read once: the checks before a job (--shapes, --output-kind, --plan, the output paths)
+    each used to read and parse it again."""
+    from app.core.model import load_model
+
+    cached = getattr(args, "_model_doc", None)
+    if cached is None or cached[0] != args.model:
+        cached = (args.model, load_model(args.model))
+        args._model_doc = cached
+    return cached[1]
+
+
+def model_inputs(args: argparse.Namespace) -> list[TensorInfo]:
+    """The model's inputs (names, dtypes, declared shapes), from the model read once."""
+    from app.core.model import summarize
+
+    cached = getattr(args, "_model_inputs", None)
+    if cached is None or cached[0] != args.model:
+        cached = (args.model, summarize(model_doc(args)).inputs)
+        args._model_inputs = cached
+    return cached[1]
+
+
 def _photos(args: argparse.Namespace, flag: str) -> dict:
     """`--inputs photos`: the sample photos fitted to the model's image input (refused for other models)."""
     from app.core.measure import photo_source_for, resolve_input_shapes
-    from app.core.model import load_model, parse_shape_spec, summarize
+    from app.core.model import parse_shape_spec
 
-    inputs = summarize(load_model(args.model)).inputs
+    inputs = model_inputs(args)
     given = parse_shape_spec(args.shapes, inputs) if args.shapes else {}
     source = photo_source_for(inputs, resolve_input_shapes(inputs, given))
     if source is None:
@@ -128,11 +152,10 @@ def add_output_kinds(p: argparse.ArgumentParser) -> None:
 def output_kinds_arg(args: argparse.Namespace) -> dict[str, str]:
     """--output-kind NAME=KIND items, checked against the model's outputs before any job starts."""
     from app.core.measure import infer_output_kinds, parse_output_kinds
-    from app.core.model import load_model
 
     kinds = parse_output_kinds(getattr(args, "output_kind", []) or [])
     if kinds:
-        infer_output_kinds(load_model(args.model).model, user=kinds)  # refuses names the model has no output for
+        infer_output_kinds(model_doc(args).model, user=kinds)  # refuses names the model has no output for
     return {name: k.text() for name, k in kinds.items()}
 
 
@@ -152,9 +175,9 @@ def default_samples(spec: SpecT, given: int | None) -> SpecT:
 def shapes_arg(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
     """Parse and check --shapes here, before any job starts: names, ranks and every dynamic dim."""
     from app.core.measure import resolve_input_shapes
-    from app.core.model import load_model, parse_shape_spec, summarize
+    from app.core.model import parse_shape_spec
 
-    inputs = summarize(load_model(args.model)).inputs
+    inputs = model_inputs(args)
     given = parse_shape_spec(args.shapes, inputs) if args.shapes else {}
     source = inputs_arg(args) if getattr(args, "inputs", None) not in (None, "", "random", "photos") else None
     if source is not None:
@@ -188,11 +211,10 @@ def _plan(args: argparse.Namespace, targets: list[Target]) -> PrecisionPlan | No
         if any(t.precision == "plan" for t in targets):
             raise CliInputError("A 'B:plan' candidate needs --plan PLAN.json.", fix="Add --plan PLAN.json.")
         return None
-    from app.core.model import load_model
     from app.core.precision import PrecisionPlan
 
     plan = PrecisionPlan.load(args.plan)
-    unknown = plan.unknown_keys(load_model(args.model).model.graph)
+    unknown = plan.unknown_keys(model_doc(args).model.graph)
     if unknown:
         sys.stderr.write(f"warning: the plan names {len(unknown)} node(s) this model does not have "
                          f"(e.g. '{unknown[0]}'); they are ignored\n")
@@ -228,9 +250,7 @@ def job_options(args: argparse.Namespace) -> dict:
 def early_checks(args: argparse.Namespace, out_flag: str = "", targets: Sequence[Target | None] = ()) -> None:
     """What can be refused before any job starts: the model, the output paths (never onto an input file), and for
     TensorRT targets the shapes of dims that share a dim_param (one size to TensorRT; the window checks the same)."""
-    from app.core.model import load_model
-
-    doc = load_model(args.model)
+    doc = model_doc(args)
     check_outputs(args, doc, out_flag or "-o")
     if any(t is not None and t.builds_engine for t in targets):
         from app.core.engine import ProfileError, check_engine_shapes

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from app.backends import ENGINE_BACKENDS, BackendUnavailable, Target, get_backend
 from app.backends.tasks.specs import BuildSpec
-from app.cli.args import add_common, early_checks, emit, variant_params
+from app.cli.args import add_common, early_checks, emit, model_inputs, variant_params
 from app.cli.checks import CliInputError
 from app.cli.jobrun import run_job
 from app.cli.output import EXIT_BAD_INPUT, EXIT_OK
@@ -76,8 +76,6 @@ def _check_profile_shapes(model_path: str, profile: OptimizationProfile, shapes:
 
 def cmd_build(args: argparse.Namespace) -> int:
     from app.core.engine import BuildConfig, parse_profile_args, parse_targets
-    from app.core.model import load_model, summarize
-
     backend = args.backend
     if args.target_cc is not None and backend != "trt-rtx":
         raise CliInputError("--target-cc is a TensorRT for RTX setting; TensorRT 10/11 builds for the GPU it runs on.",
@@ -86,7 +84,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     early_checks(args, "-o")
     precision = (args.precision or "fp32").lower()
     target = Target.parse(f"{backend}:plan" if args.plan else f"{backend}:{precision}")
-    inputs = summarize(load_model(args.model)).inputs
+    inputs = model_inputs(args)
     shapes = {}
     if args.shapes:
         from app.core.model import parse_shape_spec

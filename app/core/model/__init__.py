@@ -21,7 +21,7 @@ from app.core.model.grouping import (
     visible_graph,
 )
 from app.core.model.hierarchy import Group, hierarchy, scope_of
-from app.core.model.loader import external_refs, load_model, resolve_external
+from app.core.model.loader import ModelDoc, external_refs, load_model, resolve_external
 from app.core.model.onnx_walk import (
     SUBGRAPH_OPS,
     attr_int,
@@ -52,11 +52,11 @@ from app.core.model.weights import (
 
 __all__ = ["ALL_CATEGORIES", "BUNDLED_DEMO", "FP16_MIN_NORMAL", "FP16_MIN_SUBNORMAL", "KIND_GROUP", "KIND_OP",
            "NEST_LIMIT", "POOL_OPS", "QUANTIZABLE_OPS", "SUBGRAPH_OPS", "WEIGHTED_OPS", "Dim", "DisplayGraph",
-           "GraphPicture", "Group", "GroupTree", "ModelDiff", "ModelSummary", "NodeDiff", "OpenedModel", "SearchHit",
-           "SelectionModel", "ShapeResult", "TensorInfo", "WeightStats", "attr_int", "attr_ints", "bundled_demo_model",
-           "constant_tensor", "diff_models", "dtype_name", "dynamic_dims", "external_refs", "find_tensor",
-           "graph_constants", "graph_inputs", "group_tree", "hierarchy", "infer_shapes", "initial_expansion",
-           "iter_graphs", "lay_out", "load_model", "node_key", "node_keys", "node_subgraphs", "op_mix", "open_model",
-           "opens_grouped", "parse_shape_spec", "regroup", "resolve_external", "scope_of", "search_graph",
-           "summarize", "tensor_to_array", "validate_input_shape", "value_info_to_tensor_info", "visible_graph",
-           "weight_stats", "write_demo_model"]
+           "GraphPicture", "Group", "GroupTree", "ModelDiff", "ModelDoc", "ModelSummary", "NodeDiff", "OpenedModel",
+           "SearchHit", "SelectionModel", "ShapeResult", "TensorInfo", "WeightStats", "attr_int", "attr_ints",
+           "bundled_demo_model", "constant_tensor", "diff_models", "dtype_name", "dynamic_dims", "external_refs",
+           "find_tensor", "graph_constants", "graph_inputs", "group_tree", "hierarchy", "infer_shapes",
+           "initial_expansion", "iter_graphs", "lay_out", "load_model", "node_key", "node_keys", "node_subgraphs",
+           "op_mix", "open_model", "opens_grouped", "parse_shape_spec", "regroup", "resolve_external", "scope_of",
+           "search_graph", "summarize", "tensor_to_array", "validate_input_shape", "value_info_to_tensor_info",
+           "visible_graph", "weight_stats", "write_demo_model"]
