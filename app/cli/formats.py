@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.core.measure import device_word, task_words
+from app.core.measure import EMPTY_ADVICE, device_word, empty_reference, task_words
 
 
 def format_fallback(doc: dict) -> str:
@@ -61,6 +61,8 @@ def format_compare(doc: dict) -> str:
             if o.get("task"):
                 lines.append(f"    answer ({o.get('kind_spec') or o.get('kind')}): {task_words(o)}"
                              f"  [judged by {', '.join(o.get('judged_by') or []) or 'nothing'}]")
+                if empty_reference(o):
+                    lines.append(f"    note: {EMPTY_ADVICE}")
             lines += [f"    ✗ {f}" for f in o.get("failures", [])]
         for t in c.get("unused_tolerances") or []:
             lines.append(f"  note: --tol {t} judged no output here: outputs whose answers are judged (masks, boxes, "

@@ -23,6 +23,8 @@ def format_summary(s: ModelSummary) -> str:
         + (f" + {human_bytes(s.external_bytes)} external data" if s.external_bytes else ""),
         "Inputs",
     ]
+    if s.random_ops:
+        lines.insert(-1, f"Random     {s.random_text}")
     lines += [f"  {t.name:<30} {t.dtype:<9} {list(t.shape) if t.shape is not None else '?'}" for t in s.inputs]
     lines.append("Outputs")
     lines += [f"  {t.name:<30} {t.dtype:<9} {list(t.shape) if t.shape is not None else '?'}" for t in s.outputs]

@@ -5,7 +5,8 @@ reference's picture and each candidate's (image outputs: with the |difference| m
 "answers" (pictures made by `app.core.measure.pictures`).
 
 Pictures go into the page inline, as `<img src="data:…">`: only PNG and JPEG data URIs are taken, anything else in
-the result is dropped, so the report never points at another file or the network.
+the result is dropped, so the report never points at another file or the network. Audio outputs' sounds go in the
+same way, as `<audio controls src="data:audio/wav;base64,…">` (`app.reports.sound`).
 """
 
 from __future__ import annotations
@@ -17,15 +18,20 @@ from pathlib import Path
 from typing import Any
 
 from app.reports.results import ReportItem
+from app.reports.sound import LEGEND as SOUND_LEGEND
+from app.reports.sound import answer_words as sound_words
+from app.reports.sound import phrase as sound_phrase
+from app.reports.sound import sample_note as sound_note
+from app.reports.sound import sound
 from app.reports.words import fmt, fmt_snr, target_words
 
 MAX_SAMPLES = 6  # samples shown per output
 PICTURE_PREFIXES = ("data:image/png;base64,", "data:image/jpeg;base64,")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
-TASK_KINDS = ("image", "classes", "detections", "yolo", "sequence")
+TASK_KINDS = ("image", "classes", "detections", "yolo", "sequence", "audio")
 KIND_WORDS = {"image": "an image (a mask or a map)", "classes": "class scores", "detections": "detected boxes",
               "yolo": "a raw YOLO detection head", "sequence": "a token sequence", "embedding": "an embedding",
-              "tensor": "a plain tensor"}
+              "tensor": "a plain tensor", "audio": "a waveform (sound)"}
 # What each kind's pictures show, and the colours of the reference's and the candidate's parts (pictures.py's)
 _LEGENDS = {
     "image": "Each picture is the output's first plane on the reference's scale (white 1, black 0 for a probability "
@@ -37,6 +43,7 @@ _LEGENDS = {
                "candidate's {cand}.",
 }
 _LEGENDS["yolo"] = _LEGENDS["detections"]
+_LEGENDS["audio"] = SOUND_LEGEND
 # The colours app.core.measure.pictures draws with (REF_COLOUR, CAND_COLOUR, MISSED_COLOUR, EXTRA_COLOUR)
 PICTURE_COLOURS = {"ref": ("green", "#2ecc71"), "cand": ("orange", "#ff9f1c"), "missed": ("red", "#e74c3c"),
                    "extra": ("magenta", "#c73dff")}
@@ -100,6 +107,16 @@ def verdict_words(kind: str, task: Mapping[str, Any] | None) -> tuple[str, str]:
         return "", ""
     if "error" in task:
         return f"not read as {kind}", str(task["error"])
+    if task.get("empty_reference"):
+        return "no answer to compare", f"{task.get('empty_reason', '')}; judged element by element instead"
+    head, detail = _answer_words(kind, task)
+    empty, samples = int(_number(task.get("empty_samples")) or 0), int(_number(task.get("samples")) or 0)
+    if head and empty:
+        detail = " · ".join(p for p in (detail, f"{empty} of {samples} samples hold no answer") if p)
+    return head, detail
+
+
+def _answer_words(kind: str, task: Mapping[str, Any]) -> tuple[str, str]:
     if kind in ("detections", "yolo"):
         matched, missed, extra = (int(_number(task.get(k)) or 0) for k in ("matched", "missed", "extra"))
         head = (f"same boxes: {matched} matched" if not missed and not extra else
@@ -128,6 +145,8 @@ def verdict_words(kind: str, task: Mapping[str, Any] | None) -> tuple[str, str]:
             return "", ""
         head = "same text" if dist == 0 else f"text differs: edit distance {dist:.0f}"
         return head, f"{fmt_pct(agree)} of steps agree" if agree is not None else ""
+    if kind == "audio":
+        return sound_words(task)
     return "", ""
 
 
@@ -162,6 +181,8 @@ def scorecard_phrase(outputs: Sequence[Mapping[str, Any]]) -> str | None:
     dists = [v for o, t in judged if o.get("kind") == "sequence" and (v := _number(t.get("edit_distance"))) is not None]
     if dists:
         phrases.append("text unchanged" if max(dists) == 0 else f"text differs: edit distance {max(dists):.0f}")
+    if heard := sound_phrase([t for o, t in judged if o.get("kind") == "audio"]):
+        phrases.append(heard)
     if not phrases:
         return None
     rest = [o for o in outputs if task_of(o) is None]
@@ -252,6 +273,8 @@ def _sample_note(kind: str, per_sample: object, text: object) -> str:
         ref, cand = _text(text.get("ref")), _text(text.get("cand"))
         if ref is not None and cand is not None:
             return "same text" if ref == cand else "text differs"
+    if kind == "audio":
+        return sound_note(per_sample)
     return ""
 
 
@@ -279,6 +302,7 @@ def _output_block(name: str, entry: Mapping[str, Any], inputs: list[str | None],
     n = min(MAX_SAMPLES, max([len(refs)] + [len(_list(ce.get("cand"))) for ce in per_cand]
                              + [len(t) for t in texts]))
     rows = []
+    ref_sounds = _list(entry.get("ref_sound"))
     for s in range(n):
         ref_text = next((_text(t[s].get("ref")) for t in texts if s < len(t) and isinstance(t[s], Mapping)), None)
         cells = []
@@ -295,9 +319,11 @@ def _output_block(name: str, entry: Mapping[str, Any], inputs: list[str | None],
                           "parts": text_diff(ref_text, cand_text) if ref_text is not None and cand_text is not None
                           else [],
                           "note": _sample_note(kind, samples[s] if s < len(samples) else None, text),
-                          "show_diff": col["diff"]})
+                          "show_diff": col["diff"],
+                          "sound": sound(_list(ce.get("sound"))[s]) if s < len(_list(ce.get("sound"))) else None})
         row = {"index": s + 1, "input": inputs[s] if s < len(inputs) else None,
-               "ref": refs[s] if s < len(refs) else None, "ref_text": ref_text, "cells": cells}
+               "ref": refs[s] if s < len(refs) else None, "ref_text": ref_text, "cells": cells,
+               "ref_sound": sound(ref_sounds[s]) if s < len(ref_sounds) else None}
         if row["ref"] or row["ref_text"] is not None or any(c["pic"] or c["diff"] or c["text"] is not None
                                                              for c in cells):
             rows.append(row)

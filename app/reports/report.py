@@ -152,6 +152,10 @@ def _caveats(items: list[ReportItem], benches: dict[str, dict]) -> list[str]:
                                             else (i.data.get("notes") or {}).values()) for n in group or []]
     if any("CALIBRATED ON RANDOM DATA" in str(n) for n in notes):
         out.append("INT8 was calibrated on random data: its scales do not reflect real inputs.")
+    for i in items:  # a model drawing random numbers: how the comparison matched its draws
+        random_note = str((i.data.get("random_ops") or {}).get("note") or "") if i.kind == "compare" else ""
+        if random_note:
+            out.append(f"Random numbers: {random_note}.")
     targets = {str(c.get("name")) for i in items if i.kind == "compare" for c in i.data.get("candidates") or []}
     for t in sorted(targets | set(benches)):
         e = _emulation(t)

@@ -53,13 +53,16 @@ TASK_METRICS = {
                  ("edit_distance", "Edit distance", "the largest, between the decoded sequences", "edit_distance")),
 }
 TASK_METRICS["yolo"] = TASK_METRICS["detections"]
+TASK_METRICS["audio"] = (("audio_snr_db", "SNR of the sound", "the error's energy against the reference's; the worst "
+                                                              "signal", "audio_snr_db"),
+                         ("lsd_db", "Log-spectral distance", "dB between the spectrograms; the worst signal", "lsd_db"))
 _PERCENT = {"top1", "top5", "token_agreement"}
 
 
 def _task_value(key: str, v: object) -> str:
     if key in _PERCENT and isinstance(v, float):
         return f"{v:.1%}"
-    if key == "psnr_db":
+    if key in ("psnr_db", "audio_snr_db"):
         return fmt_snr(v)
     return fmt(v)
 

@@ -124,15 +124,18 @@ def test_u2netp_answers_carry_pictures(u2netp_fp16):
 
 def test_u2netp_random_inputs(model_paths):
     code, doc, err = _compare(model_paths["u2netp"], "--candidate", "ort-cpu:fp16", "--inputs", "random")
-    assert code == 0, err
     assert doc["random_data"] is True and "random" in doc["inputs"] and doc["samples"] == 1
     assert doc["answers"]["photos"] is False
     outs = doc["candidates"][0]["outputs"]
     assert all(o["kind"] == "image" for o in outs)
-    # On noise u2netp finds no object: every mask is empty on both sides (IoU 1), while FP16 rounding of its
-    # near-zero values drags the cosine of the first outputs under 0.99; the answer is what passes.
-    assert all(o["task"]["mask_iou"] == 1.0 for o in outs)
+    # On noise u2netp finds no object: every mask is empty, so there is no answer to compare (an IoU of 1 between two
+    # empty masks says nothing). The values decide: FP16 rounding of the near-zero maps drags the cosine of the first
+    # outputs under 0.99, and the comparison fails on them, saying why.
+    assert all(o["task"]["empty_reference"] is True and o["judged_by"] == ["cos:0.99"] for o in outs)
+    assert all(o["task"]["empty_reason"] == "an empty mask (no pixel above 0.5) on the sample" for o in outs)
     assert min(o["cosine"] for o in outs) < 0.99
+    assert code == 1 and not doc["candidates"][0]["passed"]
+    assert all(o["passed"] == (o["cosine"] >= 0.99) for o in outs)
 
 
 def test_u2netp_mask_iou_tolerance_applies(model_paths, u2netp_fp16):
@@ -145,3 +148,34 @@ def test_u2netp_mask_iou_tolerance_applies(model_paths, u2netp_fp16):
     failed = [o for o in doc["candidates"][0]["outputs"] if not o["passed"]]
     assert failed and all(f.startswith("mask_iou ") and f.endswith("< 0.999") for o in failed for f in o["failures"])
     assert all(o["task"]["mask_iou"] >= 0.999 for o in doc["candidates"][0]["outputs"] if o["passed"])
+
+
+# ----------------------------------------------------------------------------------------------- nothing to judge
+@pytest.fixture(scope="module")
+def absent_model(tmp_path_factory):
+    """A detector of things the sample photos do not hold: no score reaches 0.25 on any of them."""
+    return save(topk_detector_model(k=300, class_bias=-14.0), tmp_path_factory.mktemp("absent"), "absent.onnx")
+
+
+def test_a_detector_on_photos_without_its_objects_says_so_and_exits_by_its_values(absent_model):
+    code, doc, err = _compare(absent_model, "--candidate", "ort-cpu:fp16")
+    (out,) = doc["candidates"][0]["outputs"]
+    task = out["task"]
+    assert task["empty_reference"] is True and task["empty_samples"] == task["samples"] == doc["samples"] == 5
+    assert task["empty_reason"] == "no box scores above 0.25 on any of the 5 samples"
+    assert out["judged_by"] == ["cos:0.99"]  # the element-wise verdict decides, not "0 matched"
+    # FP16 reorders the 300 near-equal low scores: the values moved, so the exit is the values' verdict
+    assert (code == 1) == (out["cosine"] < 0.99) and (code == 0) == out["passed"]
+    text = trtlab("compare", absent_model, "--candidate", "ort-cpu:fp16").stdout
+    assert "no answer to compare: no box scores above 0.25 on any of the 5 samples" in text
+    assert "give inputs that hold what this model finds" in text
+    assert "same boxes" not in text
+
+
+def test_the_same_detector_on_photos_with_its_objects_is_judged_by_boxes(tmp_path):
+    model = save(topk_detector_model(k=300, class_bias=-10.0), tmp_path, "present.onnx")
+    code, doc, err = _compare(model, "--candidate", "ort-cpu:fp16")
+    (out,) = doc["candidates"][0]["outputs"]
+    assert code == 0, err
+    assert out["judged_by"] == ["det_missed:0", "det_extra:0"] and out["task"]["matched"] > 0
+    assert "empty_reference" not in out["task"] and 0 < out["task"]["empty_samples"] < 5

@@ -10,7 +10,7 @@ from PySide6.QtGui import QAction, QImage
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QPushButton
 
-from app.core.measure import task_verdict
+from app.core.measure import sample_photos, task_verdict
 from tests.ui.conftest import open_and_wait
 
 
@@ -64,6 +64,7 @@ def test_start_page_to_scorecard_in_four_clicks(qtbot, window):
     flow.samples = 2
     click = Clicks()
     _to_precisions(qtbot, window, click)
+    said = flow.precisions_step.inputs_note.text()
     finished: list[tuple[str, object]] = []
     window.jobs.finished.connect(lambda job, result: finished.append((job, result)))
     click(flow.precisions_step.run_button)
@@ -88,6 +89,11 @@ def test_start_page_to_scorecard_in_four_clicks(qtbot, window):
     ref_median = bench["ort-cpu:fp32"]["latency_ms"]["median"]
     # The demo's masks are judged by what they mean: the verdict comes from the masks' overlap, not the cosine.
     assert compare["answers"]["photos"] and not compare["random_data"]
+    # What the step said the run would use is what it used: two of the photos, INT8 calibrated on all of them.
+    photos = len(sample_photos())
+    assert compare["inputs"].startswith("trtlab's sample photos") and compare["samples"] == 2
+    assert said == (f"Inputs: 2 of trtlab's {photos} sample photos, resized to 320×320 and normalised (ImageNet "
+                    f"mean/std). INT8 is calibrated on all {photos} of them.")
     for card, cand in zip(page.cards, compare["candidates"], strict=True):
         assert all(o["kind"] == "image" and o["task"]["mask_iou"] is not None for o in cand["outputs"])
         verdict, _, words = task_verdict(cand["outputs"])

@@ -28,7 +28,7 @@ from app.core.model import graph_inputs, value_info_to_tensor_info
 from app.core.precision import PrecisionPlan
 
 if TYPE_CHECKING:
-    from app.core.measure import InputSource, OutputKind
+    from app.core.measure import InputSource, OutputKind, Randomness
     from app.jobs import JobContext
 
 log = logging.getLogger(__name__)
@@ -116,8 +116,18 @@ def variant_path(model_path: str, target: Target, ctx: JobContext | None, spec: 
 
 def default_source(spec: JobInputs, model: onnx.ModelProto | None = None) -> InputSource:
     """The samples a job uses when it is given none: trtlab's sample photos for a model whose one input is an image
-    (resized and normalised to it), else seeded random data."""
-    from app.core.measure import InputSource, photo_source_for, resolve_input_shapes
+    (resized and normalised to it), trtlab's speech sample for a model with a waveform input (at the model's rate:
+    its metadata's, else an audio output's ``rate=``), else seeded random data (whose description says when a
+    spectrogram input was not fed photos)."""
+    from app.core.measure import (
+        InputSource,
+        model_rate,
+        not_photos,
+        parse_output_kinds,
+        photo_source_for,
+        resolve_input_shapes,
+        speech_source_for,
+    )
 
     if spec.inputs is not None:
         return spec.inputs
@@ -127,7 +137,10 @@ def default_source(spec: JobInputs, model: onnx.ModelProto | None = None) -> Inp
         shapes = resolve_input_shapes(infos, dict(spec.shapes))
     except TrtlabError:
         return InputSource(kind="random", seed=spec.seed)
-    return photo_source_for(infos, shapes) or InputSource(kind="random", seed=spec.seed)
+    rate = model_rate(model) or next((k.rate for k in parse_output_kinds(dict(spec.output_kinds)).values()
+                                      if k.kind == "audio" and k.rate), None)
+    return (photo_source_for(infos, shapes) or speech_source_for(infos, shapes, rate)
+            or InputSource(kind="random", seed=spec.seed, note=not_photos(infos, shapes)))
 
 
 def prepare_samples(spec: JobInputs, ctx: JobContext | None = None) -> Prepared:
@@ -150,12 +163,14 @@ def prepare_samples(spec: JobInputs, ctx: JobContext | None = None) -> Prepared:
 
 def output_kinds(spec: JobInputs, prep: Prepared, reference_outputs: list[dict[str, np.ndarray]]
                  ) -> dict[str, OutputKind]:
-    """Each output's kind: the spec's where given, else inferred from the graph and the reference's output shapes."""
-    from app.core.measure import infer_output_kinds
+    """Each output's kind: the spec's where given, else inferred from the graph and the reference's output shapes,
+    and kept only where the reference's answer read that way is plausible (app.core.measure.plausible)."""
+    from app.core.measure import infer_output_kinds, prove_kinds
 
     model = onnx.load(prep.model_path, load_external_data=False)
     dims = {k: list(np.shape(v)) for k, v in (reference_outputs[0] if reference_outputs else {}).items()}
-    return infer_output_kinds(model, dims, {k: list(v) for k, v in prep.shapes.items()}, dict(spec.output_kinds))
+    kinds = infer_output_kinds(model, dims, {k: list(v) for k, v in prep.shapes.items()}, dict(spec.output_kinds))
+    return prove_kinds(kinds, reference_outputs)
 
 
 def workdir(ctx: JobContext | None) -> Path:
@@ -212,14 +227,17 @@ def open_ort_session(target: Target, path: str, spec: JobInputs, profile_prefix:
 
 
 def run_outputs(target: Target, prep: Prepared, spec: JobInputs, ctx: JobContext | None,
-                span: tuple[float, float] = (0.0, 1.0), placement: dict | None = None
-                ) -> tuple[list[dict[str, np.ndarray]], list[str]]:
+                span: tuple[float, float] = (0.0, 1.0), placement: dict | None = None,
+                rewrite: Callable[[str], str] | None = None) -> tuple[list[dict[str, np.ndarray]], list[str]]:
     """Run every sample on one target; returns the outputs per sample and the session's notes. With `placement`
     (ONNX Runtime backends), ONNX Runtime's profiler records the runs and `placement` gets where the nodes ran
-    ({"placement": {provider: nodes}, "fallback_nodes": [...]}, app.core.measure.profile)."""
+    ({"placement": {provider: nodes}, "fallback_nodes": [...]}, app.core.measure.profile). `rewrite` gives the
+    graph to run in place of the target's (a copy in the job's folder: `seeded_graph` seeds random nodes)."""
     lo, hi = span
     progress(ctx, lo, f"Preparing {target.name}…")
     path, variant_notes = variant_path(prep.model_path, target, ctx, spec)
+    if rewrite is not None:
+        path = rewrite(path)
     session: Session
     profiled: ProfiledSession | None = None
     if placement is not None and target.backend.startswith("ort-"):
@@ -238,6 +256,28 @@ def run_outputs(target: Target, prep: Prepared, spec: JobInputs, ctx: JobContext
         return outs, variant_notes + list(session.notes)
     finally:
         session.close()
+
+
+def seeded_graph(randomness: Randomness, target: Target, ctx: JobContext | None, base: int = 0, label: str = ""
+                 ) -> Callable[[str], str]:
+    """For `run_outputs`' `rewrite`: the graph a target runs, copied into the job's folder with every random node
+    seeded from `base` (app.core.model.seed_random_ops; base 0 keeps the model's own seeds, another base replaces
+    them too). The copy is listed in `randomness.copies` for removal. Engine backends ignore seeds: their graph
+    stays."""
+    def seeded(path: str) -> str:
+        if target.builds_engine:
+            return path
+        from app.core.model import seed_random_ops
+        from app.core.precision import save_model
+
+        name = label or target.name
+        model = onnx.load(path)
+        randomness.seeds[name] = seed_random_ops(model, base, keep_seeds=base == 0)
+        out = workdir(ctx) / "seeded" / f"{Path(path).stem}.{name.replace(':', '_')}.onnx"
+        save_model(model, out)
+        randomness.copies.append(out)
+        return str(out)
+    return seeded
 
 
 def where_it_ran(session: ProfiledSession, path: str, name: str) -> dict:

@@ -7,8 +7,28 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from app.backends.tasks.common import Prepared, fallback_note, output_kinds, prepare_samples, progress, run_outputs
+from app.backends.tasks.common import (
+    Prepared,
+    fallback_note,
+    output_kinds,
+    prepare_samples,
+    progress,
+    run_outputs,
+    seeded_graph,
+)
 from app.backends.tasks.specs import CompareSpec, takes
+from app.core.measure import (
+    FLOOR_SEED_BASE,
+    NOISE_FLOOR,
+    SAME_SEEDS,
+    Randomness,
+    find_randomness,
+    floor_summary,
+    floor_text,
+    judge_by_floor,
+    same_draws,
+    target_note,
+)
 
 if TYPE_CHECKING:
     from app.core.measure import CandidateReport, OutputKind
@@ -18,23 +38,66 @@ if TYPE_CHECKING:
 @takes(CompareSpec)
 def compare_task(spec: CompareSpec, ctx: JobContext | None) -> dict:
     """`trtlab compare`: the reference and each candidate on the same samples, then every metric."""
+    reference, candidates = spec.reference, list(spec.candidates)
+    prep = prepare_samples(spec, ctx)
+    # Random nodes: the same seeds for the reference and each variant, else the noise floor (measure/random_draws.py).
+    randomness = find_randomness(prep.model_path)
+    if randomness is None:
+        return compare_runs(spec, ctx, prep, None)
+    randomness.methods = {c.name: SAME_SEEDS if same_draws(reference, c) else NOISE_FLOOR for c in candidates}
+    try:
+        return compare_runs(spec, ctx, prep, randomness)
+    finally:
+        randomness.remove_copies()  # a copy of the model per target: not left in the job's folder
+
+
+def compare_runs(spec: CompareSpec, ctx: JobContext | None, prep: Prepared, randomness: Randomness | None) -> dict:
+    """The reference and each candidate on the prepared samples, then every metric; `randomness`: the model's random
+    nodes and how each candidate's draws are matched (app.core.measure.random_draws)."""
     from app.core.measure import compare_report_json, compare_samples
 
     reference, candidates, tolerances = spec.reference, list(spec.candidates), list(spec.tolerances)
-    prep = prepare_samples(spec, ctx)
-    steps = 1 + len(candidates)
+    steps = 1 + len(candidates) + (randomness is not None and NOISE_FLOOR in randomness.methods.values())
     placements: dict[str, dict] = {reference.name: {}}
-    ref_out, ref_notes = run_outputs(reference, prep, spec, ctx, (0.0, 1.0 / steps), placements[reference.name])
+    ref_out, ref_notes = run_outputs(reference, prep, spec, ctx, (0.0, 1.0 / steps), placements[reference.name],
+                                     rewrite=seeded_graph(randomness, reference, ctx) if randomness else None)
     kinds = output_kinds(spec, prep, ref_out)
+    floors: list[CandidateReport] = []
+
+    def noise_floor() -> CandidateReport:
+        """The reference against itself with other draws (run once, when a candidate needs it)."""
+        if not floors:
+            assert randomness is not None
+            floor_out, _ = run_outputs(reference, prep, spec, ctx, ((steps - 1) / steps, 1.0),
+                                       rewrite=seeded_graph(randomness, reference, ctx, FLOOR_SEED_BASE, "floor"))
+            progress(ctx, None, "Measuring the noise floor…")
+            floors.append(compare_samples(ref_out, floor_out, "noise floor", tolerances, kinds=kinds))
+            randomness.floor = floor_summary(floors[0])
+        return floors[0]
+
     reports, notes, cand_outputs = [], {reference.name: ref_notes}, []
+    if randomness is not None:
+        ref_notes.append(target_note(randomness, reference, reference))
     for k, cand in enumerate(candidates):
         placements[cand.name] = {}
-        out, cand_notes = run_outputs(cand, prep, spec, ctx, ((k + 1) / steps, (k + 2) / steps), placements[cand.name])
+        out, cand_notes = run_outputs(cand, prep, spec, ctx, ((k + 1) / steps, (k + 2) / steps), placements[cand.name],
+                                      rewrite=seeded_graph(randomness, cand, ctx)
+                                      if randomness and randomness.methods[cand.name] == SAME_SEEDS else None)
         notes[cand.name] = cand_notes
         progress(ctx, None, f"Comparing {cand.name} with {reference.name}…")
-        reports.append(compare_samples(ref_out, out, cand.name, tolerances, kinds=kinds))
+        report = compare_samples(ref_out, out, cand.name, tolerances, kinds=kinds)
+        if randomness is not None:
+            cand_notes.append(target_note(randomness, reference, cand))
+            if randomness.methods[cand.name] == NOISE_FLOOR:
+                cand_notes += [f"noise floor: {n}" for n in judge_by_floor(report, noise_floor())]
+            elif not report.passed:  # for scale: how far other draws move the reference itself
+                cand_notes += [f"noise floor (for scale; judged on the same draws): {o.name}: {floor_text(o)}"
+                               for o in noise_floor().outputs]
+        reports.append(report)
         cand_outputs.append(out)
     doc = compare_report_json(reference.name, len(prep.samples), reports)
+    doc["random_ops"] = randomness.to_json() if randomness is not None else {"nodes": [], "method": None,
+                                                                             "note": ""}
     doc.update({"inputs": prep.source_text, "random_data": prep.random_data, "notes": notes,
                 "shapes": {k: list(v) for k, v in prep.shapes.items()},
                 "tolerances": sorted({str(t) for c in doc.get("candidates", []) for t in c.get("tolerances", [])})
@@ -62,7 +125,8 @@ def answer_pictures(prep: Prepared, kinds: dict[str, OutputKind], ref_out: list[
     photos = [input_picture(feeds, pre) for feeds in prep.samples[:MAX_SAMPLES]]
     size = next(((v[2], v[3]) if v[1] in (1, 3) else (v[1], v[2]) for v in prep.shapes.values() if len(v) == 4),
                 (256, 256))
-    shown = [name for name, k in kinds.items() if k.kind in ("image", "detections", "yolo", "classes", "sequence")]
+    shown = [name for name, k in kinds.items()
+             if k.kind in ("image", "detections", "yolo", "classes", "sequence", "audio")]
     outputs: dict[str, dict] = {}
     for name in shown[:MAX_OUTPUTS]:
         entry: dict = {"kind": kinds[name].kind, "candidates": {}}
@@ -73,6 +137,8 @@ def answer_pictures(prep: Prepared, kinds: dict[str, OutputKind], ref_out: list[
             pics = output_pictures(kinds[name], [s[name] for s in ref_out], [s[name] for s in outs], metrics.answers,
                                    photos, size)
             entry.setdefault("ref", pics.pop("ref", None))
+            if "ref_sound" in pics:  # audio: the reference's sound, WAV data URIs (each candidate's is "sound")
+                entry.setdefault("ref_sound", pics.pop("ref_sound"))
             # Each sample's own verdict facts (no box or label lists: the pictures show those).
             per_sample = [{k: v for k, v in a.items() if k not in ("ref", "cand")} for a in metrics.answers]
             entry["candidates"][report.name] = {**pics, "per_sample": per_sample[:MAX_SAMPLES]}

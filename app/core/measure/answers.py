@@ -14,8 +14,16 @@
   flickers is no changed answer); ``psnr_db`` over the reference's value range, worst sample.
 - sequence: arg-max per step; ``token_agreement`` (share of steps that agree) and ``edit_distance`` (largest
   Levenshtein distance between the decoded sequences; with CTC, repeats collapsed and blank 0 dropped).
+- audio: ``audio_snr_db`` (the error's energy against the reference's) and ``lsd_db`` (log-spectral distance),
+  worst signal (``app.core.measure.audio``).
 
 Each judge also returns, per sample, the decoded answers that the pictures are drawn from (`answers`).
+
+Nothing to judge is said: a sample whose reference answer is empty (no box scores above the threshold, a probability
+mask with no pixel above 0.5, a text that decodes to nothing) is counted (``empty_samples`` of ``samples``). When
+every sample is empty the answer cannot tell a good candidate from a bad one: the task is marked
+``empty_reference`` with the reason in ``empty_reason``, its metrics decide nothing, and the output is judged
+element-wise instead (``app.core.measure.compare``).
 """
 
 from __future__ import annotations
@@ -26,6 +34,9 @@ from typing import TypedDict
 
 import numpy as np
 
+from app.core.measure.audio import DEFAULT_TOLERANCES as AUDIO_TOLERANCES
+from app.core.measure.audio import judge_audio
+from app.core.measure.audio import words as audio_words
 from app.core.measure.kinds import OutputKind
 
 SCORE_THRESHOLD = 0.25
@@ -39,12 +50,31 @@ PROB_EPS = 1e-3
 MASK_UNION_FLOOR = 0.01
 # What decides an output's pass/fail when the user gives no tolerance on its kind's metrics.
 DEFAULT_TASK_TOLERANCES = {"detections": ("det_missed:0", "det_extra:0"), "yolo": ("det_missed:0", "det_extra:0"),
-                           "classes": ("top1:0.99",), "image": ("mask_iou:0.9",), "sequence": ("edit_distance:0",)}
+                           "classes": ("top1:0.99",), "image": ("mask_iou:0.9",), "sequence": ("edit_distance:0",),
+                           "audio": AUDIO_TOLERANCES}
 IMAGE_NOT_PROBABILITY = ("psnr_db:30",)
 # The task metrics each kind has (the keys of OutputMetrics.task).
 KIND_METRICS = {"detections": ("det_missed", "det_extra", "det_iou"), "yolo": ("det_missed", "det_extra", "det_iou"),
                 "classes": ("top1", "top5"), "image": ("mask_iou", "psnr_db"),
-                "sequence": ("token_agreement", "edit_distance")}
+                "sequence": ("token_agreement", "edit_distance"), "audio": ("audio_snr_db", "lsd_db")}
+
+
+EMPTY_ADVICE = "give inputs that hold what this model finds (--inputs DIR, or a folder of images in the Run panel)"
+
+
+def mark_empty(task: dict[str, object], empty: int, samples: int, why: str) -> None:
+    """Record how many samples' reference answers were empty; all of them makes the task an empty reference
+    (``why``: what was empty, e.g. "no box scores above 0.25")."""
+    task["empty_samples"] = empty
+    task["samples"] = samples
+    if samples and empty == samples:
+        task["empty_reference"] = True
+        task["empty_reason"] = f"{why} on any of the {samples} samples" if samples > 1 else f"{why} on the sample"
+
+
+def empty_reference(output: dict | None) -> bool:
+    """Whether an output's (JSON) task had nothing to judge: the reference's answer was empty on every sample."""
+    return bool(((output or {}).get("task") or {}).get("empty_reference"))
 
 
 @dataclass
@@ -187,16 +217,17 @@ def _box_json(row: np.ndarray, status: str) -> dict[str, object]:
 
 def judge_detections(ref: list[np.ndarray], cand: list[np.ndarray], kind: OutputKind,
                      threshold: float = SCORE_THRESHOLD) -> TaskResult:
-    matched = missed = extra = boundary = 0
+    matched = missed = extra = boundary = empty = 0
     ious: list[float] = []
     dscore: list[float] = []
     answers: list[dict[str, object]] = []
     for r, c in zip(ref, cand, strict=True):
         # One answer per sample (its first image's boxes, drawn on the photo), its counts over all its images.
         counts = {"matched": 0, "missed": 0, "extra": 0}
-        for i, (rb, cb) in enumerate(zip(decode_boxes(r, kind, threshold / 2), decode_boxes(c, kind, threshold / 2),
-                                         strict=True)):
-            m = match_boxes(rb, cb, threshold, nms_done=kind.kind == "yolo")
+        ref_boxes = decode_boxes(r, kind, threshold / 2)
+        empty += not any(bool((rb[:, 4] >= threshold).any()) for rb in ref_boxes)
+        for i, (rb, cb) in enumerate(zip(ref_boxes, decode_boxes(c, kind, threshold / 2), strict=True)):
+            m = match_boxes(rb, cb, threshold, nms_done=kind.kind == "yolo" or bool(kind.group))
             matched, missed, extra = matched + m["matched"], missed + m["missed"], extra + m["extra"]
             counts["matched"] += m["matched"]
             counts["missed"] += m["missed"]
@@ -206,11 +237,12 @@ def judge_detections(ref: list[np.ndarray], cand: list[np.ndarray], kind: Output
             dscore += m["dscore"]
             if i == 0:
                 answers.append({"ref": m["ref"], "cand": m["cand"]})
-        answers[-1].update(counts)
+        answers[-1].update(counts, ref_empty=not any(bool((rb[:, 4] >= threshold).any()) for rb in ref_boxes))
     mean_iou = float(np.mean(ious)) if ious else None
     task: dict[str, object] = {
         "matched": matched, "missed": missed, "extra": extra, "mean_iou": mean_iou, "score_threshold": threshold,
         "max_score_change": max(dscore) if dscore else None, "nms_boundary": boundary}
+    mark_empty(task, empty, len(ref), f"no box scores above {threshold:g}")
     values = {"det_missed": float(missed), "det_extra": float(extra), "det_iou": mean_iou if ious else 1.0}
     return TaskResult(task, values, answers, DEFAULT_TASK_TOLERANCES[kind.kind])
 
@@ -279,16 +311,21 @@ def judge_image(ref: list[np.ndarray], cand: list[np.ndarray], kind: OutputKind)
     prob = probability_like(ref)
     ious, psnrs = [], []
     answers: list[dict[str, object]] = []
+    empty = 0
     for r, c in zip(ref, cand, strict=True):
         rp, cp = planes(r, kind), planes(c, kind)
+        empty += prob and not bool((rp > 0.5).any())
         s_iou = [mask_iou(a, b) for a, b in zip(rp, cp, strict=True)] if prob else []
         s_psnr = [psnr_db(a, b) for a, b in zip(rp, cp, strict=True)]
         ious += s_iou
         psnrs += s_psnr
-        answers.append({"mask_iou": min(s_iou) if s_iou else None, "psnr_db": min(s_psnr)})
+        answers.append({"mask_iou": min(s_iou) if s_iou else None, "psnr_db": min(s_psnr),
+                        "ref_empty": prob and not bool((rp > 0.5).any())})
     worst_iou = min(ious) if ious else None
     worst_psnr = min(psnrs) if psnrs else None
     task: dict[str, object] = {"mask_iou": worst_iou, "psnr_db": worst_psnr, "probability": prob}
+    if prob:
+        mark_empty(task, empty, len(ref), "an empty mask (no pixel above 0.5)")
     defaults = DEFAULT_TASK_TOLERANCES["image"] if prob else IMAGE_NOT_PROBABILITY
     return TaskResult(task, {"mask_iou": worst_iou, "psnr_db": worst_psnr}, answers, defaults)
 
@@ -329,20 +366,23 @@ def edit_distance(a: list[int], b: list[int]) -> int:
 
 
 def judge_sequence(ref: list[np.ndarray], cand: list[np.ndarray], kind: OutputKind) -> TaskResult:
-    agree = total = worst = 0
+    agree = total = worst = empty = 0
     answers = []
     for r, c in zip(ref, cand, strict=True):
         rt, ct = tokens(r, kind), tokens(c, kind)
+        empty += all(not collapse(a, kind.ctc) for a in rt)
         agree += int(np.count_nonzero(rt == ct))
         total += rt.size
         here = 0
         for a, b in zip(rt, ct, strict=True):
             here = max(here, edit_distance(collapse(a, kind.ctc), collapse(b, kind.ctc)))
         worst = max(worst, here)
-        answers.append({"ref": collapse(rt[0], kind.ctc), "cand": collapse(ct[0], kind.ctc), "edit_distance": here})
+        answers.append({"ref": collapse(rt[0], kind.ctc), "cand": collapse(ct[0], kind.ctc), "edit_distance": here,
+                        "ref_empty": all(not collapse(a, kind.ctc) for a in rt)})
     ratio = agree / total if total else None
-    return TaskResult({"token_agreement": ratio, "edit_distance": worst, "ctc": kind.ctc},
-                      {"token_agreement": ratio, "edit_distance": float(worst)}, answers,
+    task: dict[str, object] = {"token_agreement": ratio, "edit_distance": worst, "ctc": kind.ctc}
+    mark_empty(task, empty, len(ref), "a text that decodes to nothing (every step blank)")
+    return TaskResult(task, {"token_agreement": ratio, "edit_distance": float(worst)}, answers,
                       DEFAULT_TASK_TOLERANCES["sequence"])
 
 
@@ -358,6 +398,8 @@ def judge(kind: OutputKind, ref: list[np.ndarray], cand: list[np.ndarray]) -> Ta
             return judge_image(ref, cand, kind)
         if kind.kind == "sequence":
             return judge_sequence(ref, cand, kind)
+        if kind.kind == "audio":
+            return TaskResult(*judge_audio(ref, cand, kind.rate), defaults=AUDIO_TOLERANCES)
     except (IndexError, ValueError) as exc:
         return TaskResult({"error": f"this output does not read as {kind.text()}: {exc}"}, {}, [])
     return None
@@ -366,7 +408,17 @@ def judge(kind: OutputKind, ref: list[np.ndarray], cand: list[np.ndarray]) -> Ta
 def task_words(output: dict | None) -> str:
     """An output's answer verdict in words, from its task metrics ("" for outputs judged element-wise)."""
     task = (output or {}).get("task") or {}
-    kind = (output or {}).get("kind")
+    if task.get("empty_reference"):
+        return f"no answer to compare: {task.get('empty_reason', 'the reference answer is empty')}"
+    words = _task_words(output or {}, task)
+    empty, samples = task.get("empty_samples") or 0, task.get("samples") or 0
+    if words and isinstance(empty, int) and empty:
+        words += f"; {empty} of {samples} sample(s) hold no answer to compare"
+    return words
+
+
+def _task_words(output: dict, task: dict) -> str:
+    kind = output.get("kind")
     if not task or "error" in task:
         return str(task.get("error", ""))
     if kind in ("detections", "yolo"):
@@ -387,12 +439,16 @@ def task_words(output: dict | None) -> str:
         agree = task.get("token_agreement")
         return "same text" if not dist else f"text differs: edit distance {dist}" + (
             f" ({agree:.1%} of steps agree)" if agree is not None else "")
+    if kind == "audio":
+        return audio_words(task)
     return ""
 
 
 def sample_words(kind: str, answer: dict | None) -> str:
     """One sample's answer verdict in words (its per-sample facts from a judge), "" when there are none."""
     a = answer or {}
+    if a.get("ref_empty"):
+        return "this sample: the reference found nothing to compare"
     if kind in ("detections", "yolo") and "matched" in a:
         if not a.get("missed") and not a.get("extra"):
             return f"this sample: same boxes ({a['matched']} matched)"
@@ -406,4 +462,6 @@ def sample_words(kind: str, answer: dict | None) -> str:
     if kind == "sequence" and "edit_distance" in a:
         return "this sample: same text" if not a["edit_distance"] else \
             f"this sample: text differs (edit distance {a['edit_distance']})"
+    if kind == "audio" and a.get("audio_snr_db") is not None:
+        return "this sample: " + audio_words(a)
     return ""

@@ -23,6 +23,11 @@ Definitions (all per output, over every sample's values taken together):
   element-wise: by the user's tolerances, else ``DEFAULT_TOLERANCES`` (cosine ≥ 0.99). Element-wise tolerances apply
   only to outputs judged element-wise (set an output's kind to tensor to hold it to them); a candidate NaN/Inf
   where the reference is finite always fails, whatever the kind.
+- A detection head split over several outputs (``app.core.measure.heads``) is judged once, as the boxes decoded from
+  all its outputs, on its lead output; its other outputs keep their element-wise metrics as detail and are not judged
+  on their own (a missing output or a new NaN/Inf still fails them).
+- An output whose reference answer is empty on every sample (``task.empty_reference``: no box, an empty mask, no
+  text) has nothing to judge by its answer: it is judged element-wise, and its ``judged_by`` says so.
 """
 
 from __future__ import annotations
@@ -379,11 +384,19 @@ def compare_samples(reference: list[dict[str, np.ndarray]], candidate: list[dict
         m = _compare_output(out, ref, cand, report, seed)
         kind = (kinds or {}).get(out) or OutputKind("tensor")
         m.kind, m.kind_spec = kind.kind, kind.text()
+        if kind.part_of:  # one output of a split detection head: judged as the boxes read on its lead
+            m.passed = not m.failures
+            report.outputs.append(m)
+            continue
         if not m.failures and kind.kind in KIND_METRICS:
             present = [c for c in cand if c is not None]  # all of them: a missing output is a failure
+            if kind.group:
+                kind, ref, present = _decoded_head(kind, reference, candidate)
             result = judge(kind, ref, present)
             if result is not None:
                 m.task, m.task_values, m.answers = result.task, result.values, result.answers
+                if result.task.get("empty_reference"):  # nothing to judge: the element-wise metrics decide
+                    m.task_values = {}
                 if "error" in result.task:
                     m.failures.append(str(result.task["error"]))
         judged_by = _judged_by(m, kind, tols, result_defaults(m))
@@ -395,6 +408,16 @@ def compare_samples(reference: list[dict[str, np.ndarray]], candidate: list[dict
     used = {j for o in report.outputs for j in o.judged_by}
     report.unused = [str(t) for t in tols if str(t) not in used]
     return report
+
+
+def _decoded_head(kind: OutputKind, reference: list[dict[str, np.ndarray]], candidate: list[dict[str, np.ndarray]]
+                  ) -> tuple[OutputKind, list[np.ndarray], list[np.ndarray]]:
+    """A split detection head's boxes on both sides (app.core.measure.heads), and the kind that reads them."""
+    from app.core.measure.heads import decoded
+
+    plain, ref = decoded(kind, reference)
+    _, cand = decoded(kind, candidate)
+    return plain, ref, cand
 
 
 def result_defaults(m: OutputMetrics) -> tuple[str, ...]:
@@ -414,7 +437,8 @@ def _judged_by(m: OutputMetrics, kind: OutputKind, tols: list[Tolerance], defaul
     sequence): the user's tolerances on its kind's task metrics, else the kind's defaults. Any other output: the
     user's element-wise (and top-1/top-5) tolerances, else cosine ≥ 0.99. To hold a task output to an element-wise
     tolerance, set its kind to tensor."""
-    own = KIND_METRICS.get(kind.kind, ()) if m.task is not None and "error" not in m.task else ()
+    judged = m.task is not None and "error" not in m.task and not m.task.get("empty_reference")
+    own = KIND_METRICS.get(kind.kind, ()) if judged else ()
     if own:
         mine = [t for t in tols if t.metric in own]
         return mine or [Tolerance.parse(d) for d in defaults]

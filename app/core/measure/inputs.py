@@ -1,8 +1,9 @@
 """Input data for runs, comparisons and calibration: resolved shapes and samples from every source.
 
 Sources (:class:`InputSource`): seeded random data fit for each input's dtype, one ``.npz``/``.npy``
-file, a folder of such files (one sample each), or a folder of images with preprocessing
-(:mod:`app.core.measure.images`). Everything is validated against the model before any job starts, and each
+file, a folder of such files (one sample each), a folder of images with preprocessing
+(:mod:`app.core.measure.images`), or a WAV file fed to the model's waveform inputs (``audio``: the rest get random
+data; :mod:`app.core.measure.audio`). Everything is validated against the model before any job starts, and each
 problem is an :class:`InputError` naming the input and the fix.
 
 Random data, per dtype:
@@ -31,7 +32,7 @@ from app.core.model import (
     value_info_to_tensor_info,
 )
 
-SOURCE_KINDS = ("random", "npz", "folder", "images")
+SOURCE_KINDS = ("random", "npz", "folder", "images", "audio")
 DEFAULT_INT_RANGE = (0, 2)  # masks and segment ids are 0/1; a safe guess when nothing bounds an input
 _PASS_THROUGH = {"Cast", "CastLike", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Transpose",
                  "Expand", "Slice", "Tile", "Split"}
@@ -92,6 +93,8 @@ class InputSource:
     path: str | None = None
     seed: int = 0
     preprocess: ImagePreprocess | None = field(default=None)
+    rate: int | None = None  # audio: the rate the WAV is resampled to (None: the file's own)
+    note: str = ""           # which rule chose this source, when trtlab chose it (shown with its description)
 
     def __post_init__(self) -> None:
         if self.kind not in SOURCE_KINDS:
@@ -106,9 +109,14 @@ class InputSource:
         return self.kind == "random"
 
     def describe(self) -> str:
+        return self._describe() + (f"; {self.note}" if self.note else "")
+
+    def _describe(self) -> str:
         if self.kind == "random":
             return f"random data (seed {self.seed})"
         name = Path(self.path or "").name or self.path
+        if self.kind == "audio":
+            return f"sound from '{name}'" + (f" at {self.rate} Hz" if self.rate and not self.note else "")
         if self.kind == "npz":
             return f"file '{name}'"
         if self.kind == "folder":
@@ -116,14 +124,20 @@ class InputSource:
         return f"images from folder '{name}' ({self.preprocess.describe() if self.preprocess else ''})"
 
     def to_json(self) -> dict[str, object]:
-        return {"kind": self.kind, "path": self.path, "seed": self.seed,
-                "preprocess": self.preprocess.to_json() if self.preprocess else None}
+        out: dict[str, object] = {"kind": self.kind, "path": self.path, "seed": self.seed,
+                                  "preprocess": self.preprocess.to_json() if self.preprocess else None}
+        if self.rate:
+            out["rate"] = self.rate
+        if self.note:
+            out["note"] = self.note
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> InputSource:
         pre = d.get("preprocess")
         return cls(kind=str(d.get("kind", "random")), path=d.get("path") or None, seed=int(d.get("seed", 0) or 0),
-                   preprocess=ImagePreprocess.from_json(pre) if pre else None)
+                   preprocess=ImagePreprocess.from_json(pre) if pre else None, rate=int(d["rate"]) if d.get("rate")
+                   else None, note=str(d.get("note") or ""))
 
 
 # --- integer ranges --------------------------------------------------------------------------------
@@ -397,6 +411,33 @@ def _image_samples(inputs: list[TensorInfo], shapes: dict[str, tuple[int, ...]],
     return out
 
 
+def _audio_samples(model: onnx.ModelProto, inputs: list[TensorInfo], shapes: dict[str, tuple[int, ...]],
+                   source: InputSource, samples: int) -> list[dict[str, np.ndarray]]:
+    """Random samples whose waveform inputs hold successive stretches of the source's WAV file."""
+    import wave
+
+    from app.core.measure.audio import speech, speech_feed, waveform_input
+
+    waves = {i.name: axis for i in inputs if (axis := waveform_input(i.name, i.dtype, shapes[i.name])) is not None}
+    if not waves:
+        raise InputError(f"No input of this model takes a waveform: {_real_inputs(inputs)}.",
+                         fix="Feed sound to a float input of shape T, N×T or N×C×T (C ≤ 2).")
+    path = Path(source.path or "")
+    if not path.is_file():
+        raise InputError(f"Sound file '{path}' does not exist.", fix="Give a PCM .wav file.")
+    try:
+        data, _ = speech(source.rate, path)
+    except (OSError, EOFError, KeyError, ValueError, wave.Error) as exc:
+        raise InputError(f"'{path.name}' is not a readable PCM WAV file ({exc}).", fix="Give a PCM .wav file.") \
+            from exc
+    out = _random_samples(model, inputs, shapes, source.seed, samples)
+    for k, sample in enumerate(out):
+        for name, axis in waves.items():
+            info = next(i for i in inputs if i.name == name)
+            sample[name] = speech_feed(shapes[name], axis, np_dtype(info), k, data)
+    return out
+
+
 def make_samples(model: onnx.ModelProto, inputs: list[TensorInfo], shapes: dict[str, tuple[int, ...]],
                  source: InputSource, samples: int = 1) -> list[dict[str, np.ndarray]]:
     """Input samples (one dict of arrays per sample, exact model dtypes) from ``source``.
@@ -415,4 +456,6 @@ def make_samples(model: onnx.ModelProto, inputs: list[TensorInfo], shapes: dict[
         files = _folder(Path(source.path or ""), (".npz", ".npy"), ".npz/.npy sample files")
         files = files if samples <= 0 else files[:samples]
         return [_load_file(f, inputs, shapes) for f in files]
+    if source.kind == "audio":
+        return _audio_samples(model, inputs, shapes, source, max(1, samples))
     return _image_samples(inputs, shapes, source, samples)

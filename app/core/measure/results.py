@@ -11,11 +11,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from app.core.measure.answers import task_words
+from app.core.measure.answers import empty_reference, task_words
 from app.core.measure.compute import Emulation, target_emulations
 from app.core.measure.latency import speed_reference, speedups
 
 RANDOM_CALIBRATION = "CALIBRATED ON RANDOM DATA"
+RANDOM_NOTE = "random numbers: "      # a compare note on the model's random nodes (random_draws.py)
+NOISE_FLOOR_NOTE = "noise floor"      # a candidate judged against, or set beside, the reference's noise floor
 # app.core.measure.latency's jitter warning (always its last part): grouped over targets, its advice said once
 _JITTER = re.compile(r"latency varies a lot between runs \(CoV ([\d.]+%) > ([\d.]+%)\): (.+)$")
 
@@ -110,6 +112,8 @@ class ResultsState:
         for name, entry in (answers.get("outputs") or {}).items():
             mine = outs.setdefault(name, {"kind": entry.get("kind"), "ref": entry.get("ref"), "candidates": {}})
             mine["ref"] = entry.get("ref") or mine.get("ref")
+            if entry.get("ref_sound"):  # audio outputs: the reference's sound
+                mine["ref_sound"] = entry["ref_sound"]
             mine["candidates"].update(entry.get("candidates") or {})
 
     def kind_of(self, output: str) -> str:
@@ -182,6 +186,9 @@ class ResultsState:
         worst = min(outputs, key=lambda o: o["cosine"] if o.get("cosine") is not None else -2) if outputs else None
         row = Row(label, name, passed=bool(c.get("passed")))
         row.verdict = "✓ Same answers" if c.get("passed") else "✗ Answers differ"
+        tasks = [o for o in outputs if o.get("task") and "error" not in o["task"]]
+        if tasks and all(empty_reference(o) for o in tasks):  # nothing to judge by the answer: the values decided
+            row.verdict = ("✓ Values close" if c.get("passed") else "✗ Values differ") + " (no answer to compare)"
         if self.emulations(name):
             row.verdict += " (indicative)"
         judged = [o for o in outputs if o.get("task")]
@@ -266,7 +273,18 @@ class ResultsState:
             if (t in self.candidates or t in self.bench) and any(RANDOM_CALIBRATION in n for n in ns):
                 warn.append(f"{t}: INT8 calibrated on random data — its scales and errors say little about real "
                             "inputs. An input folder calibrates it too.")
+        warn += self._random_warnings()
         return warn + self._bench_warnings()
+
+    def _random_warnings(self) -> list[str]:
+        """A model that draws random numbers: how its draws were matched (the reference's note), and each candidate
+        whose draws could not match and what judged it (random_draws.py writes these notes)."""
+        ref = [n for n in self.notes.get(self.reference or "", []) if n.startswith(RANDOM_NOTE)]
+        out = [n[0].upper() + n[1:] for n in ref[:1]]
+        for t in self.candidates:
+            out += [f"{t}: {n}" for n in self.notes.get(t, []) if t != self.reference and (
+                n.startswith(NOISE_FLOOR_NOTE) or (n.startswith(RANDOM_NOTE) and " the same seeds " not in n))]
+        return out
 
     def _bench_warnings(self) -> list[str]:
         """The benchmarks' warnings, each said once for all the targets it concerns."""

@@ -4,12 +4,17 @@ Five public-domain/CC0 photos from scikit-image's sample data live in ``app/reso
 licences in LICENSES.md there), so that image models are compared on real pictures rather than random numbers.
 :func:`photo_source_for` fits an "images" :class:`InputSource` to a model whose one input is an image: NCHW or
 NHWC, RGB, scaled to [0, 1] and normalised with ImageNet's mean and std (3 channels) or left as is (1 channel).
+A one-channel input that is a spectrogram or a feature map gets no photos (:func:`not_photos` says why).
+
+A speech sample, ``speech.wav`` (synthesised by espeak-ng; LICENSES.md), feeds a model's waveform input instead:
+:func:`speech_source_for` (the rules in :mod:`app.core.measure.audio`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from app.core.measure.audio import SPEECH_SAMPLE, feature_map_input, waveform_input
 from app.core.measure.images import IMAGE_EXTENSIONS, ImagePreprocess
 from app.core.measure.inputs import InputSource
 from app.core.model import TensorInfo
@@ -42,7 +47,9 @@ def photo_source_for(infos: list[TensorInfo], shapes: dict[str, tuple[int, ...]]
 
     ``infos`` are the model's inputs and ``shapes`` their resolved shapes (:func:`resolve_input_shapes`).
     None unless the model has exactly one input, of a float dtype, with a 4-D shape of 1 or 3 channels on
-    axis 1 (NCHW) or axis 3 (NHWC) and both sides at least 16; None too when no photo is installed.
+    axis 1 (NCHW) or axis 3 (NHWC) and both sides at least 16; None for a one-channel input that is a spectrogram
+    or a feature map (:func:`app.core.measure.audio.feature_map_input`, :func:`not_photos` says why); None too when
+    no photo is installed.
     """
     if len(infos) != 1 or infos[0].dtype not in _FLOAT_DTYPES:
         return None
@@ -54,6 +61,36 @@ def photo_source_for(infos: list[TensorInfo], shapes: dict[str, tuple[int, ...]]
     if fitted is None or not sample_photos():
         return None
     layout, channels = fitted
+    if channels == 1 and feature_map_input(info.name, [int(d) for d in raw], layout):
+        return None  # a spectrogram or feature map: `not_photos` says why
     mean, std = (IMAGENET_MEAN, IMAGENET_STD) if channels == 3 else ((0.0,), (1.0,))
     pre = ImagePreprocess(size=None, layout=layout, color="RGB", scale=1 / 255, mean=mean, std=std)
     return InputSource(kind="images", path=str(SAMPLES_DIR), preprocess=pre)
+
+
+def not_photos(infos: list[TensorInfo], shapes: dict[str, tuple[int, ...]]) -> str:
+    """Why a model's one-channel 4-D input is not fed photos (a spectrogram or a feature map), "" otherwise."""
+    if len(infos) != 1:
+        return ""
+    raw = shapes.get(infos[0].name, infos[0].shape)
+    if raw is None or len(raw) != 4 or not all(isinstance(d, int) and d > 0 for d in raw):
+        return ""
+    shape = tuple(int(d) for d in raw)
+    fitted = _layout(shape)
+    why = feature_map_input(infos[0].name, shape, fitted[0]) if fitted and fitted[1] == 1 else ""
+    return f"not photos: input '{infos[0].name}' {'×'.join(map(str, shape))}: {why}" if why else ""
+
+
+def speech_source_for(infos: list[TensorInfo], shapes: dict[str, tuple[int, ...]],
+                      rate: int | None = None) -> InputSource | None:
+    """An "audio" source on trtlab's speech sample (``speech.wav``: 16 kHz, resampled to `rate` when the model's
+    rate is known) for a model with a waveform input (:func:`app.core.measure.audio.waveform_input`), or None."""
+    found = [(i.name, shapes[i.name]) for i in infos if i.name in shapes
+             and waveform_input(i.name, i.dtype, shapes[i.name]) is not None]
+    if not found or not SPEECH_SAMPLE.is_file():
+        return None
+    name, shape = found[0]
+    at = f"resampled to the model's {rate} Hz" if rate else "at its own 16 kHz (the model's rate is not known)"
+    return InputSource(kind="audio", path=str(SPEECH_SAMPLE), rate=rate,
+                       note=f"trtlab's speech sample {at}, fed to the waveform input '{name}' "
+                            f"({'×'.join(map(str, shape))})")

@@ -17,16 +17,17 @@ METRICS = {"cos": ("cosine", "min"), "max_abs": ("max_abs", "max"), "mean_abs": 
            "max_rel": ("max_rel", "max"), "snr_db": ("snr_db", "min"), "top1": ("top1", "min"),
            "top5": ("top5", "min"), "det_missed": ("det_missed", "max"), "det_extra": ("det_extra", "max"),
            "det_iou": ("det_iou", "min"), "mask_iou": ("mask_iou", "min"), "psnr_db": ("psnr_db", "min"),
-           "token_agreement": ("token_agreement", "min"), "edit_distance": ("edit_distance", "max")}
+           "token_agreement": ("token_agreement", "min"), "edit_distance": ("edit_distance", "max"),
+           "audio_snr_db": ("audio_snr_db", "min"), "lsd_db": ("lsd_db", "max")}
 ELEMENTWISE = ("cos", "max_abs", "mean_abs", "max_rel", "snr_db")
 # What each metric can be: a tolerance outside it can never be met (or is always met), so it is refused.
 RANGES = {"cos": (-1.0, 1.0), "top1": (0.0, 1.0), "top5": (0.0, 1.0), "max_abs": (0.0, math.inf),
           "mean_abs": (0.0, math.inf), "max_rel": (0.0, math.inf), "det_missed": (0.0, math.inf),
           "det_extra": (0.0, math.inf), "det_iou": (0.0, 1.0), "mask_iou": (0.0, 1.0), "token_agreement": (0.0, 1.0),
-          "edit_distance": (0.0, math.inf)}
+          "edit_distance": (0.0, math.inf), "lsd_db": (0.0, math.inf)}
 _ALIASES = {"cosine": "cos", "snr": "snr_db", "top-1": "top1", "top-5": "top5", "psnr": "psnr_db",
             "missed": "det_missed", "extra": "det_extra", "iou": "det_iou", "edit": "edit_distance",
-            "tokens": "token_agreement"}
+            "tokens": "token_agreement", "lsd": "lsd_db", "audio_snr": "audio_snr_db"}
 
 
 class ToleranceError(TrtlabError):

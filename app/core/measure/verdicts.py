@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.core.measure.answers import task_words
+from app.core.measure.answers import EMPTY_ADVICE, empty_reference, task_words
+from app.core.measure.audio import perfect as audio_perfect
 from app.core.measure.compute import PRECISION_WORDS, target_emulations
 from app.core.measure.latency import median_ms, speed_reference, speedups
 from app.core.measure.profile_diff import slower_reasons
@@ -133,10 +134,21 @@ def caveats(compare: dict, bench: dict[str, dict]) -> list[str]:
     notes += [n for d in bench.values() for n in d.get("notes") or []]
     if any(RANDOM_CALIBRATION in n for n in notes):
         out.append("INT8 was calibrated on random data: with real images its answers usually change less.")
+    random_ops = compare.get("random_ops") or {}
+    if random_ops.get("method"):
+        out.append("The model draws random numbers: " + ("every precision drew the same ones (the same seeds)."
+                                                         if random_ops["method"] == "same seeds" else
+                                                         "some targets draw their own, judged against the noise "
+                                                         "floor (the reference run again with other seeds)."))
     gpu_cpu = sorted({t for t, d in bench.items() if (d.get("placement") or {}).get("fallback_nodes")}
                      | {t for t, p in (compare.get("placement") or {}).items() if p.get("fallback_nodes")})
     if gpu_cpu:
         out.append(f"{', '.join(gpu_cpu)}: some nodes ran on the CPU, not the GPU (trtlab profile names them).")
+    empty = sorted({str(o.get("name")) for c in compare.get("candidates", []) for o in c.get("outputs") or []
+                    if empty_reference(o)})
+    if empty:
+        what = "photos" if not compare.get("random_data") else "inputs"
+        out.append(f"The reference found nothing to compare on these {what} ({', '.join(empty)}): {EMPTY_ADVICE}.")
     if any(d.get("unstable") for d in bench.values()):
         out.append("Run times varied between runs (other programs were busy): small speed differences may be "
                    "noise.")
@@ -163,16 +175,27 @@ def _perfect(o: dict) -> bool:
         return (t.get("top1") or 0) >= 1
     if kind == "sequence":
         return not t.get("edit_distance")
+    if kind == "audio":
+        return audio_perfect(t)
     return True
 
 
 def task_verdict(outputs: list[dict], nonfinite: int = 0) -> tuple[str, str, str] | None:
     """The answers' verdict from the outputs judged by what they mean (boxes, masks, labels, text); None when no
     output has task metrics. Failing its tolerance is "a lot"; within it but not identical, "a little"."""
-    judged = [o for o in outputs if o.get("task") and "error" not in o["task"]]
+    judged = [o for o in outputs if o.get("task") and "error" not in o["task"] and not empty_reference(o)]
     if not judged:
-        return None
-    failed = [o for o in judged if not o.get("passed", True)]
+        empty = [o for o in outputs if empty_reference(o)]
+        if not empty:
+            return None
+        # Nothing to judge by the answer: said so, and the element-wise verdict (cosine) decides the tone.
+        shown = next((o for o in empty if not o.get("passed", True)), empty[0])
+        reason = str((shown.get("task") or {}).get("empty_reason") or task_words(shown))
+        words = reason + (f" ({shown['name']})" if len(outputs) > 1 else "") + "; the values decide"
+        bad = nonfinite or any(not o.get("passed", True) for o in outputs)
+        return "No answer to compare", BAD if bad else NEUTRAL, words
+    # An output with nothing to judge by its answer still fails by its element-wise verdict.
+    failed = [o for o in outputs if o.get("task") and "error" not in o["task"] and not o.get("passed", True)]
     shown = failed[0] if failed else next((o for o in judged if not _perfect(o)), judged[0])
     words = task_words(shown) + (f" ({shown['name']})" if len(outputs) > 1 else "")
     if failed or nonfinite:

@@ -1,8 +1,8 @@
 """The model and its graph. Opening: `open_model`/`OpenedModel` (`load_model`, external data); its facts: `summarize`,
 `graph_inputs`/`TensorInfo`, `infer_shapes`/`ShapeResult`, weights (`weight_stats`), ops' categories; the display
 graph (`DisplayGraph`), `search_graph`, `SelectionModel`, ONNX walking (`iter_graphs`, `node_keys`) and attribute
-values (`attr_int`), the demo models (`write_demo_model` generates one; `bundled_demo_model` is the u2netp.onnx trtlab
-ships).
+values (`attr_int`), random nodes (`find_random_ops`, `seed_random_ops`), the demo models (`write_demo_model`
+generates one; `bundled_demo_model` is the u2netp.onnx trtlab ships).
 
 Other packages import these names from here; the modules inside import each other by their full path."""
 
@@ -36,6 +36,14 @@ from app.core.model.onnx_walk import (
 )
 from app.core.model.opened import GraphPicture, OpenedModel, lay_out, open_model, opens_grouped, regroup
 from app.core.model.ops import ALL_CATEGORIES, POOL_OPS, QUANTIZABLE_OPS, WEIGHTED_OPS
+from app.core.model.randomness import (
+    RANDOM_OPS,
+    RandomOp,
+    describe_random_ops,
+    find_random_ops,
+    noise_inputs,
+    seed_random_ops,
+)
 from app.core.model.search import SearchHit, search_graph
 from app.core.model.selection import SelectionModel
 from app.core.model.shapes import ShapeResult, dynamic_dims, infer_shapes, parse_shape_spec, validate_input_shape
@@ -51,12 +59,13 @@ from app.core.model.weights import (
 )
 
 __all__ = ["ALL_CATEGORIES", "BUNDLED_DEMO", "FP16_MIN_NORMAL", "FP16_MIN_SUBNORMAL", "KIND_GROUP", "KIND_OP",
-           "NEST_LIMIT", "POOL_OPS", "QUANTIZABLE_OPS", "SUBGRAPH_OPS", "WEIGHTED_OPS", "Dim", "DisplayGraph",
-           "GraphPicture", "Group", "GroupTree", "ModelDiff", "ModelDoc", "ModelSummary", "NodeDiff", "OpenedModel",
-           "SearchHit", "SelectionModel", "ShapeResult", "TensorInfo", "WeightStats", "attr_int", "attr_ints",
-           "bundled_demo_model", "constant_tensor", "diff_models", "dtype_name", "dynamic_dims", "external_refs",
-           "find_tensor", "graph_constants", "graph_inputs", "group_tree", "hierarchy", "infer_shapes",
-           "initial_expansion", "iter_graphs", "lay_out", "load_model", "node_key", "node_keys", "node_subgraphs",
-           "op_mix", "open_model", "opens_grouped", "parse_shape_spec", "regroup", "resolve_external", "scope_of",
-           "search_graph", "summarize", "tensor_to_array", "validate_input_shape", "value_info_to_tensor_info",
+           "NEST_LIMIT", "POOL_OPS", "QUANTIZABLE_OPS", "RANDOM_OPS", "SUBGRAPH_OPS", "WEIGHTED_OPS", "Dim",
+           "DisplayGraph", "GraphPicture", "Group", "GroupTree", "ModelDiff", "ModelDoc", "ModelSummary", "NodeDiff",
+           "OpenedModel", "RandomOp", "SearchHit", "SelectionModel", "ShapeResult", "TensorInfo", "WeightStats",
+           "attr_int", "attr_ints", "bundled_demo_model", "constant_tensor", "describe_random_ops", "diff_models",
+           "dtype_name", "dynamic_dims", "external_refs", "find_random_ops", "find_tensor", "graph_constants",
+           "graph_inputs", "group_tree", "hierarchy", "infer_shapes", "initial_expansion", "iter_graphs", "lay_out",
+           "load_model", "node_key", "node_keys", "node_subgraphs", "noise_inputs", "op_mix", "open_model",
+           "opens_grouped", "parse_shape_spec", "regroup", "resolve_external", "scope_of", "search_graph",
+           "seed_random_ops", "summarize", "tensor_to_array", "validate_input_shape", "value_info_to_tensor_info",
            "visible_graph", "weight_stats", "write_demo_model"]

@@ -9,6 +9,7 @@ import onnx
 
 from app.core.model.loader import ModelDoc
 from app.core.model.onnx_walk import constant_tensor, iter_graphs, iter_tensors, tensor_itemsize, tensor_numel
+from app.core.model.randomness import RandomOp, describe_random_ops, find_random_ops, noise_inputs
 from app.core.model.tensors import TensorInfo, graph_inputs, value_info_to_tensor_info
 
 
@@ -31,6 +32,21 @@ class ModelSummary:
     external_bytes: int
     graph_name: str = ""
     metadata: dict[str, str] = field(default_factory=dict)
+    random_ops: list[RandomOp] = field(default_factory=list)
+    noise_inputs: dict[str, list[str]] = field(default_factory=dict)  # graph input -> random nodes it scales
+
+    @property
+    def random_text(self) -> str:
+        """The summary's line on random nodes ("" when there are none)."""
+        if not self.random_ops:
+            return ""
+        seeded = all(op.seed is not None for op in self.random_ops)
+        text = describe_random_ops(self.random_ops) + ("; their seeds are fixed" if seeded else
+                                                      "; outputs differ run to run unless their seeds are fixed")
+        if self.noise_inputs:
+            names = ", ".join(f"'{k}'" for k in self.noise_inputs)
+            text += f"; their noise is scaled by input{'s' if len(self.noise_inputs) != 1 else ''} {names}"
+        return text
 
     def to_json(self) -> dict[str, object]:
         """The `trtlab inspect --json` document (keys per CLI.md, plus extras)."""
@@ -52,6 +68,8 @@ class ModelSummary:
             "metadata": self.metadata,
             "inputs": [t.to_json() for t in self.inputs],
             "outputs": [t.to_json() for t in self.outputs],
+            "random_ops": [op.to_json() for op in self.random_ops],
+            "noise_inputs": self.noise_inputs,
         }
 
 
@@ -88,6 +106,7 @@ def summarize(doc: ModelDoc) -> ModelSummary:
                     param_bytes += int(n * tensor_itemsize(value.data_type))
                     constant_params += n
     producer = " ".join(x for x in (m.producer_name, m.producer_version) if x) or "unknown"
+    random_ops = find_random_ops(m)
     return ModelSummary(
         model=str(doc.path),
         producer=producer,
@@ -106,4 +125,6 @@ def summarize(doc: ModelDoc) -> ModelSummary:
         external_bytes=doc.external_bytes,
         graph_name=g.name,
         metadata={p.key: p.value for p in m.metadata_props},
+        random_ops=random_ops,
+        noise_inputs=noise_inputs(m) if random_ops else {},
     )

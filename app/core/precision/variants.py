@@ -25,8 +25,9 @@ from app.core.precision.plan import PlanError, PrecisionPlan
 # Bump when a transform changes what it writes: older cached variants are then rebuilt. (9: BatchNormalization's
 # parameters follow its data into FP16. 10: FP16 keeps nodes FP32 whose activations leave its safe range. 13: that
 # range is AutoCast's 512, sums of ReduceMean count, a MatMul after Transpose(perm=[1, 0, 2]) stays FP32.
-# 17: Q/DQ models are raised to opset 19 for FP16, their Q/DQ nodes follow the data into FP16.)
-TRANSFORM_VERSION = 21
+# 17: Q/DQ models are raised to opset 19 for FP16, their Q/DQ nodes follow the data into FP16. 22: Bernoulli stays
+# FP32 like the other random generators.)
+TRANSFORM_VERSION = 22
 CACHE_MAX_BYTES = int(float(os.environ.get("TRTLAB_CACHE_MAX_GB", "5")) * 1e9)  # oldest variants go beyond this
 _MAX_PROTO = 1_800_000_000  # protobuf refuses to serialize ≥ 2 GiB; larger variants keep weights outside
 

@@ -54,6 +54,7 @@ def check_model(model: onnx.ModelProto, *, plan: PrecisionPlan | None = None,
     findings += graph_checks.check_data_dependent(index, table, version)
     findings += graph_checks.check_control_flow(index)
     findings += graph_checks.check_io_types(index)
+    findings += graph_checks.check_random_ops(index)
     findings += check_inputs(index, shapes, profile)
     findings += check_dim_names(index, shapes, profile)
     findings += check_values(index, table, cache, path)

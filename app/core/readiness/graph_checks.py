@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 
 import onnx
 
-from app.core.model import attr_ints, value_info_to_tensor_info
+from app.core.model import RANDOM_OPS, attr_ints, noise_inputs, value_info_to_tensor_info
 from app.core.precision import qdq_issues
 from app.core.readiness.context import GraphIndex
 from app.core.readiness.findings import Finding, Severity
@@ -234,6 +234,34 @@ def check_control_flow(index: GraphIndex) -> list[Finding]:
         out.append(Finding(severity, code, _keys(index, owners),
                            f"{op} ({_count(len(owners), 'node')}) {what}.", fix))
     return out
+
+
+def check_random_ops(index: GraphIndex) -> list[Finding]:
+    """Nodes that draw random numbers: their outputs differ from run to run, and TensorRT ignores their seeds."""
+    names: list[str] = []
+    owners: set[int] = set()
+    wheres: set[str] = set()
+    for nested in index.nodes:
+        node = nested.node
+        if node.op_type in RANDOM_OPS and (node.domain or "") in _STANDARD:
+            names.append(node.name or (node.output[0] if node.output else node.op_type))
+            owners.add(nested.owner)
+            wheres.add(nested.where)
+    if not names:
+        return []
+    ops = sorted({n.node.op_type for n in index.nodes if n.node.op_type in RANDOM_OPS})
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    scaled = noise_inputs(index.model)
+    scale_text = (f" The noise is scaled by input{'s' if len(scaled) != 1 else ''} "
+                  + ", ".join(f"'{k}'" for k in scaled) + ": with the noise scale at zero, outputs compare without "
+                  "noise." if scaled else "")
+    return [Finding("info", "random-ops", _keys(index, owners),
+                    f"{_count(len(names), 'node')} draw random numbers ({'/'.join(ops)}: {shown}{_where(wheres)}): "
+                    "the outputs differ run to run unless their seeds are fixed, and TensorRT ignores the seeds.",
+                    "trtlab compare gives the reference and every ONNX Runtime variant the same seeds (in a copy "
+                    "in the job's folder; the model file is not changed), so their draws match; a TensorRT target, "
+                    "or ONNX Runtime on another provider, is judged against the noise floor instead: the reference "
+                    "run again with other seeds." + scale_text)]
 
 
 def _attr(node: onnx.NodeProto, name: str, default: object = None) -> object:

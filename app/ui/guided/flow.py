@@ -30,6 +30,7 @@ from app.jobs import JobResult
 from app.ui.common.style import pass_font
 from app.ui.graph.view import GraphView
 from app.ui.guided.steps import ModelStep, PrecisionsStep, ShapesStep, show_error
+from app.ui.guided.words import InputWords, demo_words, input_words, job_source, model_words
 from app.ui.results.scorecard import PAGE_BACKGROUND, ScorecardPage, paint_background
 from app.ui.results.view import ResultsView
 from app.ui.run.controller import RunController
@@ -163,11 +164,13 @@ class GuidedFlow(QWidget):
         self.model_step.demoChosen.connect(self.use_demo)
         self.model_step.fileChosen.connect(self.use_file)
         self.model_step.openChosen.connect(self.use_open)
+        self.model_step.set_demo_words(demo_words())
         self.shapes_step.nextRequested.connect(self.shapes_done)
         self.shapes_step.backRequested.connect(lambda: self.go(0))
         self.precisions_step.backRequested.connect(lambda: self.go(1))
         self.precisions_step.runRequested.connect(self.run)
         self.precisions_step.cancelRequested.connect(self.cancel)
+        self.precisions_step.folder.textChanged.connect(self._say_inputs)
         self.scorecard.leaveRequested.connect(self.leave)
         self.scorecard.againRequested.connect(self.again)
         # Sent once the window has shown the model (or said why it could not): the flow then takes its place back.
@@ -195,6 +198,7 @@ class GuidedFlow(QWidget):
         """From the start page: step 1, the flow filling the window."""
         self.model_step.start_dir = str(self.w.settings.value("paths/last_dir", str(Path.home())))
         self.model_step.set_busy("")
+        self.model_step.set_demo_words(demo_words())  # the file "Use the demo model" opens now
         show_error(self.model_step.error, "")
         opened = self.w.opened
         self.model_step.set_open_model(opened.path.name if opened is not None else None)
@@ -245,7 +249,8 @@ class GuidedFlow(QWidget):
         if opened is None:
             self.begin()
             return
-        self.shapes_step.set_inputs(opened.path.name, opened.summary.inputs, opened.input_shapes or {})
+        self.shapes_step.set_inputs(opened.path.name, opened.summary.inputs, opened.input_shapes or {},
+                                    model_words(opened))
         self.go(1)
 
     def use_demo(self) -> None:
@@ -272,7 +277,8 @@ class GuidedFlow(QWidget):
         self._cover()
         self.model_step.set_busy("")
         if waited == "model":
-            self.shapes_step.set_inputs(opened.path.name, opened.summary.inputs, opened.input_shapes or {})
+            self.shapes_step.set_inputs(opened.path.name, opened.summary.inputs, opened.input_shapes or {},
+                                    model_words(opened))
             self.go(1)
         else:
             self._ready_to_run(opened)
@@ -316,25 +322,49 @@ class GuidedFlow(QWidget):
         # Images make sense for one image-shaped input only; other models run on random data.
         self.precisions_step.images_box.setVisible(len(opened.summary.inputs) == 1 and bool(images))
         self.precisions_step.status.setText("")
+        self._say_inputs()
         self.go(2)
+
+    # ----------------------------------------------------------------- what the run will use, in words
+    def folder(self) -> str:
+        """The chosen folder of images, or "" (none, or the model takes no images)."""
+        step = self.precisions_step
+        return step.folder.text().strip() if not step.images_box.isHidden() else ""
+
+    def input_words(self, folder: str | None = None) -> InputWords | None:
+        """What the comparison will run on, from the job's own choice for this model and these shapes (None
+        before a model is open). ``folder``: the chosen one (None: as the step says now; "": none)."""
+        opened = self.w.opened
+        if opened is None:
+            return None
+        source = job_source(opened, self.folder() if folder is None else folder)
+        return input_words(opened, source, self.samples)
+
+    def _say_inputs(self) -> None:
+        words, default = self.input_words(), self.input_words("")
+        if words is None or default is None:
+            return
+        self.precisions_step.set_inputs_words(words.runs_on, words.calibration, words.int8, default.short)
 
     # ----------------------------------------------------------------- step 3: the run
     def _settings(self) -> JobSettings:
-        folder = self.precisions_step.folder.text().strip()
-        if folder and self.precisions_step.images_box.isVisible():
-            inputs: dict | None = {"kind": "images", "path": folder}
+        folder, opened = self.folder(), self.w.opened
+        if folder and opened is not None:
+            # Prepared as the sample photos would be for this input: the source the step's words describe.
+            inputs: dict | None = job_source(opened, folder).to_json()
         else:
-            inputs = None  # trtlab's sample photos for an image model, else random data
+            inputs = None  # the job's own choice: trtlab's sample photos for an image model, else random data
         return JobSettings(inputs=inputs, samples=self.samples, tf32=False, calib_method="minmax")
 
     def run(self) -> None:
         """The comparison first, then each benchmark (one at a time: they must not compete for the CPU)."""
         step = self.precisions_step
         precisions = step.precisions()
-        folder = step.folder.text().strip()
-        if folder and step.images_box.isVisible() and not Path(folder).is_dir():
+        folder = self.folder()
+        if folder and not Path(folder).is_dir():
+            default = self.input_words("")
             show_error(step.error, f"The image folder {folder} does not exist. Choose a folder of images, or clear "
-                                   "the field to run on random inputs.")
+                                   f"the field to run on {default.short if default else 'the default inputs'}.")
             return
         if not precisions:
             show_error(step.error, "Tick at least one precision to compare with FP32.")

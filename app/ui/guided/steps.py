@@ -29,10 +29,11 @@ PRIMARY_BUTTON = ("QPushButton { background:#1a73e8; color:white; border:none; b
 ERROR_STYLE = "color:#a3221b; background:#fdecea; border-radius:6px; padding:6px 10px;"
 NOTE_STYLE = "color:#4a4f57;"
 # What the precisions step offers: FP32 is the reference and always runs; the ticked ones are what a first
-# comparison wants to see (half precision and integers); BF16 is there for those who know they need it.
+# comparison wants to see (half precision and integers); BF16 is there for those who know they need it. What INT8
+# is calibrated on is added once the model and its inputs are known (PrecisionsStep.set_inputs_words).
 CHOICES = (("fp16", "FP16", "16-bit floating point: half the memory", True),
            ("bf16", "BF16", "16-bit floating point with FP32's range", False),
-           ("int8", "INT8", "8-bit integers, calibrated on images or random data", True))
+           ("int8", "INT8", "8-bit integers", True))
 
 
 def _heading(text: str) -> QLabel:
@@ -73,8 +74,8 @@ class ModelStep(QWidget):
         col = QVBoxLayout(self)
         col.setContentsMargins(28, 22, 28, 22)
         col.addWidget(_heading("Which model?"))
-        col.addWidget(_note("The demo model is a small image classifier that trtlab makes itself: it runs in a "
-                            "few seconds. Or choose an ONNX model of your own."))
+        self.intro = _note()
+        col.addWidget(self.intro)
         row = QHBoxLayout()
         self.open_button = QPushButton("")
         self.open_button.setStyleSheet(PRIMARY_BUTTON)
@@ -103,6 +104,10 @@ class ModelStep(QWidget):
                                               "ONNX models (*.onnx);;All files (*)")
         if path:
             self.fileChosen.emit(path)
+
+    def set_demo_words(self, demo: str) -> None:
+        """The sentence about the demo model (app/ui/guided/words.py: demo_words), then the other choice."""
+        self.intro.setText(f"{demo} Or choose an ONNX model of your own.")
 
     def set_open_model(self, name: str | None) -> None:
         """The model already open in the window, offered first (None: none is)."""
@@ -148,9 +153,10 @@ class ShapesStep(QWidget):
         self.inputs: list[TensorInfo] = []
         self.edits: dict[str, QLineEdit] = {}
 
-    def set_inputs(self, model_name: str, inputs: list[TensorInfo], known: dict[str, tuple[int, ...]]) -> None:
+    def set_inputs(self, model_name: str, inputs: list[TensorInfo], known: dict[str, tuple[int, ...]],
+                   about: str = "") -> None:
         """Fields for ``inputs``: the shapes already set (``known``), else the guess; empty where a dim
-        cannot be guessed."""
+        cannot be guessed. ``about``: what the model is, said first (the demo's description)."""
         while self.grid.count():
             item = self.grid.takeAt(0)
             widget = item.widget() if item is not None else None
@@ -175,7 +181,8 @@ class ShapesStep(QWidget):
         self.grid.setColumnStretch(1, 1)
         self.grid.setColumnStretch(2, 2)
         one = len(inputs) == 1
-        self.intro.setText(f"{model_name} takes {len(inputs)} input{'' if one else 's'}. "
+        self.intro.setText((f"{about} " if about else "")
+                           + f"{model_name} takes {len(inputs)} input{'' if one else 's'}. "
                            + (f"{'Its size comes' if one else 'Their sizes come'} from the model: nothing to change "
                               "unless you want another size." if not open_dims else
                               "Fill in the empty fields: the model does not say those sizes."))
@@ -232,6 +239,7 @@ class PrecisionsStep(QWidget):
         super().__init__(parent)
         col = QVBoxLayout(self)
         col.setContentsMargins(28, 22, 28, 22)
+        self._inputs_text = ("", "")  # set_inputs_words: what the comparison runs on, INT8's calibration
         col.addWidget(_heading("Which precisions?"))
         col.addWidget(_note("Each one runs on the same inputs as FP32, the reference: trtlab compares their answers "
                             "and times them."))
@@ -244,15 +252,19 @@ class PrecisionsStep(QWidget):
             cb = QCheckBox(f"{text} — {tip}")
             cb.setChecked(ticked)
             cb.toggled.connect(self._update_run)
+            cb.toggled.connect(self._update_inputs)
             col.addWidget(cb)
             self.checks[key] = cb
+        # What the comparison runs on, and INT8's calibration data: the flow fills it from the job's own choice.
+        self.inputs_note = _note()
+        self.inputs_note.setContentsMargins(0, 8, 0, 0)
+        col.addWidget(self.inputs_note)
         self.images_box = QWidget()
         ib = QVBoxLayout(self.images_box)
-        ib.setContentsMargins(0, 8, 0, 0)
-        ib.addWidget(QLabel("<b>Images</b> (optional)"))
+        ib.setContentsMargins(0, 4, 0, 0)
+        ib.addWidget(QLabel("<b>Your images</b> (optional)"))
         row = QHBoxLayout()
         self.folder = QLineEdit()
-        self.folder.setPlaceholderText("no folder: random inputs (INT8 is then calibrated on random data)")
         self.folder.setToolTip("A folder of your images: the comparison runs on them and INT8 is calibrated on them")
         browse = QPushButton("Choose folder…")
         browse.clicked.connect(self._browse)
@@ -291,6 +303,20 @@ class PrecisionsStep(QWidget):
         path = QFileDialog.getExistingDirectory(self, "A folder of images")
         if path:
             self.folder.setText(path)
+
+    def set_inputs_words(self, runs_on: str, calibration: str, int8: str, default: str) -> None:
+        """What the comparison runs on (``runs_on``), what INT8 is calibrated on (``calibration``, said while INT8
+        is ticked; ``int8``: the same in a few words, on its tick box), and what runs with no folder
+        (``default``, the folder field's placeholder)."""
+        self._inputs_text = (runs_on, calibration)
+        key, text, tip, _ = next(c for c in CHOICES if c[0] == "int8")
+        self.checks[key].setText(f"{text} — {tip}, {int8}")
+        self.folder.setPlaceholderText(f"no folder: {default}")
+        self._update_inputs()
+
+    def _update_inputs(self) -> None:
+        runs_on, calibration = self._inputs_text
+        self.inputs_note.setText(runs_on + (f" {calibration}" if calibration and "int8" in self.precisions() else ""))
 
     def _update_run(self) -> None:
         self.run_button.setEnabled(bool(self.precisions()) and not self.cancel_button.isVisible())

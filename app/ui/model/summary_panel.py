@@ -54,6 +54,8 @@ def summary_html(s: ModelSummary, shapes: ShapeResult | None = None, load_second
         + (f", {human_count(s.constant_params)} in Constant nodes" if s.constant_params else "") + "</td></tr>",
         f"<tr><td><b>File</b></td><td>{size}</td></tr>",
     ]
+    if s.random_ops:
+        parts.append(f"<tr><td><b>Random numbers</b></td><td>{html.escape(s.random_text)}</td></tr>")
     if load_seconds is not None:
         parts.append(f"<tr><td><b>Opened in</b></td><td>{load_seconds:.2f} s</td></tr>")
     if shapes is not None:

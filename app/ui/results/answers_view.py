@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.measure import ResultsState, sample_words, task_words
+from app.ui.results.sound import SoundPlayer
 
 
 def pixmap_from_uri(uri: str | None) -> QPixmap:
@@ -114,6 +115,9 @@ class AnswersView(QWidget):
         self.grid.setSpacing(6)
         outer.addWidget(self.grid_holder, 1)
         self.pictures: list[PictureLabel] = []
+        self.play_buttons: list[QPushButton] = []
+        self.player = SoundPlayer(self)
+        self.player.changed.connect(self._sound_changed)
         toggle = QShortcut(QKeySequence(Qt.KeyboardModifier.AltModifier | Qt.Key.Key_D), self)
         toggle.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         toggle.activated.connect(self.diff_box.toggle)
@@ -156,6 +160,7 @@ class AnswersView(QWidget):
             if widget:
                 widget.deleteLater()
         self.pictures = []
+        self.play_buttons = []
 
     def _picture(self, uri: str | None, row: int, col: int) -> None:
         label = PictureLabel()
@@ -216,5 +221,48 @@ class AnswersView(QWidget):
             caption.setToolTip(f"Over every sample: {overall}" if overall else "")
             self.grid.addWidget(caption, 1, col)
             self._picture(uri, 2, col)
+            sound = self._sound(entry, title, s)
+            if sound is not None:
+                self.grid.addWidget(self._play_button(title, sound), 3, col)
             self.grid.setColumnStretch(col, 1)
             col += 1
+
+    # ----------------------------------------------------------------------------------------- sound (audio outputs)
+    def _sound(self, entry: dict, title: str, s: int) -> str | None:
+        """The WAV data URI of a column's sound on sample `s` ("" when the result carries none for it), None for
+        outputs that are not audio."""
+        if entry.get("kind") != "audio":
+            return None
+        sounds = (entry["candidates"].get(title) or {}).get("sound") if title in entry["candidates"] else \
+            entry.get("ref_sound")
+        return sounds[s] if isinstance(sounds, list) and s < len(sounds) and isinstance(sounds[s], str) else ""
+
+    def _play_button(self, title: str, sound: str) -> QPushButton:
+        button = QPushButton()
+        button.setProperty("sound", sound)
+        button.setProperty("who", title)
+        if not self.player.output.available:
+            button.setEnabled(False)
+            button.setToolTip(self.player.output.why_not)
+        elif not sound:
+            button.setEnabled(False)
+            button.setToolTip("The result carries the sound of its first samples only; step back to one of them.")
+        else:
+            button.setToolTip(f"Play {title}'s sound on this sample (click again to stop)")
+            button.clicked.connect(lambda _=False, b=button: self._play(b))
+        self.play_buttons.append(button)
+        self._label_button(button)
+        return button
+
+    def _label_button(self, button: QPushButton) -> None:
+        on = bool(button.property("sound")) and self.player.playing == button.property("sound")
+        button.setText("■ Stop" if on else "▶ Play")
+
+    def _play(self, button: QPushButton) -> None:
+        why = self.player.toggle(str(button.property("sound")))
+        if why:
+            button.setToolTip(why)
+
+    def _sound_changed(self) -> None:
+        for button in self.play_buttons:
+            self._label_button(button)

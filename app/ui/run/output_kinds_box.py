@@ -12,7 +12,7 @@ from app.core.measure import KINDS, OutputKind, infer_output_kinds
 
 # The choices beside "auto": each kind in its usual reading, and the other layouts worth one click.
 CHOICES = ("image", "image:nhwc", "classes", "detections", "detections:cxcywh", "yolo:v8", "yolo:v5", "sequence",
-           "sequence:tnv", "embedding", "tensor")
+           "sequence:tnv", "audio", "embedding", "tensor")
 
 
 class OutputKindsBox(QGroupBox):

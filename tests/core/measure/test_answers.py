@@ -243,7 +243,7 @@ def test_half_covered_mask_hand_computed():
     cand[..., :8] = 0.8             # the left quarter: 256 of the union's 512
     r = A.judge_image([ref], [cand], NCHW)
     assert r.task["mask_iou"] == pytest.approx(0.5)
-    assert r.answers == [{"mask_iou": pytest.approx(0.5), "psnr_db": r.task["psnr_db"]}]
+    assert r.answers == [{"mask_iou": pytest.approx(0.5), "psnr_db": r.task["psnr_db"], "ref_empty": False}]
 
 
 def test_worst_sample_and_channel():
@@ -314,9 +314,11 @@ def test_judge_sequence_ctc():
     ref = _one_hot([[0, 3, 3, 0, 4]])      # [1, T=5, V=6] → 3, 4
     cand = _one_hot([[0, 3, 0, 3, 4]])     # → 3, 3, 4
     r = A.judge_sequence([ref], [cand], OutputKind("sequence"))
-    assert r.task == {"token_agreement": pytest.approx(3 / 5), "edit_distance": 1, "ctc": True}
+    assert r.task == {"token_agreement": pytest.approx(3 / 5), "edit_distance": 1, "ctc": True, "empty_samples": 0,
+                      "samples": 1}
     assert r.values == {"token_agreement": pytest.approx(0.6), "edit_distance": 1.0}
-    assert r.answers == [{"ref": [3, 4], "cand": [3, 3, 4], "edit_distance": 1}] and r.defaults == ("edit_distance:0",)
+    assert r.answers == [{"ref": [3, 4], "cand": [3, 3, 4], "edit_distance": 1, "ref_empty": False}]
+    assert r.defaults == ("edit_distance:0",)
     plain = A.judge_sequence([ref], [cand], OutputKind.parse("sequence:noctc"))
     assert plain.task["edit_distance"] == 2 and plain.answers[0]["ref"] == [0, 3, 3, 0, 4]
 
@@ -333,7 +335,7 @@ def test_judge_sequence_time_major():
     r = A.judge_sequence([ref], [cand], tnv)
     assert r.task["token_agreement"] == pytest.approx(7 / 8) and r.task["edit_distance"] == 1
     # the first item is the one shown; the sample's edit distance is its worst item's
-    assert r.answers == [{"ref": [1, 2, 3], "cand": [1, 2, 3], "edit_distance": 1}]
+    assert r.answers == [{"ref": [1, 2, 3], "cand": [1, 2, 3], "edit_distance": 1, "ref_empty": False}]
     # read as batch-major, the same array is 4 items of 2 steps
     assert A.tokens(ref, OutputKind("sequence")).shape == (4, 2)
 

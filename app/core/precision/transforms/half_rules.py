@@ -22,9 +22,10 @@ from app.core.model import SUBGRAPH_OPS, node_subgraphs
 HALF = {"fp16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16}
 BF16_OPSET = 22  # where Conv, Relu, MaxPool, BatchNormalization… gain bfloat16
 HALF_NAME: dict[int, str] = {TensorProto.FLOAT16: "tensor(float16)", TensorProto.BFLOAT16: "tensor(bfloat16)"}
-# Ops whose half-precision results are known to go wrong (accumulations, ranges, random generators).
+# Ops whose half-precision results are known to go wrong (accumulations, ranges), and random generators: kept FP32,
+# a seeded one draws exactly the numbers the FP32 model draws (the same type, shape and seed).
 KEEP_FP32_OPS = frozenset({"Range", "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-                           "Multinomial", "CumSum", "NonMaxSuppression", "RoiAlign"})
+                           "Multinomial", "Bernoulli", "CumSum", "NonMaxSuppression", "RoiAlign"})
 # Resize and Upsample convert in nearest and linear modes (a pick or a 2-tap blend: on u2netp's 38 bilinear Resizes,
 # FP16 matched FP32 as closely as keeping them FP32 did, without 76 Casts); cubic mode, a 16-tap sum with negative
 # weights, stays FP32. Their roi/scales/sizes are shape inputs and stay FP32 in every mode.

@@ -1,0 +1,149 @@
+"""A model that draws random numbers, compared: a VITS-like voice (noise from RandomNormalLike, scaled by a `scales`
+input, added to a conv path) gets the same draws in FP32 and FP16, the model file stays as it was, and where the
+draws cannot match the candidate is judged against the noise floor."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from app.backends.tasks import compare as compare_module
+from app.backends.tasks.compare import compare_task
+from app.backends.tasks.specs import CompareSpec
+from app.core.measure import FLOOR_SLACK, InputSource, compare_samples, judge_by_floor
+from tests.cli.runner import trtlab
+
+CHANNELS, FRAMES = 8, 256
+
+
+def vits_like_model() -> onnx.ModelProto:
+    """input [1, 8, 256] → Conv → + RandomNormalLike noise × scales[0] → output: the noise path of a VITS decoder."""
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((CHANNELS, CHANNELS, 3)) * 0.1).astype(np.float32)
+    nodes = [
+        helper.make_node("Conv", ["input", "w"], ["conv"], name="/dec/conv", pads=[1, 1]),
+        helper.make_node("RandomNormalLike", ["conv"], ["noise"], name="/RandomNormalLike", dtype=TensorProto.FLOAT),
+        helper.make_node("Gather", ["scales", "zero"], ["noise_scale"], name="/Gather", axis=0),
+        helper.make_node("Mul", ["noise", "noise_scale"], ["scaled"], name="/Mul"),
+        helper.make_node("Add", ["conv", "scaled"], ["output"], name="/Add"),
+    ]
+    graph = helper.make_graph(
+        nodes, "vits_like",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, CHANNELS, FRAMES]),
+         helper.make_tensor_value_info("scales", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, CHANNELS, FRAMES])],
+        initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array(0, np.int64), "zero")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+
+
+@pytest.fixture(scope="module")
+def voice(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("voice")
+    path = folder / "vits_like.onnx"
+    onnx.save(vits_like_model(), str(path))
+    rng = np.random.default_rng(1)
+    np.savez(folder / "inputs.npz", input=rng.standard_normal((1, CHANNELS, FRAMES)).astype(np.float32),
+             scales=np.array([0.667, 1.0, 0.8], np.float32))
+    return path, folder / "inputs.npz"
+
+
+def _digest(path) -> tuple[str, int]:
+    return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
+
+
+def _spec(voice, tmp_path, *candidates: str) -> CompareSpec:
+    path, inputs = voice
+    return CompareSpec(model=str(path), inputs=InputSource(kind="npz", path=str(inputs)), samples=2,
+                       candidates=candidates, cache_dir=str(tmp_path / "cache"))
+
+
+def test_fp16_draws_the_same_numbers_as_fp32_and_passes(voice):
+    path, inputs = voice
+    before = _digest(path)
+    r = trtlab("compare", path, "--inputs", inputs, "--candidate", "ort-cpu:fp16", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    (cand,) = doc["candidates"]
+    (out,) = cand["outputs"]
+    assert cand["passed"] and out["cosine"] > 0.999, out
+    random_ops = doc["random_ops"]
+    assert random_ops["nodes"] == ["/RandomNormalLike"] and random_ops["method"] == "same seeds"
+    assert random_ops["noise_inputs"] == {"scales": ["/RandomNormalLike"]}
+    assert "'scales'" in random_ops["note"] and "unchanged" in random_ops["note"]
+    assert any("the same seeds as the reference" in n for n in doc["notes"]["ort-cpu:fp16"])
+    assert any(n.startswith("random numbers: ") and "'scales'" in n for n in doc["notes"]["ort-cpu:fp32"])
+    assert _digest(path) == before  # the seeds went into a copy in the job's folder
+
+
+def test_without_the_same_seeds_fp16_draws_other_noise_and_fails(voice, tmp_path, monkeypatch):
+    """The case the seeding exists for: ONNX Runtime seeds an unseeded node by its place in the graph, and the FP16
+    variant's Casts move it."""
+    monkeypatch.setattr(compare_module, "find_randomness", lambda _path: None)
+    doc = compare_task(_spec(voice, tmp_path, "ort-cpu:fp16"), None)
+    (cand,) = doc["candidates"]
+    assert not cand["passed"] and cand["outputs"][0]["cosine"] < 0.6
+    assert doc["random_ops"] == {"nodes": [], "method": None, "note": ""}
+
+
+def test_where_the_draws_cannot_match_the_candidate_is_judged_against_the_noise_floor(voice, tmp_path,
+                                                                                        monkeypatch):
+    """As for a TensorRT target: the candidate draws its own numbers and passes within the reference's spread."""
+    before = _digest(voice[0])
+    monkeypatch.setattr(compare_module, "same_draws", lambda _ref, _target: False)
+    doc = compare_task(_spec(voice, tmp_path, "ort-cpu:fp16"), None)
+    (cand,) = doc["candidates"]
+    out = cand["outputs"][0]
+    random_ops = doc["random_ops"]
+    assert random_ops["method"] == "noise floor" and random_ops["targets"] == {"ort-cpu:fp16": "noise floor"}
+    floor = random_ops["floor"]["output"]
+    assert floor["cosine"] < 0.9 and not floor["passed"]  # the noise alone moves the reference this far
+    assert out["cosine"] < 0.9 and cand["passed"] and not out["failures"]
+    notes = doc["notes"]["ort-cpu:fp16"]
+    assert any("judged against the noise floor" in n for n in notes)
+    assert any(n.startswith("noise floor: output: within the noise floor") for n in notes)
+    assert _digest(voice[0]) == before
+
+
+def test_judging_against_the_floor_passes_other_noise_and_fails_a_wrong_answer():
+    rng = np.random.default_rng(3)
+    signal = rng.standard_normal(4096).astype(np.float32)
+    noisy = [{"y": signal + rng.standard_normal(4096).astype(np.float32)} for _ in range(3)]
+    floor = compare_samples([noisy[0]], [noisy[1]], "noise floor")
+    assert not floor.passed
+    good = compare_samples([noisy[0]], [noisy[2]], "good")
+    assert not good.passed and judge_by_floor(good, floor)[0].startswith("y: within the noise floor") and good.passed
+    bad = compare_samples([noisy[0]], [{"y": -noisy[2]["y"]}], "bad")
+    assert "beyond the noise floor" in judge_by_floor(bad, floor)[0] and not bad.passed
+    # an output the reference meets against itself keeps its verdict: there the noise does not explain it
+    quiet = compare_samples([{"y": signal}], [{"y": signal * 1.0001}], "floor")
+    wrong = compare_samples([{"y": signal}], [{"y": -signal}], "wrong")
+    assert "the difference is the candidate's" in judge_by_floor(wrong, quiet)[0] and not wrong.passed
+    assert FLOOR_SLACK > 1
+
+
+def test_the_results_view_the_report_and_the_scorecard_say_how_the_draws_were_matched(voice, tmp_path):
+    """Run as the window runs it (a job with its own folder), which holds no seeded copy once the job is done."""
+    from app.core.measure import caveats
+    from app.core.measure.results import ResultsState
+    from app.core.project import ProjectResult
+    from app.jobs import run_inline
+    from app.reports import build_report
+
+    spec = _spec(voice, tmp_path, "ort-cpu:fp16")
+    result = run_inline(spec.job_spec(spec.kind), workroot=str(tmp_path / "jobs"))
+    assert result.status == "done", (result.error, result.log_tail)
+    assert (tmp_path / "jobs").is_dir() and not list((tmp_path / "jobs").rglob("seeded/*.onnx"))
+    assert result.data["random_ops"]["method"] == "same seeds" and result.data["candidates"][0]["passed"]
+    state = ResultsState()
+    state.add_compare(result.data)
+    warnings = [w for w in state.warnings() if w.startswith("Random numbers: ")]
+    assert len(warnings) == 1 and "seeded alike" in warnings[0] and "'scales'" in warnings[0]
+    assert any(c.startswith("The model draws random numbers: every precision drew the same ones")
+               for c in caveats(result.data, {}))
+    html = build_report([ProjectResult.make(spec.kind, spec.to_json(), result.data, "compare job")], None, {})
+    assert "Random numbers: 1 RandomNormalLike node (/RandomNormalLike): the reference and every candidate drew" in html

@@ -1,0 +1,224 @@
+"""Kinds that prove themselves: split detection heads read as one answer (app.core.measure.heads), readings dropped
+when the reference's answer is implausible (app.core.measure.plausible), regression outputs that are not classes,
+and an empty reference said, not passed."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from app.core.measure import compare_samples, infer_output_kinds, prove_kinds, task_verdict, task_words
+from app.core.measure.heads import decode_group, split_heads
+from app.core.measure.kinds import OutputKind
+from app.core.measure.plausible import implausible
+
+SIZE = (64, 48)  # H, W of the image input: stride 8 → 8×6 = 48 anchors, stride 16 → 4×3 = 12
+CLASSES, BINS = 3, 8
+
+
+def gfl_model(seed: int = 0) -> onnx.ModelProto:
+    """A PicoDet-style head: per stride, `scores_s` [1, A, C] through a sigmoid and `boxes_s` [1, A, 4·BINS] of raw
+    distance distributions, from a strided convolution of the image."""
+    rng = np.random.default_rng(seed)
+    h, w = SIZE
+    nodes, inits, outputs = [], [], []
+    for s in (8, 16):
+        a = -(-h // s) * -(-w // s)
+        width = CLASSES + 4 * BINS
+        wt = rng.normal(0, 0.3, (width, 3, s, s)).astype(np.float32)
+        bias = np.concatenate([np.full(CLASSES, -1.0), np.zeros(4 * BINS)]).astype(np.float32)
+        inits += [numpy_helper.from_array(wt, f"w{s}"), numpy_helper.from_array(bias, f"b{s}"),
+                  numpy_helper.from_array(np.array([1, width, a], np.int64), f"shape{s}"),
+                  numpy_helper.from_array(np.array([CLASSES, 4 * BINS], np.int64), f"split{s}")]
+        nodes += [helper.make_node("Conv", ["image", f"w{s}", f"b{s}"], [f"c{s}"], kernel_shape=[s, s], strides=[s, s]),
+                  helper.make_node("Reshape", [f"c{s}", f"shape{s}"], [f"r{s}"]),
+                  helper.make_node("Transpose", [f"r{s}"], [f"t{s}"], perm=[0, 2, 1]),
+                  helper.make_node("Split", [f"t{s}", f"split{s}"], [f"logit{s}", f"boxes_{s}"], axis=2),
+                  helper.make_node("Sigmoid", [f"logit{s}"], [f"scores_{s}"])]
+        outputs += [helper.make_tensor_value_info(f"scores_{s}", TensorProto.FLOAT, [1, a, CLASSES]),
+                    helper.make_tensor_value_info(f"boxes_{s}", TensorProto.FLOAT, [1, a, 4 * BINS])]
+    graph = helper.make_graph(nodes, "gfl", [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, h, w])],
+                              outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def _run(model: onnx.ModelProto, feeds: list[dict[str, np.ndarray]]) -> list[dict[str, np.ndarray]]:
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    return [dict(zip(names, sess.run(None, f), strict=True)) for f in feeds]
+
+
+def test_split_head_is_one_detections_answer():
+    model = gfl_model()
+    kinds = infer_output_kinds(model)
+    lead = kinds["scores_8"]
+    assert lead.kind == "detections" and lead.layout == "gfl" and lead.strides == (8, 16) and lead.size == SIZE
+    assert lead.group == ("scores_8", "scores_16", "boxes_8", "boxes_16")
+    assert "PicoDet/GFL" in lead.reason and "8 bins" in lead.reason
+    assert all(kinds[n].kind == "tensor" and kinds[n].part_of == "scores_8" for n in lead.group[1:])
+    # the per-output rules alone read these as something else, never as one head
+    from app.core.measure.kinds import infer_output_kinds as per_output
+    assert not any(k.group for k in per_output(model).values())
+
+
+def test_gfl_decoding_by_hand():
+    """One anchor of stride 8 at cell (row 1, column 2) scores 0.9 for class 2; each side's distribution peaks at bin
+    2 (left, top) or bin 3 (right, bottom): distances 16 and 24 px from the centre (20, 12)."""
+    kind = split_heads({"scores_8": [1, 48, 3], "scores_16": [1, 12, 3], "boxes_8": [1, 48, 32],
+                        "boxes_16": [1, 12, 32]}, SIZE,
+                       {n: helper.make_node("Sigmoid", ["x"], [n]) for n in ("scores_8", "scores_16")})["scores_8"]
+    s8, s16 = np.zeros((1, 48, 3)), np.zeros((1, 12, 3))
+    b8, b16 = np.full((1, 48, 32), -20.0), np.zeros((1, 12, 32))
+    anchor = 1 * 6 + 2
+    s8[0, anchor, 2] = 0.9
+    for side, peak in enumerate((2, 2, 3, 3)):
+        b8[0, anchor, side * 8 + peak] = 20.0
+    rows = decode_group(kind, {"scores_8": s8, "scores_16": s16, "boxes_8": b8, "boxes_16": b16})
+    assert rows.shape == (1, 1, 6)
+    np.testing.assert_allclose(rows[0, 0], [20 - 16, 12 - 16, 20 + 24, 12 + 24, 0.9, 2], atol=1e-6)
+
+
+def test_pair_head_drops_the_softmax_background_column():
+    prod = {"scores": helper.make_node("Softmax", ["x"], ["scores"], axis=-1)}
+    kinds = split_heads({"scores": [1, 3, 2], "boxes": [1, 3, 4]}, None, prod)
+    lead = kinds["scores"]
+    assert lead.layout == "pair" and lead.background and kinds["boxes"].part_of == "scores"
+    scores = np.array([[[0.9, 0.1], [0.2, 0.8], [0.8, 0.2]]])
+    boxes = np.array([[[0, 0, 1, 1], [0.1, 0.2, 0.5, 0.6], [0, 0, 0.2, 0.2]]])
+    rows = decode_group(lead, {"scores": scores, "boxes": boxes})
+    # only the second box is a face (0.8); the others are background with a low face score
+    kept = rows[0][rows[0, :, 4] >= 0.25]
+    np.testing.assert_allclose(kept, [[0.1, 0.2, 0.5, 0.6, 0.8, 0]])
+
+
+def test_split_head_fp16_is_judged_by_its_boxes():
+    model = gfl_model()
+    rng = np.random.default_rng(5)
+    feeds = [{"image": rng.uniform(0, 1, (1, 3, *SIZE)).astype(np.float32)} for _ in range(3)]
+    ref = _run(model, feeds)
+    kinds = prove_kinds(infer_output_kinds(model), ref)
+    assert kinds["scores_8"].kind == "detections"
+    # the candidate: the same head, scores moved by FP16-sized rounding
+    cand = [{k: (v.astype(np.float16).astype(np.float32)) for k, v in s.items()} for s in ref]
+    report = compare_samples(ref, cand, "fp16", kinds=kinds)
+    lead = next(o for o in report.outputs if o.name == "scores_8")
+    assert lead.task is not None and lead.task["matched"] > 0 and lead.task["missed"] == 0 and lead.task["extra"] == 0
+    assert lead.judged_by == ["det_missed:0", "det_extra:0"] and report.passed
+    members = [o for o in report.outputs if o.name != "scores_8"]
+    assert all(o.task is None and o.judged_by == [] and o.passed for o in members)
+
+
+# ------------------------------------------------------------------------------------------ plausibility gate
+def test_box_distributions_read_as_yolo_rows_are_dropped():
+    """PicoDet's distance distributions (raw logits) read as YOLOv5 rows: their "scores" are not probabilities."""
+    rng = np.random.default_rng(0)
+    dist = rng.normal(0, 2.0, (1, 1900, 32)).astype(np.float32)
+    kind = OutputKind("yolo", layout="v5", reason="a raw detection head")
+    why = implausible(kind, [dist])
+    assert "not probabilities" in why
+    proven = prove_kinds({"boxes": kind}, [{"boxes": dist}])["boxes"]
+    assert proven.kind == "tensor" and proven.dropped == "yolo:v5"
+    assert proven.reason.startswith("read as yolo:v5 at first") and "dropped" in proven.reason
+    assert proven.to_json()["dropped"] == "yolo:v5"
+
+
+def test_most_anchors_on_and_too_many_boxes_are_dropped():
+    rng = np.random.default_rng(1)
+    rows = np.concatenate([rng.uniform(0, 320, (1, 500, 2)), rng.uniform(4, 8, (1, 500, 2)),
+                           rng.uniform(0.6, 1.0, (1, 500, 2))], axis=2)  # v5: box, objectness, 1 class, all on
+    assert "of its anchors score above" in implausible(OutputKind("yolo", layout="v5"), [rows])
+    spread = np.zeros((1, 300, 6))
+    spread[0, :, 0] = np.arange(300) * 10
+    spread[0, :, 1] = 0
+    spread[0, :, 2] = spread[0, :, 0] + 8
+    spread[0, :, 3] = 8
+    spread[0, :, 4] = 0.9
+    assert "boxes per image" in implausible(OutputKind("detections"), [spread])
+    fractional = spread[:, :5].copy()
+    fractional[0, :, 5] = [0.37, 0.5, 0.12, 0.9, 0.33]
+    assert "not class numbers" in implausible(OutputKind("detections"), [fractional])
+
+
+def test_plausible_readings_and_user_kinds_are_kept():
+    ok = np.zeros((1, 10, 6))
+    ok[0, 0] = [10, 10, 50, 60, 0.9, 1]
+    assert implausible(OutputKind("detections"), [ok]) == ""
+    user = OutputKind.parse("yolo:v5")
+    dist = np.random.default_rng(0).normal(0, 2.0, (1, 100, 32))
+    assert prove_kinds({"o": user}, [{"o": dist}])["o"] is user  # what the user chose is judged as asked
+    full = np.ones((1, 1, 32, 32), np.float32)
+    assert "on at every pixel" in implausible(OutputKind("image", layout="nchw"), [full])
+
+
+# ------------------------------------------------------------------------------------------ regression outputs
+def _gemm_model(outputs: dict[str, int], softmax: tuple[str, ...] = ()) -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    nodes, inits, outs = [helper.make_node("Flatten", ["x"], ["f"])], [], []
+    for name, k in outputs.items():
+        inits.append(numpy_helper.from_array(rng.normal(0, 0.1, (k, 48)).astype(np.float32), f"w_{name}"))
+        raw = f"{name}_raw" if name in softmax else name
+        nodes.append(helper.make_node("Gemm", ["f", f"w_{name}"], [raw], transB=1))
+        if name in softmax:
+            nodes.append(helper.make_node("Softmax", [raw], [name], axis=1))
+        outs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, k]))
+    graph = helper.make_graph(nodes, "onet", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+                              outs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    return model
+
+
+def test_regression_outputs_are_not_classes():
+    """MTCNN O-Net: box regression (1×4) and landmarks (1×10) from Gemm, face/no-face (1×2) through a softmax."""
+    kinds = infer_output_kinds(_gemm_model({"conv6-2": 4, "conv6-3": 10, "prob1": 2}, softmax=("prob1",)))
+    assert kinds["conv6-2"].kind == "tensor" and "regression" in kinds["conv6-2"].reason
+    assert kinds["conv6-3"].kind == "tensor"
+    assert kinds["prob1"].kind == "classes"
+    named = infer_output_kinds(_gemm_model({"bbox_pred": 40, "logits": 26, "output": 1000}))
+    assert named["bbox_pred"].kind == "tensor"
+    assert named["logits"].kind == "classes" and named["output"].kind == "classes"
+
+
+# ------------------------------------------------------------------------------------------ an empty reference
+@pytest.mark.parametrize("kind", ["detections", "image", "sequence"])
+def test_an_empty_reference_is_said_and_judged_element_wise(kind):
+    rng = np.random.default_rng(0)
+    if kind == "detections":
+        ref = [np.column_stack([rng.uniform(0, 50, (20, 4)), rng.uniform(0, 0.1, 20), np.zeros(20)])[None]
+               for _ in range(3)]
+        want = "no box scores above 0.25 on any of the 3 samples"
+    elif kind == "image":
+        ref = [rng.uniform(0, 0.3, (1, 1, 32, 32)) for _ in range(3)]
+        want = "an empty mask"
+    else:
+        ref = [np.eye(5)[np.zeros((1, 8), int)] for _ in range(3)]  # every step blank
+        want = "decodes to nothing"
+    ref = [r.astype(np.float32) for r in ref]
+    cand = [r + np.float32(0.01) for r in ref]
+    samples = [{"o": r} for r in ref], [{"o": c} for c in cand]
+    report = compare_samples(*samples, "c", kinds={"o": OutputKind.parse(kind)})
+    (out,) = report.outputs
+    assert out.task is not None and out.task["empty_reference"] is True and out.task["empty_samples"] == 3
+    assert want in str(out.task["empty_reason"])
+    assert out.task_values == {} and out.judged_by == ["cos:0.99"]  # the values decide, not the empty answer
+    doc = out.to_json()
+    assert task_words(doc).startswith("no answer to compare: ")
+    verdict = task_verdict([doc])
+    assert verdict is not None and verdict[0] == "No answer to compare"
+
+
+def test_a_partly_empty_reference_is_counted():
+    ref = [np.array([[[10, 10, 40, 40, 0.9, 0]]], np.float32), np.array([[[10, 10, 40, 40, 0.1, 0]]], np.float32)]
+    report = compare_samples([{"o": r} for r in ref], [{"o": r.copy()} for r in ref], "c",
+                             kinds={"o": OutputKind("detections")})
+    (out,) = report.outputs
+    assert out.task is not None and out.task["empty_samples"] == 1 and "empty_reference" not in out.task
+    assert out.judged_by == ["det_missed:0", "det_extra:0"]
+    assert task_words(out.to_json()).endswith("; 1 of 2 sample(s) hold no answer to compare")
+    assert out.answers[1]["ref_empty"] is True and out.answers[0]["ref_empty"] is False
