@@ -41,7 +41,7 @@ from benchmarks.shared import SHARED_SHAPES, corpus_shapes, write_json  # noqa: 
 
 COS_EXACT = 0.99999
 GATE_WORDS = ("dropped", "implausible", "not plausible", "plausibility")
-TASK_KINDS = ("detections", "yolo", "image", "classes", "sequence")
+ELEMENTWISE_KINDS = ("tensor", "embedding")
 
 
 @dataclass
@@ -101,9 +101,10 @@ def _tail(text: str, lines: int = 6) -> str:
     return " | ".join(ln.strip() for ln in text.strip().splitlines()[-lines:] if ln.strip())[:600]
 
 
-def run_compare(job: Job, candidates: list[str], timeout: float, tmp: Path) -> dict:
-    out = tmp / f"{abs(hash(str(job.path)))}-{len(candidates)}.json"
-    cmd = [sys.executable, "-m", "app", "compare", str(job.path), "--json", str(out)]
+def run_compare(job: Job, candidates: list[str], timeout: float, tmp: Path, extra: list[str]) -> dict:
+    out = tmp / f"{abs(hash(str(job.path)))}-{'-'.join(c.replace(':', '_') for c in candidates)}.json"
+    out.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "app", "compare", str(job.path), "--json", str(out), *extra]
     for c in candidates:
         cmd += ["--candidate", c]
     if job.shapes:
@@ -125,21 +126,37 @@ def run_compare(job: Job, candidates: list[str], timeout: float, tmp: Path) -> d
 
 
 def survey_one(job: Job, candidates: list[str], timeout: float, tmp: Path) -> dict:
-    res = run_compare(job, candidates, timeout, tmp)
-    res["refused"] = {}
-    # A candidate that is refused (an already-quantized model for INT8) stops the whole command with exit 2:
-    # run the others on their own and record the refusal.
-    if res["rc"] == 2 and len(candidates) > 1:
+    extra: list[str] = []
+    res = run_compare(job, candidates, timeout, tmp, extra)
+    spent = res["seconds"]
+    if res["rc"] == 2 and "batch needs" in res["stderr"]:
+        # A batch larger than trtlab's sample photos (CenterFace ships N = 10): random images instead.
+        extra = ["--inputs", "random"]
+        res = run_compare(job, candidates, timeout, tmp, extra)
+        spent += res["seconds"]
+    refused: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    # A candidate that is refused (exit 2: an already-quantized model for INT8) or whose variant fails (exit 4)
+    # stops the whole command: run each candidate on its own to tell which, then the others together.
+    if res["rc"] in (2, 4) and len(candidates) > 1:
         for c in candidates:
-            alone = run_compare(job, [c], timeout, tmp)
+            alone = run_compare(job, [c], timeout, tmp, extra)
+            spent += alone["seconds"]
             if alone["rc"] == 2:
-                res["refused"][c] = _tail(alone["stderr"], 3)
-        rest = [c for c in candidates if c not in res["refused"]]
-        if rest and res["refused"]:
-            res2 = run_compare(job, rest, timeout, tmp)
-            res2["refused"] = res["refused"]
-            res2["seconds"] = round(res2["seconds"] + res["seconds"], 1)
-            res = res2
+                refused[c] = _tail(alone["stderr"], 3)
+            elif alone["rc"] == 4:
+                failed[c] = _tail(alone["stderr"])
+        rest = [c for c in candidates if c not in refused and c not in failed]
+        if rest and (refused or failed):
+            res = run_compare(job, rest, timeout, tmp, extra)
+            spent += res["seconds"]
+        elif not rest:
+            res = {**res, "doc": None}
+    elif res["rc"] == 2:
+        refused[candidates[0]] = _tail(res["stderr"], 3)
+    elif res["rc"] == 4:
+        failed[candidates[0]] = _tail(res["stderr"])
+    res.update(refused=refused, failed=failed, seconds=round(spent, 1), extra=extra)
     return res
 
 
@@ -168,7 +185,8 @@ def task_text(kind: str, task: dict | None) -> str:
         return f"top1 {_f(task.get('top1'), '.3f')} top5 {_f(task.get('top5'), '.3f')}"
     if kind == "sequence":
         return f"tok {_f(task.get('token_agreement'), '.3f')} ed {task.get('edit_distance')}"
-    return json.dumps(task)[:80]
+    return " ".join(f"{k} {_f(v, '.3g') if isinstance(v, float) else v}" for k, v in task.items()
+                    if k not in ("samples", "empty_samples"))[:80]
 
 
 def empty_reference(kind: str, task: dict | None, answers: dict | None, output: str) -> bool | None:
@@ -213,11 +231,13 @@ def rows_and_flags(job: Job, res: dict) -> tuple[list[dict], list[dict]]:
     for cand, why in res.get("refused", {}).items():
         rows.append({**base, "output": "*", "kind": "-", "reason": "", "candidates": {cand: {"status": "refused",
                      "why": why}}})
+    for cand, why in res.get("failed", {}).items():
+        rows.append({**base, "output": "*", "kind": "-", "reason": "", "candidates": {cand: {"status": "LOAD",
+                     "why": why}}})
+        flag("load", "*", cand, why)
     if rc is None:
         flag("timeout", "*", "*", f"no result after {res['seconds']} s")
-    elif rc == 4:
-        flag("load", "*", "*", _tail(res["stderr"]))
-    elif rc not in (0, 1) and not (rc == 2 and res.get("refused")):
+    elif rc not in (0, 1, 2, 4):
         flag("crash", "*", "*", f"exit {rc}: {_tail(res['stderr'])}")
     if doc is None:
         if rc in (0, 1):
@@ -241,7 +261,7 @@ def rows_and_flags(job: Job, res: dict) -> tuple[list[dict], list[dict]]:
                                              "candidates": {}})
             kind = ok["kind"]
             task = o.get("task")
-            empty = empty_reference(kind, task, answers, name) if kind in TASK_KINDS else None
+            empty = empty_reference(kind, task, answers, name) if kind not in ELEMENTWISE_KINDS else None
             ok["candidates"][cand["name"]] = {
                 "status": "PASS" if o.get("passed") else "FAIL", "cosine": o.get("cosine"),
                 "max_abs": o.get("max_abs"), "task": task, "task_text": task_text(kind, task),
@@ -250,7 +270,7 @@ def rows_and_flags(job: Job, res: dict) -> tuple[list[dict], list[dict]]:
                 flag("fail-at-cos", name, cand["name"],
                      f"fails ({'; '.join(o.get('failures', []))}) while every cosine of {cand['name']} is "
                      f">= {COS_EXACT} (this one {_f(o.get('cosine'))})")
-            if o.get("passed") and kind in TASK_KINDS and task and empty:
+            if o.get("passed") and kind not in ELEMENTWISE_KINDS and task and empty:
                 flag("empty-pass", name, cand["name"], f"{kind} passes on an empty reference answer "
                                                        f"({task_text(kind, task)})")
     for name, info in kinds.items():
@@ -267,8 +287,8 @@ def _line(r: dict, candidates: list[str]) -> str:
         got = r["candidates"].get(c)
         if got is None:
             cells += ["-", "-", "-"]
-        elif got.get("status") == "refused":
-            cells += ["refused", "", ""]
+        elif got.get("status") in ("refused", "LOAD"):
+            cells += [got["status"], "", ""]
         else:
             cells += [_f(got.get("cosine")), got.get("task_text", "-")[:30], got["status"]]
     kind = f"{r.get('spec') or r['kind']}"
@@ -307,7 +327,8 @@ def main(argv: list[str] | None = None) -> int:
             runs.append({"model": job.name, "source": job.source, "family": job.family, "rc": res["rc"],
                          "seconds": res["seconds"], "shapes": _spec(job.shapes),
                          "random_data": (res["doc"] or {}).get("random_data"),
-                         "inputs": (res["doc"] or {}).get("inputs"), "refused": res.get("refused") or {}})
+                         "inputs": (res["doc"] or {}).get("inputs"), "refused": res.get("refused") or {},
+                         "failed": res.get("failed") or {}, "extra_args": res.get("extra") or []})
             for row in r:
                 print(_line(row, candidates), flush=True)
             if not r:

@@ -3,7 +3,9 @@ the samples its jobs really use (the job's own `default_source`, and the compari
 
 from __future__ import annotations
 
+import onnx
 import pytest
+from onnx import TensorProto, helper
 from PySide6.QtCore import QStandardPaths
 
 from app.backends.tasks.common import default_source
@@ -115,6 +117,42 @@ def test_a_model_without_an_image_input_is_said_to_run_on_random_data(qtbot, win
     assert "INT8 is calibrated on random data too (16 other random samples)" in note
     assert step.checks["int8"].text() == "INT8 — 8-bit integers, calibrated on random data"
     assert step.folder.placeholderText() == "no folder: random data"
+
+
+def _one_input_model(path, name: str, shape: list[int]):
+    """A model of one float input, reduced to its mean: what its input looks like is all that matters here."""
+    x = helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node("ReduceMean", [name], ["y"], keepdims=0)], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def test_a_waveform_input_is_said_to_take_the_speech_sample(qtbot, window, tmp_path):
+    flow = window.guided
+    _to_shapes(qtbot, window, _one_input_model(tmp_path / "wave.onnx", "waveform", [1, 16000]))
+    _to_precisions(qtbot, window)
+    step = flow.precisions_step
+    source = default_source(_job_spec(window))
+    assert source.kind == "audio" and source.note.startswith("trtlab's speech sample")
+    assert step.inputs_note.text().startswith(f"Inputs: {flow.samples} stretches of {source.note}.")
+    assert "random" not in _shown(step) and "photo" not in _shown(step)
+    assert step.checks["int8"].text() == "INT8 — 8-bit integers, calibrated on trtlab's speech sample"
+
+
+def test_a_spectrogram_is_said_to_get_random_data_and_why(qtbot, window, tmp_path):
+    """One channel of 100×257 is a spectrogram, not a photo: the step gives the job's own reason."""
+    flow = window.guided
+    _to_shapes(qtbot, window, _one_input_model(tmp_path / "spec.onnx", "mel", [1, 1, 100, 257]))
+    _to_precisions(qtbot, window)
+    step = flow.precisions_step
+    source = default_source(_job_spec(window))
+    assert source.is_random and source.note
+    assert step.inputs_note.text().startswith(f"Inputs: {flow.samples} samples of random data (seed 0) "
+                                              f"({source.note}).")
+    assert "INT8 is calibrated on random data too" in step.inputs_note.text()
 
 
 def test_magika_runs_on_the_random_data_the_step_named(qtbot, window, models_dir):

@@ -3,9 +3,9 @@ runtime allows it, else each candidate is judged against the noise floor.
 
 Same seeds: each graph the compare job runs — the reference and every variant — is copied into the job's folder
 with every random node's `seed` fixed (app.core.model.seed_random_ops, by `backends/tasks/common.py: seeded_graph`;
-a seed the model sets is kept). The precision transforms
-keep random nodes FP32, so a variant's seeded node draws exactly the reference's numbers, sample for sample (each
-Run call takes the next draws of a fresh session). The model file itself is never changed.
+a seed the model sets is kept). The precision transforms keep random nodes FP32, so a variant's seeded node draws
+exactly the reference's numbers, sample for sample (each Run call takes the next draws of a fresh session). The
+model file itself is never changed.
 
 Noise floor: where the draws cannot match — a TensorRT engine ignores the seeds, another ONNX Runtime provider has
 another generator — the reference runs a second time with other seeds, and an output that fails its tolerances

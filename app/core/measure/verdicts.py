@@ -129,11 +129,11 @@ def caveats(compare: dict, bench: dict[str, dict]) -> list[str]:
     """What the audience should know before trusting the cards, in a few words each."""
     out = []
     if compare.get("random_data"):
-        out.append("Compared on random inputs: real images may differ (choose a folder of images to measure them).")
+        out.append("Compared on random inputs: real data may differ (give a folder of your own inputs to measure it).")
     notes = [n for ns in (compare.get("notes") or {}).values() for n in ns]
     notes += [n for d in bench.values() for n in d.get("notes") or []]
     if any(RANDOM_CALIBRATION in n for n in notes):
-        out.append("INT8 was calibrated on random data: with real images its answers usually change less.")
+        out.append("INT8 was calibrated on random data: calibrated on real data, its answers usually change less.")
     random_ops = compare.get("random_ops") or {}
     if random_ops.get("method"):
         out.append("The model draws random numbers: " + ("every precision drew the same ones (the same seeds)."

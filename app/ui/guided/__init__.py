@@ -1,1 +1,2 @@
-"""The guided comparison for first-time users: its steps and the flow between them."""
+"""The guided comparison for first-time users: its steps (steps.py), the flow between them (flow.py), and what it
+says about the demo model and the inputs, made from the facts the jobs use (words.py)."""

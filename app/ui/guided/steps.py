@@ -182,7 +182,7 @@ class ShapesStep(QWidget):
         self.grid.setColumnStretch(2, 2)
         one = len(inputs) == 1
         self.intro.setText((f"{about} " if about else "")
-                           + f"{model_name} takes {len(inputs)} input{'' if one else 's'}. "
+                           + f"{'It' if about else model_name} takes {len(inputs)} input{'' if one else 's'}. "
                            + (f"{'Its size comes' if one else 'Their sizes come'} from the model: nothing to change "
                               "unless you want another size." if not open_dims else
                               "Fill in the empty fields: the model does not say those sizes."))

@@ -157,11 +157,12 @@ def _why_random(opened: OpenedModel) -> str:
 
 def input_words(opened: OpenedModel, source: InputSource, samples: int) -> InputWords:
     """What the comparison runs on and what INT8 is calibrated on, for `source` (from `job_source`)."""
+    count = f"{max(1, samples)} sample{'s' if max(1, samples) != 1 else ''}"
     if source.is_random:
-        why = _why_random(opened)
+        # The job's own reason where it gives one (a spectrogram or feature map is not fed photos), else ours.
+        why = f" ({source.note})" if source.note else f", since {_why_random(opened)}"
         return InputWords(
-            runs_on=f"Inputs: {max(1, samples)} sample{'s' if max(1, samples) != 1 else ''} of random data "
-                    f"(seed {source.seed}), since {why}.",
+            runs_on=f"Inputs: {count} of random data (seed {source.seed}){why}.",
             calibration=f"INT8 is calibrated on random data too ({CALIB_SAMPLES} other random samples), so its "
                         "scales may not fit real inputs.",
             int8="calibrated on random data", short="random data", random=True)
@@ -182,6 +183,15 @@ def input_words(opened: OpenedModel, source: InputSource, samples: int) -> Input
                          f"INT8 is calibrated on {'all ' if calib == total else ''}{calib} of them."),
             int8="calibrated on trtlab's sample photos", short=f"trtlab's {total} sample photos", random=False)
     name = Path(source.path or "").name or str(source.path)
+    if source.kind == "audio":
+        # trtlab's speech sample (its note says so and where it goes), or a sound file given.
+        speech = "trtlab's speech sample" if source.note else source.describe()
+        rest = "; inputs that take no sound get random data" if len(inputs) > 1 else ""
+        return InputWords(
+            runs_on=f"Inputs: {max(1, samples)} stretch{'es' if max(1, samples) != 1 else ''} of "
+                    f"{source.note or speech}{rest}.",
+            calibration=f"INT8 is calibrated on the same sound (up to {CALIB_MAX} stretches of it).",
+            int8=f"calibrated on {speech}", short=speech, random=False)
     if source.kind == "images":
         return InputWords(
             runs_on=f"Inputs: the images in folder '{name}' (up to {samples * batch}){', ' + how if how else ''}.",
