@@ -360,7 +360,7 @@ def _plot_samples(name: str, rs: list[np.ndarray], cs: list[np.ndarray], total: 
     r, c = r.astype(dt, copy=False), c.astype(dt, copy=False)
     fr, fc = r[np.isfinite(r)], c[np.isfinite(c)]
     if fr.size or fc.size:
-        both = np.concatenate([fr, fc])
+        both = np.concatenate([fr, fc]).astype(np.float64)  # float32 edges fail on a range of a few ulps
         edges = np.histogram_bin_edges(both, bins=VALUE_BINS, range=(float(both.min()), float(both.max())))
         report.value_hist[name] = {side: (edges, np.rint(np.histogram(v, bins=edges)[0] * scale).astype(np.int64))
                                    for side, v in (("ref", fr), ("cand", fc))}

@@ -10,8 +10,9 @@ score threshold after class-wise NMS, and are judged as detections (``app.core.m
   Σ p·bin) times s; with one value per side (4 columns) the value times s. At least two levels with the same C and
   the same box width are needed.
 - ``pair`` — one boxes output N×A×4 (corners, as UltraFace and SSD exports decode them in the graph) and one scores
-  output N×A×C over the same A. When the scores come out of a softmax over C ≥ 2 columns, column 0 is the
-  background (the SSD convention) and classes are columns 1…C−1.
+  output N×A×C over the same A, with A ≥ 1000 anchors (a dense head: SLANet's 501 structure-token steps with their
+  cell boxes are no detector). When the scores come out of a softmax over C ≥ 2 columns, column 0 is the background
+  (the SSD convention) and classes are columns 1…C−1.
 
 The first scores output leads: it carries the task metrics and the answers; the other outputs of the head are part
 of it (their kind is ``tensor``, their ``part_of`` names the lead) and are not judged on their own. Families that
@@ -34,6 +35,7 @@ from app.core.measure.answers import SCORE_THRESHOLD, nms
 from app.core.measure.kinds import OutputKind
 
 STRIDES = (4, 8, 16, 32, 64, 128)
+PAIR_MIN_ANCHORS = 1000  # dense heads: UltraFace has 4,420 anchors at 320×240, SSD300 8,732
 _SCORE_OPS = {"Sigmoid", "Softmax"}
 _PASS = {"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Cast", "Flatten", "Concat"}
 
@@ -60,22 +62,24 @@ def split_heads(outputs: Mapping[str, Sequence[int | None]], image: tuple[int, i
                 prod: Mapping[str, onnx.NodeProto]) -> dict[str, OutputKind]:
     """The outputs of a split detection head (``gfl`` or ``pair``) as their kinds: the lead's ``detections`` kind
     with the whole group, the others ``tensor`` with ``part_of``; {} when the outputs hold no such head."""
-    rows = {n: d for n, d in outputs.items()
-            if len(d) == 3 and all(isinstance(v, int) and v > 0 for v in d[1:])}
+    rows: dict[str, tuple[int, int]] = {}  # output -> (anchors, values per anchor)
+    for n, d in outputs.items():
+        if len(d) == 3 and isinstance(d[1], int) and isinstance(d[2], int) and d[1] > 0 and d[2] > 0:
+            rows[n] = (d[1], d[2])
     by_anchors: dict[int, list[str]] = {}
     for n, d in rows.items():
-        by_anchors.setdefault(int(d[1]), []).append(n)  # type: ignore[arg-type]
+        by_anchors.setdefault(d[0], []).append(n)
     levels: list[tuple[int, str, str]] = []  # (anchors, scores, boxes)
     for anchors, names in by_anchors.items():
         scores = [n for n in names if _score_op(n, prod)]
-        boxes = [n for n in names if n not in scores and int(rows[n][2]) % 4 == 0]  # type: ignore[arg-type]
+        boxes = [n for n in names if n not in scores and rows[n][1] % 4 == 0]
         if len(scores) == 1 and len(boxes) == 1:
             levels.append((anchors, scores[0], boxes[0]))
     if not levels:
         return {}
     if image is not None and len(levels) >= 2:
         strided = sorted((s, sc, bx) for a, sc, bx in levels if (s := _stride(a, *image)) is not None)
-        widths = {(int(rows[sc][2]), int(rows[bx][2])) for _, sc, bx in strided}  # type: ignore[arg-type]
+        widths = {(rows[sc][1], rows[bx][1]) for _, sc, bx in strided}
         if len(strided) >= 2 and len(widths) == 1:
             bins = next(iter(widths))[1] // 4
             group = tuple(sc for _, sc, _ in strided) + tuple(bx for _, _, bx in strided)
@@ -86,9 +90,9 @@ def split_heads(outputs: Mapping[str, Sequence[int | None]], image: tuple[int, i
                               reason=f"a split detection head (PicoDet/GFL): {len(strided)} levels of {classes} class "
                                      f"scores and {box_words}, strides {', '.join(str(s) for s, _, _ in strided)}")
             return _with_members(lead)
-    if len(levels) == 1 and int(rows[levels[0][2]][2]) == 4:  # type: ignore[arg-type]
+    if len(levels) == 1 and rows[levels[0][2]][1] == 4 and levels[0][0] >= PAIR_MIN_ANCHORS:
         _, sc, bx = levels[0]
-        background = _score_op(sc, prod) == "Softmax" and int(rows[sc][2]) >= 2  # type: ignore[arg-type]
+        background = _score_op(sc, prod) == "Softmax" and rows[sc][1] >= 2
         lead = OutputKind("detections", layout="pair", group=(sc, bx), background=background,
                           reason=f"class scores with a boxes output ({bx}, corners)"
                                  + ("; column 0 of the softmax is the background" if background else ""))

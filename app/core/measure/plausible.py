@@ -32,11 +32,20 @@ CLASS_EPS = 1e-3
 
 
 def _scores(item: np.ndarray, kind: OutputKind) -> np.ndarray:
-    """The score values a reading uses, of one batch item."""
+    """The score values a reading uses, of one batch item (v5: objectness and class scores, each a probability)."""
     if kind.kind == "yolo":
         rows = item.T if kind.layout == "v8" else item
         return rows[:, 4:]
     return item[:, kind.score_col]
+
+
+def _anchor_scores(item: np.ndarray, kind: OutputKind) -> np.ndarray:
+    """Each anchor's score as the decoder ranks it: the best class score, × objectness for v5."""
+    rows = item.T if kind.layout == "v8" else item
+    if kind.layout == "v5":
+        classes = rows[:, 5:] if rows.shape[1] > 5 else np.ones((len(rows), 1))
+        return np.asarray(rows[:, 4] * classes.max(axis=1))
+    return np.asarray(rows[:, 4:].max(axis=1))
 
 
 def _not_probabilities(scores: np.ndarray) -> str:
@@ -55,7 +64,7 @@ def _boxes_implausible(ref: Sequence[np.ndarray], kind: OutputKind, scores_check
             np.concatenate([_scores(it, kind).ravel() for item in items for it in item]))):
         return why
     if kind.kind == "yolo":
-        on = max(float(np.mean(_scores(it, kind).max(axis=1) >= SCORE_THRESHOLD)) for item in items for it in item)
+        on = max(float(np.mean(_anchor_scores(it, kind) >= SCORE_THRESHOLD)) for item in items for it in item)
         if on > ANCHORS_ON_MAX:
             return f"{on:.0%} of its anchors score above {SCORE_THRESHOLD:g}: a detector finds a few objects"
     found = [b for r in ref for b in decode_boxes(r, kind, SCORE_THRESHOLD)]

@@ -86,15 +86,19 @@ def test_gfl_decoding_by_hand():
 
 def test_pair_head_drops_the_softmax_background_column():
     prod = {"scores": helper.make_node("Softmax", ["x"], ["scores"], axis=-1)}
-    kinds = split_heads({"scores": [1, 3, 2], "boxes": [1, 3, 4]}, None, prod)
+    kinds = split_heads({"scores": [1, 1200, 2], "boxes": [1, 1200, 4]}, None, prod)
     lead = kinds["scores"]
     assert lead.layout == "pair" and lead.background and kinds["boxes"].part_of == "scores"
-    scores = np.array([[[0.9, 0.1], [0.2, 0.8], [0.8, 0.2]]])
-    boxes = np.array([[[0, 0, 1, 1], [0.1, 0.2, 0.5, 0.6], [0, 0, 0.2, 0.2]]])
+    scores = np.tile([0.95, 0.05], (1, 1200, 1))
+    boxes = np.tile([0.0, 0.0, 0.2, 0.2], (1, 1200, 1))
+    scores[0, 1] = [0.2, 0.8]
+    boxes[0, 1] = [0.1, 0.2, 0.5, 0.6]
+    scores[0, 2] = [0.9, 0.1]  # background: its face score 0.1 is no face, though column 0 is 0.9
     rows = decode_group(lead, {"scores": scores, "boxes": boxes})
-    # only the second box is a face (0.8); the others are background with a low face score
     kept = rows[0][rows[0, :, 4] >= 0.25]
     np.testing.assert_allclose(kept, [[0.1, 0.2, 0.5, 0.6, 0.8, 0]])
+    # a sparse "head" is no pair: SLANet's 501 structure-token steps with their cell boxes
+    assert split_heads({"scores": [1, 501, 30], "boxes": [1, 501, 4]}, None, prod) == {}
 
 
 def test_split_head_fp16_is_judged_by_its_boxes():
