@@ -226,3 +226,12 @@ def test_a_partly_empty_reference_is_counted():
     assert out.judged_by == ["det_missed:0", "det_extra:0"]
     assert task_words(out.to_json()).endswith("; 1 of 2 sample(s) hold no answer to compare")
     assert out.answers[1]["ref_empty"] is True and out.answers[0]["ref_empty"] is False
+
+
+def test_a_v5_anchor_scores_objectness_times_class():
+    """yolov5-capspot: class scores about 0.5 everywhere, objectness about 0.02 — no anchor is on (0.01 < 0.25)."""
+    rows = np.zeros((1, 3549, 6))
+    rows[0, :, :4] = np.random.default_rng(0).uniform(-1, 2.5, (3549, 4))
+    rows[0, :, 4] = 0.02
+    rows[0, :, 5] = 0.55
+    assert implausible(OutputKind("yolo", layout="v5"), [rows]) == ""
