@@ -25,9 +25,13 @@ lists every shared and corpus model's outputs):
    sigmoid, a linear layer or a normalisation, when the model has a waveform input (float, N×T or N×C×T), or text or
    phoneme ids (an integer input of rank 1 or 2: text to speech), or the output's name says audio/wav/speech/pcm/
    sound → audio (``app.core.measure.audio: audio_reading`` has the rule in full; a test denoiser).
-4. The last op (past Reshape/Transpose/Squeeze/Identity/Cast…) is a Softmax/LogSoftmax, or a linear layer, on a
-   rank-3 output with a last dim ≥ 2 → sequence (slanet's structure tokens, g2p-BERT, slovorez, the EEG model's
-   time-major ``[time,batch,4]``, the LAC tagger); time-major when the second axis carries the input's batch.
+4. The last op (past Reshape/Transpose/Squeeze/Identity/Cast…) is a Softmax/LogSoftmax, or a linear layer (a
+   MatMul/Gemm/Einsum, or the Add of a bias to one) on a model without an image input — or after an LSTM/GRU/RNN on
+   one (an OCR recogniser: ddddocr's time-major ``[T,1,8210]`` CTC logits; not an output named as an embedding) — on
+   a rank-3 output with a last dim ≥ 2
+   → sequence (slanet's structure tokens, g2p-BERT, slovorez, the EEG model's time-major ``[time,batch,4]``, the LAC
+   tagger); time-major when the second axis carries the input's batch. An Add of two other tensors (silero-vad's
+   summed LSTM state) is no layer of scores.
 5. Rank 3 with a model image input, one non-batch side ≥ 8× the other and 5 ≤ the small side ≤ 1024 → yolo,
    ``v8`` when the small side comes first, ``v5`` otherwise (yolov5-capspot ``[1,3549,6]``).
 6. A LayerNormalization (or an L2 normalisation) last, or an output name with "emb"/"hidden"/"feature" →
@@ -271,6 +275,19 @@ _CLASS_WORDS = ("logit", "class", "cls", "label", "prob", "score", "pred", "fc")
 REGRESSION_MAX = 16  # a linear layer's few values with no class-like name: a regression, not class scores
 
 
+_RECURRENT = {"LSTM", "GRU", "RNN"}
+_MATMUL = {"MatMul", "Gemm", "Einsum"}
+
+
+def _scores_layer(head: onnx.NodeProto, prod: Mapping[str, onnx.NodeProto]) -> bool:
+    """Whether a linear layer makes the output: a MatMul/Gemm/Einsum, or the Add of a bias to one (an Add of two
+    other tensors — a recurrent state summed, a residual — is no layer of scores)."""
+    if head.op_type in _MATMUL:
+        return True
+    return head.op_type == "Add" and any(
+        (p := prod.get(i)) is not None and p.op_type in _MATMUL for i in head.input)
+
+
 def _regression(lname: str, columns: int) -> bool:
     """Whether a linear layer's N×K output reads as a regression (boxes, landmarks, one-class scores): its name says
     so, or it has few values (K ≤ REGRESSION_MAX) and no name that says classes (MTCNN's 1×4 box and 1×10 landmark
@@ -311,12 +328,15 @@ def infer_kind(name: str, dims: Sequence[int | None], elem_type: int, graph: onn
             return OutputKind("image", layout="nhw", reason=f"a {h}×{w} map of the {image_in[0]}×{image_in[1]} input")
     if heard := audio_reading(name, d, graph, inputs, head, prod):
         return OutputKind("audio", reason=heard)
+    named_embedding = any(k in name.lower() for k in ("emb", "hidden", "feature"))
+    recurrent = _reaches(name, prod, _RECURRENT, 30) if image_in and not named_embedding else ""
     if rank == 3 and last is not None and last >= 2 and (
             (head is not None and op in _SOFTMAX and _softmax_last(head, rank, name, prod))
-            or (op in _LINEAR and not image_in)):
+            or (head is not None and _scores_layer(head, prod) and (not image_in or recurrent))):
         batch = [v[0] for v in inputs.values() if len(v) >= 2]
         tnv = bool(batch) and d[0] not in batch and d[1] in batch
-        why = "a softmax over the last axis" if op in _SOFTMAX else f"a linear layer ({op}) last"
+        why = "a softmax over the last axis" if op in _SOFTMAX else f"a linear layer ({op}) last" + (
+            f" after an {recurrent} (an image read as a sequence: OCR)" if recurrent else "")
         return OutputKind("sequence", layout="tnv" if tnv else "ntv",
                           reason=f"{why}: {last} scores per step" + (", time-major" if tnv else ""))
     if rank == 3 and image_in and known is not None:

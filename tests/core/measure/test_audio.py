@@ -87,7 +87,7 @@ def test_the_defaults_pass_a_small_error_and_fail_a_broken_output():
     kind = OutputKind("audio")
     small = compare_samples([{"y": x[None, None]}], [{"y": (x + _noise_at(x, 50, seed=1))[None, None]}], "c",
                             kinds={"y": kind}).outputs[0]
-    assert small.judged_by == ["audio_snr_db:20", "lsd_db:5"] and small.passed, small.failures
+    assert small.judged_by == ["audio_snr_db:15", "lsd_db:5"] and small.passed, small.failures
     for broken in (np.zeros_like(x), np.roll(x, 128), -x, x + _noise_at(x, 10, seed=2)):
         m = compare_samples([{"y": x[None, None]}], [{"y": broken[None, None]}], "c", kinds={"y": kind}).outputs[0]
         assert not m.passed and any(f.startswith(("audio_snr_db", "lsd_db")) for f in m.failures), m.failures
@@ -288,7 +288,7 @@ def test_fp16_of_a_denoiser_is_judged_by_its_sound(tmp_path):
     assert "speech sample" in data["inputs"] and data["random_data"] is False
     assert data["output_kinds"]["enhanced"]["kind"] == "audio"
     out = data["candidates"][0]["outputs"][0]
-    assert out["kind"] == "audio" and out["judged_by"] == ["audio_snr_db:20", "lsd_db:5"] and out["passed"]
+    assert out["kind"] == "audio" and out["judged_by"] == ["audio_snr_db:15", "lsd_db:5"] and out["passed"]
     assert out["task"]["audio_snr_db"] > 50 and out["task"]["lsd_db"] < 0.5
     entry = data["answers"]["outputs"]["enhanced"]
     cand = entry["candidates"]["ort-cpu:fp16"]

@@ -235,3 +235,50 @@ def test_a_v5_anchor_scores_objectness_times_class():
     rows[0, :, 4] = 0.02
     rows[0, :, 5] = 0.55
     assert implausible(OutputKind("yolo", layout="v5"), [rows]) == ""
+
+
+# ------------------------------------------------------------------------------------------ sequences from images
+def _ocr_model(summed_state: bool = False) -> onnx.ModelProto:
+    """An OCR recogniser as ddddocr exports it: a 1×1×32×64 image, columns read by an LSTM, a Gemm to V=12 scores
+    per step, time-major [T, 1, V]. With `summed_state`, the output is instead the sum of the LSTM's two final
+    states (silero-vad's `stateN`), which is no layer of scores."""
+    rng = np.random.default_rng(0)
+    t, hid, v = 16, 8, 12
+    inits = [numpy_helper.from_array(rng.normal(0, 0.2, (4, 1, 4, 4)).astype(np.float32), "cw"),
+             numpy_helper.from_array(np.array([1, 32, t], np.int64), "s1"),
+             numpy_helper.from_array(rng.normal(0, 0.3, (1, 4 * hid, 32)).astype(np.float32), "W"),
+             numpy_helper.from_array(rng.normal(0, 0.3, (1, 4 * hid, hid)).astype(np.float32), "R"),
+             numpy_helper.from_array(np.array([t, hid], np.int64), "s2"),
+             numpy_helper.from_array(rng.normal(0, 0.3, (v, hid)).astype(np.float32), "fw"),
+             numpy_helper.from_array(np.zeros(v, np.float32), "fb"),
+             numpy_helper.from_array(np.array([t, 1, v], np.int64), "s3")]
+    nodes = [helper.make_node("Conv", ["image", "cw"], ["c"], kernel_shape=[4, 4], strides=[4, 4]),  # [1,4,8,16]
+             helper.make_node("Reshape", ["c", "s1"], ["cols"]),                                   # [1,32,16]
+             helper.make_node("Transpose", ["cols"], ["seq"], perm=[2, 0, 1]),                      # [16,1,32]
+             helper.make_node("LSTM", ["seq", "W", "R"], ["y", "yh", "yc"], hidden_size=hid)]
+    if summed_state:
+        nodes.append(helper.make_node("Add", ["yh", "yc"], ["out"]))                               # [1,1,8]
+        dims = [1, 1, hid]
+    else:
+        nodes += [helper.make_node("Reshape", ["y", "s2"], ["flat"]),
+                  helper.make_node("Gemm", ["flat", "fw", "fb"], ["logits"], transB=1),
+                  helper.make_node("Reshape", ["logits", "s3"], ["out"])]
+        dims = [t, 1, v]
+    graph = helper.make_graph(nodes, "ocr", [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 1, 32, 64])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, dims)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def test_an_ocr_recogniser_on_an_image_reads_as_a_time_major_sequence():
+    model = _ocr_model()
+    out = _run(model, [{"image": np.zeros((1, 1, 32, 64), np.float32)}])[0]["out"]
+    kind = infer_output_kinds(model, {"out": list(out.shape)})["out"]
+    assert kind.kind == "sequence" and kind.layout == "tnv" and "after an LSTM" in kind.reason
+
+
+def test_a_summed_state_is_no_sequence():
+    kind = infer_output_kinds(_ocr_model(summed_state=True))["out"]
+    assert kind.kind != "sequence"
