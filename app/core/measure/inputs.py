@@ -8,7 +8,10 @@ problem is an :class:`InputError` naming the input and the fix.
 
 Random data, per dtype:
 - float inputs: U[0, 1) for image-like 4-D inputs (1, 3 or 4 channels on axis 1 or axis 3), else N(0, 1);
-- integer inputs: uniform in :func:`integer_input_ranges` (token ids below the vocabulary size…);
+- integer inputs: uniform in :func:`integer_input_ranges` (token ids below the vocabulary size…); an integer input
+  named as a length beside a sequence input [N, T, …] holds T (the whole sequence);
+- a float input named as a scale with at most 8 values (Piper's noise and length scales) holds 1.0: its neutral
+  value, not a draw (a negative length scale makes no sound);
 - bool inputs: True or False with equal odds.
 """
 
@@ -237,13 +240,42 @@ def np_dtype(info: TensorInfo) -> np.dtype:
     return dt
 
 
+SCALE_VALUES_MAX = 8  # a float input named as a scale with at most this many values holds knobs, not data
+
+
+def _length_of(info: TensorInfo, inputs: list[TensorInfo], shapes: dict[str, tuple[int, ...]]) -> int | None:
+    """The sequence length a lengths input holds: an integer input named as a length, of shape (), [N] or [N, 1],
+    beside a sequence input [N, T, …] — each item is given the whole T (Piper's `input_lengths`, a tagger's
+    `length`), not a random 0 or 1."""
+    shape = shapes.get(info.name, ())
+    if "len" not in info.name.lower() or len(shape) > 2 or (len(shape) == 2 and shape[1] != 1):
+        return None
+    batch = shape[0] if shape else 1
+    for other in inputs:
+        dims = shapes.get(other.name, ())
+        if other.name != info.name and len(dims) >= 2 and dims[0] == batch:
+            return int(dims[1])
+    return None
+
+
+def _scale_knob(info: TensorInfo, shapes: dict[str, tuple[int, ...]]) -> bool:
+    """A float input named as a scale with a handful of values (Piper's `scales`: noise, length and noise-width
+    scales): knobs whose neutral value is 1, not data to draw from N(0, 1) (negative lengths make no sound)."""
+    size = int(np.prod(shapes.get(info.name, ()) or (1,)))
+    return "scale" in info.name.lower() and size <= SCALE_VALUES_MAX
+
+
 def random_recipe(model: onnx.ModelProto, inputs: list[TensorInfo],
                   shapes: dict[str, tuple[int, ...]]) -> dict[str, str]:
     """How random data is drawn for each input, in words (shown next to results from random data)."""
     ranges = integer_input_ranges(model)
     out = {}
     for info in inputs:
-        if info.dtype == "bool":
+        if _is_int_dtype(info.dtype) and (length := _length_of(info, inputs, shapes)) is not None:
+            out[info.name] = f"the sequence length {length} (a lengths input)"
+        elif info.dtype.startswith("float") and _scale_knob(info, shapes):
+            out[info.name] = "1.0 each (a scale input: its neutral value)"
+        elif info.dtype == "bool":
             out[info.name] = "random bool"
         elif _is_int_dtype(info.dtype):
             lo, hi = ranges.get(info.name, DEFAULT_INT_RANGE)
@@ -266,7 +298,11 @@ def _random_samples(model: onnx.ModelProto, inputs: list[TensorInfo], shapes: di
         for info in inputs:
             shape, dt = shapes[info.name], np_dtype(info)
             arr: np.ndarray
-            if dt.kind == "b":
+            if recipe[info.name].startswith("the sequence length"):
+                arr = np.full(shape, _length_of(info, inputs, shapes) or 1, dtype=np.int64)
+            elif recipe[info.name].startswith("1.0 each"):
+                arr = np.ones(shape, dtype=np.float32)
+            elif dt.kind == "b":
                 arr = rng.random(shape) < 0.5
             elif dt.kind in "iu":
                 lo, hi = ranges.get(info.name, DEFAULT_INT_RANGE)

@@ -594,3 +594,26 @@ def test_unreadable_image_and_layout_errors(tmp_path, tiny_model, image_model, t
     assert "Set the layout to NCHW" in e.value.fix
     with pytest.raises(InputError, match="feeds one image input, but the model has 2 inputs"):
         _make(two_input_model, InputSource("images", str(tmp_path)), {"x": (1, 4), "ids": (1, 3)})
+
+
+def test_lengths_hold_the_sequence_length_and_scales_their_neutral_value():
+    """Piper's inputs: phoneme ids [1, T], `input_lengths` [1] and `scales` [3] (noise, length, noise width). Random
+    lengths of 0 or 1 and scales from N(0, 1) made ~256 samples of sound; a length is T and a scale is 1."""
+
+    nodes = [helper.make_node("Cast", ["input_lengths"], ["lf"], to=TensorProto.FLOAT),
+             helper.make_node("ReduceSum", ["scales"], ["s"], keepdims=0),
+             helper.make_node("Mul", ["lf", "s"], ["out"])]
+    graph = helper.make_graph(nodes, "piper_like", [
+        helper.make_tensor_value_info("input", TensorProto.INT64, [1, "T"]),
+        helper.make_tensor_value_info("input_lengths", TensorProto.INT64, [1]),
+        helper.make_tensor_value_info("scales", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    infos = [value_info_to_tensor_info(v) for v in graph_inputs(model.graph)]
+    shapes = resolve_input_shapes(infos, {"input": (1, 48)})
+    recipe = random_recipe(model, infos, shapes)
+    assert recipe["input_lengths"] == "the sequence length 48 (a lengths input)"
+    assert recipe["scales"] == "1.0 each (a scale input: its neutral value)"
+    (sample,) = make_samples(model, infos, shapes, InputSource(kind="random", seed=0), samples=1)
+    assert sample["input_lengths"].tolist() == [48] and sample["scales"].tolist() == [1.0, 1.0, 1.0]
+    assert sample["input"].dtype == np.int64 and sample["input"].shape == (1, 48)
