@@ -384,6 +384,8 @@ def compare_samples(reference: list[dict[str, np.ndarray]], candidate: list[dict
         m = _compare_output(out, ref, cand, report, seed)
         kind = (kinds or {}).get(out) or OutputKind("tensor")
         m.kind, m.kind_spec = kind.kind, kind.text()
+        if kind.kind == "audio" and m.shape_mismatch:  # a sound of another length: say it in time, not in dims
+            _sound_length(m, ref, cand, kind)
         if kind.part_of:  # one output of a split detection head: judged as the boxes read on its lead
             m.passed = not m.failures
             report.outputs.append(m)
@@ -408,6 +410,22 @@ def compare_samples(reference: list[dict[str, np.ndarray]], candidate: list[dict
     used = {j for o in report.outputs for j in o.judged_by}
     report.unused = [str(t) for t in tols if str(t) not in used]
     return report
+
+
+def _sound_length(m: OutputMetrics, ref: list[np.ndarray], cand: list[np.ndarray | None], kind: OutputKind) -> None:
+    """A waveform whose length changed (a TTS voice's durations moved): its failure in samples and milliseconds."""
+    pair = next(((r, c) for r, c in zip(ref, cand, strict=True) if c is not None and r.shape != c.shape), None)
+    if pair is None or pair[0].ndim != pair[1].ndim:
+        return
+    r, c = pair
+    axis = int(np.argmax(r.shape))
+    delta = int(c.shape[axis]) - int(r.shape[axis])
+    rate = kind.rate or 16000
+    words = (f"the sound is {abs(delta)} samples ({abs(delta) / rate * 1000:.0f} ms at {rate} Hz"
+             f"{'' if kind.rate else ', assumed'}) {'longer' if delta > 0 else 'shorter'} than the reference's "
+             f"({r.shape[axis]} samples): its timing changed")
+    m.failures[m.failures.index(m.shape_mismatch)] = words
+    m.shape_mismatch = words
 
 
 def _decoded_head(kind: OutputKind, reference: list[dict[str, np.ndarray]], candidate: list[dict[str, np.ndarray]]

@@ -298,3 +298,15 @@ def test_fp16_of_a_denoiser_is_judged_by_its_sound(tmp_path):
     with wave.open(io.BytesIO(wav_from_uri(cand["sound"][1]))) as w:
         assert (w.getframerate(), w.getnframes()) == (16000, 16000)
     assert "this sample: sound: SNR" in sample_words("audio", cand["per_sample"][0])
+
+
+def test_a_sound_of_another_length_is_said_in_time():
+    """A TTS voice whose FP16 durations moved by one 256-sample frame: the failure says so in samples and ms."""
+    from app.core.measure import compare_samples
+
+    ref = [{"o": np.sin(np.arange(27648) / 10).astype(np.float32)[None, None, None]}]
+    cand = [{"o": np.sin(np.arange(27904) / 10).astype(np.float32)[None, None, None]}]
+    (out,) = compare_samples(ref, cand, "c", kinds={"o": OutputKind.parse("audio:rate=22050")}).outputs
+    assert not out.passed
+    assert out.failures[0] == ("the sound is 256 samples (12 ms at 22050 Hz) longer than the reference's (27648 "
+                               "samples): its timing changed")
