@@ -7,7 +7,8 @@ result.
     DISPLAY=:99 QT_QPA_PLATFORM=xcb python docs/screenshots_verdicts.py --size 1280x800 --out /tmp/shots \
         MODEL[:SHAPES] ...
 
-SHAPES as the CLI takes them (``image:1x3x800x608``); with no model, the test detector of absent objects is made.
+SHAPES as the CLI takes them (``image:1x3x800x608``); ``absent`` (the default) is the test detector of objects the
+sample photos do not hold.
 """
 
 # ruff: noqa: T201  (a script that reports what it did)
@@ -43,11 +44,12 @@ def main() -> int:
     w.show()
     w.resize(width, height)
     settle(app)
-    models = list(args.models)
-    if not models:
+    models = list(args.models) or ["absent"]
+    if "absent" in models:
         from tests.detector_models import save, topk_detector_model
 
-        models = [str(save(topk_detector_model(k=300, class_bias=-14.0), Path(tempfile.mkdtemp()), "absent.onnx"))]
+        made = save(topk_detector_model(k=300, class_bias=-14.0), Path(tempfile.mkdtemp()), "absent.onnx")
+        models[models.index("absent")] = str(made)
     results: list[tuple[str, dict]] = []
     w.run_controller.resultReady.connect(lambda kind, _spec, data, _title: results.append((kind, data)))
 

@@ -92,9 +92,11 @@ def _plural(n: int, one: str, many: str = "") -> str:
 
 
 def task_of(o: Mapping[str, Any]) -> dict[str, Any] | None:
-    """An output's task metrics when its answer was judged (a task kind, read without error), else None."""
+    """An output's task metrics when its answer was judged (a task kind, read without error, a reference answer that
+    is not empty on every sample), else None."""
     task = o.get("task")
-    if not isinstance(task, Mapping) or "error" in task or o.get("kind") not in TASK_KINDS:
+    if not isinstance(task, Mapping) or "error" in task or o.get("kind") not in TASK_KINDS \
+            or task.get("empty_reference"):
         return None
     return dict(task)
 
@@ -256,6 +258,8 @@ def text_diff(ref: str, cand: str) -> list[dict[str, str]]:
 
 def _sample_note(kind: str, per_sample: object, text: object) -> str:
     """A candidate's verdict on one sample, where the result has it (masks: IoU; text: same or not)."""
+    if isinstance(per_sample, Mapping) and per_sample.get("ref_empty"):
+        return "nothing to compare: the reference found nothing"
     if kind == "image" and isinstance(per_sample, Mapping):
         iou, psnr = _number(per_sample.get("mask_iou")), _number(per_sample.get("psnr_db"))
         if iou is not None:

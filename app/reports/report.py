@@ -9,6 +9,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from app.core.measure import EMPTY_ADVICE, empty_reference
 from app.reports import svg
 from app.reports.answers import answers_section, scorecard_phrase, task_of
 from app.reports.charts import bench_charts, compare_plots, engine_chart
@@ -156,6 +157,11 @@ def _caveats(items: list[ReportItem], benches: dict[str, dict]) -> list[str]:
         random_note = str((i.data.get("random_ops") or {}).get("note") or "") if i.kind == "compare" else ""
         if random_note:
             out.append(f"Random numbers: {random_note}.")
+    empty = sorted({str(o.get("name")) for i in items if i.kind == "compare" for c in i.data.get("candidates") or []
+                    for o in c.get("outputs") or [] if isinstance(o, dict) and empty_reference(o)})
+    if empty:
+        out.append(f"The reference found nothing to compare on these inputs ({', '.join(empty)}): those outputs were "
+                   f"judged by their values; {EMPTY_ADVICE}.")
     targets = {str(c.get("name")) for i in items if i.kind == "compare" for c in i.data.get("candidates") or []}
     for t in sorted(targets | set(benches)):
         e = _emulation(t)

@@ -179,3 +179,15 @@ def test_the_same_detector_on_photos_with_its_objects_is_judged_by_boxes(tmp_pat
     assert code == 0, err
     assert out["judged_by"] == ["det_missed:0", "det_extra:0"] and out["task"]["matched"] > 0
     assert "empty_reference" not in out["task"] and 0 < out["task"]["empty_samples"] < 5
+
+
+def test_the_report_says_there_was_nothing_to_compare(absent_model, tmp_path):
+    out = tmp_path / "absent.json"
+    trtlab("compare", absent_model, "--candidate", "ort-cpu:fp16", "--json", str(out))
+    page = tmp_path / "absent.html"
+    r = trtlab("report", str(out), "-o", str(page))
+    assert r.returncode == 0, r.stderr
+    text = page.read_text(encoding="utf-8")
+    assert "The reference found nothing to compare on these inputs (dets)" in text
+    assert "no answer to compare" in text and "nothing to compare: the reference found nothing" in text
+    assert "boxes unchanged: 0 matched" not in text  # the scorecard judges by the values, not by zero boxes
