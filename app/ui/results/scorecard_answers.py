@@ -24,8 +24,15 @@ class ReferenceCard(QFrame):
         self.blurb.setWordWrap(True)
         self.blurb.setStyleSheet("color:#5f6368;")
         self.photo, self.picture = PictureLabel(), PictureLabel()
-        for w, stretch in ((self.title, 0), (self.blurb, 0), (self.photo, 2), (self.picture, 2)):
+        # Without a picture of its own (an input that is not an image, an answer drawn on every card): says so.
+        self.no_picture = QLabel("The input is not an image, and FP32's answer is drawn on each precision's card "
+                                 "beside that precision's own.")
+        self.no_picture.setWordWrap(True)
+        self.no_picture.setStyleSheet("color:#5f6368;")
+        for w, stretch in ((self.title, 0), (self.blurb, 0), (self.no_picture, 0), (self.photo, 2),
+                           (self.picture, 2)):
             col.addWidget(w, stretch)
+        col.addStretch(0)
         self.set_sample(0)
 
     def set_sample(self, sample: int) -> None:
@@ -36,6 +43,7 @@ class ReferenceCard(QFrame):
         self.photo.setVisible(self.photo.has_picture())
         self.picture.set_picture(pixmap_from_uri(ref[sample] if sample < len(ref) else None))
         self.picture.setVisible(self.picture.has_picture())
+        self.no_picture.setVisible(not self.photo.has_picture() and not self.picture.has_picture())
 
     def apply_fonts(self, base: QFont) -> None:
         f = QFont(base)
