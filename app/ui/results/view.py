@@ -294,7 +294,9 @@ class ResultsView(QWidget):
             return ""
         texts = {t for t in self.state.inputs_text.values() if t}
         data = ("random data" if any(self.state.random.values()) else
-                "trtlab's sample photos" if any("sample photos" in t for t in texts) else "the chosen input data")
+                "trtlab's sample photos" if any("sample photos" in t for t in texts) else
+                "trtlab's speech sample" if any("speech sample" in t for t in texts) else
+                next(iter(texts)).split(" (")[0] if len(texts) == 1 else "the chosen input data")
         n = "/".join(str(s) for s in samples)
         return f"compared on {n} sample{'s' if samples != [1] else ''} of {data}"
 
