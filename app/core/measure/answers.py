@@ -3,7 +3,8 @@
 - detections / yolo: boxes with a score ≥ ``score_threshold`` (0.25) are matched to the reference's by class and
   IoU ≥ 0.5 (greedy, best IoU first). A box just under the threshold on one side still counts as found (the
   other side's boxes are matched down to half the threshold), so a score of 0.251 against 0.249 is no change.
-  ``matched``, ``missed`` (reference boxes not found), ``extra`` (candidate boxes not in the reference),
+  Two boxes of (almost) no width or height match when their corners agree within 1 % of their length (their IoU
+  would be 0/0). ``matched``, ``missed`` (reference boxes not found), ``extra`` (candidate boxes not in the reference),
   ``mean_iou`` of the matches and the largest score change. Order never matters: a list that only reorders passes.
   Raw YOLO heads are decoded first (cx, cy, w, h → corners; score = class score, × objectness for v5; class-wise
   NMS at IoU 0.45, at most 300 boxes); a box that one side's NMS keeps and the other's suppresses, because its
@@ -119,7 +120,19 @@ def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
     area = lambda z: np.clip(z[:, 2] - z[:, 0], 0, None) * np.clip(z[:, 3] - z[:, 1], 0, None)
     union = area(a)[:, None] + area(b)[None, :] - inter
-    return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
+    iou = np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
+    # Two boxes of (almost) no width or height — a detector's box clipped at the border, a line — have an IoU that
+    # rounding alone sends to 0: they are the same box when their corners agree to within 1 % of their length.
+    def thin(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        sides = np.abs(z[:, 2:4] - z[:, 0:2])
+        return sides.min(axis=1) <= 0.01 * sides.max(axis=1), sides.max(axis=1)
+
+    thin_a, long_a = thin(a)
+    thin_b, _ = thin(b)
+    if thin_a.any() and thin_b.any():
+        near = np.abs(a[:, None, :4] - b[None, :, :4]).max(axis=2) <= 0.01 * np.maximum(long_a, 1e-9)[:, None]
+        iou = np.where(thin_a[:, None] & thin_b[None, :] & near, np.maximum(iou, 1.0), iou)
+    return iou
 
 
 def nms(boxes: np.ndarray, iou: float = NMS_IOU, limit: int = MAX_BOXES) -> np.ndarray:

@@ -14,6 +14,10 @@ score threshold after class-wise NMS, and are judged as detections (``app.core.m
   cell boxes are no detector). When the scores come out of a softmax over C ≥ 2 columns, column 0 is the background
   (the SSD convention) and classes are columns 1…C−1.
 
+- ``list`` — detections the model lists itself after its own NMS, in three outputs over the same K rows: boxes
+  [N,]K×4 (corners), scores [N,]K and integer labels [N,]K (torchvision's Faster R-CNN, RetinaNet and SSD exports,
+  RT-DETR's deploy export). Kept as listed (no NMS of trtlab's).
+
 The first scores output leads: it carries the task metrics and the answers; the other outputs of the head are part
 of it (their kind is ``tensor``, their ``part_of`` names the lead) and are not judged on their own. Families that
 cannot be decoded from the graph alone (anchor-based heads with learned priors, heat-map face detectors such as
@@ -37,6 +41,7 @@ from app.core.measure.kinds import OutputKind
 STRIDES = (4, 8, 16, 32, 64, 128)
 PAIR_MIN_ANCHORS = 1000  # dense heads: UltraFace has 4,420 anchors at 320×240, SSD300 8,732
 _SCORE_OPS = {"Sigmoid", "Softmax"}
+_FLOATS = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
 _PASS = {"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Cast", "Flatten", "Concat"}
 
 
@@ -112,7 +117,32 @@ def infer_output_kinds(model: onnx.ModelProto, output_dims: Mapping[str, Sequenc
             for o in graph.output if o.name not in (user or {})}
     image = per_output.image_input(per_output.declared_inputs(graph, input_dims))
     out.update(split_heads(free, image, per_output.producers(graph)))
+    floats = {o.name for o in graph.output if o.type.tensor_type.elem_type in _FLOATS}
+    if not any(k.group or k.part_of for k in out.values()):
+        out.update(listed_detections(free, floats))
     return out
+
+
+def listed_detections(outputs: Mapping[str, Sequence[int | None]], floats: set[str]) -> dict[str, OutputKind]:
+    """Detections the model lists itself, after its own NMS, in three outputs over the same K: boxes [N,]K×4,
+    scores [N,]K and integer labels [N,]K (torchvision's Faster R-CNN, RetinaNet and SSD exports; RT-DETR's deploy
+    export) → ``detections:list``; {} when the outputs hold no such triple."""
+    def known(d: Sequence[int | None]) -> tuple[int, ...] | None:
+        return tuple(d) if all(isinstance(v, int) and v > 0 for v in d) else None  # type: ignore[arg-type]
+
+    shapes = {n: k for n, d in outputs.items() if (k := known(d)) is not None}
+    for boxes, dims in shapes.items():
+        if boxes not in floats or len(dims) not in (2, 3) or dims[-1] != 4:
+            continue
+        rows = dims[:-1]
+        scores = [n for n, d in shapes.items() if n != boxes and d == rows and n in floats]
+        labels = [n for n, d in shapes.items() if n != boxes and d == rows and n not in floats]
+        if len(scores) == 1 and len(labels) == 1:
+            lead = OutputKind("detections", layout="list", group=(scores[0], boxes, labels[0]),
+                              reason=f"a list of detections in three outputs: boxes ({boxes}), scores "
+                                     f"({scores[0]}) and labels ({labels[0]}) over {rows[-1]} rows")
+            return _with_members(lead)
+    return {}
 
 
 def _with_members(lead: OutputKind) -> dict[str, OutputKind]:
@@ -139,6 +169,8 @@ def decode_group(kind: OutputKind, sample: Mapping[str, np.ndarray], floor: floa
     """One sample's head decoded to rows [items, K, 6] (x1, y1, x2, y2, score, class) after class-wise NMS, padded
     with rows of score −1 to a common K."""
     arrays = [np.asarray(sample[n], dtype=np.float64) for n in kind.group]
+    if kind.layout == "list" and arrays[0].ndim == 1:  # torchvision: one image, no batch axis
+        arrays = [a[None] for a in arrays]
     items = arrays[0].shape[0]
     out = []
     for i in range(items):
@@ -155,6 +187,12 @@ def decode_group(kind: OutputKind, sample: Mapping[str, np.ndarray], floor: floa
                 box = np.column_stack([cx - d[:, 0], cy - d[:, 1], cx + d[:, 2], cy + d[:, 3]])
                 found.append(_rows(box, scores[i], floor))
             rows = np.concatenate(found) if found else np.zeros((0, 6))
+        elif kind.layout == "list":  # the model's own list, its NMS done: kept as it is
+            scores, boxes, labels = (a[i] for a in arrays)
+            keep = np.isfinite(scores) & (scores >= floor)
+            rows = np.column_stack([boxes[keep, :4], scores[keep], np.rint(labels[keep])])
+            out.append(rows[np.argsort(-rows[:, 4], kind="stable")])
+            continue
         else:
             scores, boxes = arrays[0][i], arrays[1][i]
             if kind.background:

@@ -339,3 +339,82 @@ def test_picodet_layout_boxes_land_on_a_rendered_page():
     assert covered((60, 40, 420, 70)) > 0.5, rows      # the title
     assert covered((60, 110, 460, 400)) > 0.5, rows    # the paragraphs
     assert covered((60, 440, 350, 620)) > 0.5, rows    # the chart
+
+
+# ------------------------------------------------------------------------------------------ listed detections
+def listed_model() -> onnx.ModelProto:
+    """torchvision's detection export: `boxes` [M, 4] (corners, pixels), `scores` [M] and `labels` [M] int64 after
+    the model's own NonMaxSuppression over the anchors of a strided convolution (no NMS of trtlab's)."""
+    rng = np.random.default_rng(2)
+    a = 8 * 8
+    inits = [numpy_helper.from_array(rng.normal(0, 0.4, (4 + CLASSES, 3, 8, 8)).astype(np.float32), "w"),
+             numpy_helper.from_array(np.concatenate([np.zeros(4), np.full(CLASSES, -2.0)]).astype(np.float32), "b"),
+             numpy_helper.from_array(np.array([4 + CLASSES, a], np.int64), "flat"),
+             numpy_helper.from_array(np.array([4, CLASSES], np.int64), "split"),
+             numpy_helper.from_array(np.array([64.0, 64.0, 16.0, 16.0], np.float32).reshape(4, 1), "scale"),
+             numpy_helper.from_array(np.array([[1, 0, 1, 0], [0, 1, 0, 1], [-0.5, 0, 0.5, 0], [0, -0.5, 0, 0.5]],
+                                              np.float32), "to_corners"),
+             numpy_helper.from_array(np.array([0], np.int64), "ax0"),
+             numpy_helper.from_array(np.array([100], np.int64), "max_out"),
+             numpy_helper.from_array(np.array([0.45], np.float32), "iou"),
+             numpy_helper.from_array(np.array([0.05], np.float32), "floor"),
+             numpy_helper.from_array(np.array([1, 2], np.int64), "cls_box"),
+             numpy_helper.from_array(np.array(2, np.int64), "two"),
+             numpy_helper.from_array(np.array(1, np.int64), "one")]
+    nodes = [helper.make_node("Conv", ["image", "w", "b"], ["c"], kernel_shape=[8, 8], strides=[8, 8]),
+             helper.make_node("Reshape", ["c", "flat"], ["f"]),                   # [4+C, A]
+             helper.make_node("Split", ["f", "split"], ["raw_box", "logit"], axis=0),
+             helper.make_node("Sigmoid", ["raw_box"], ["box01"]),
+             helper.make_node("Mul", ["box01", "scale"], ["cxcywh"]),             # [4, A]
+             helper.make_node("Transpose", ["cxcywh"], ["cxcywh_t"], perm=[1, 0]),
+             helper.make_node("MatMul", ["cxcywh_t", "to_corners"], ["corners"]),  # [A, 4]
+             helper.make_node("Sigmoid", ["logit"], ["prob"]),                    # [C, A]
+             helper.make_node("Unsqueeze", ["corners", "ax0"], ["nms_boxes"]),
+             helper.make_node("Unsqueeze", ["prob", "ax0"], ["nms_scores"]),
+             helper.make_node("NonMaxSuppression", ["nms_boxes", "nms_scores", "max_out", "iou", "floor"], ["sel"]),
+             helper.make_node("Gather", ["sel", "two"], ["box_idx"], axis=1),     # [M]
+             helper.make_node("Gather", ["sel", "one"], ["labels"], axis=1),
+             helper.make_node("Gather", ["sel", "cls_box"], ["pair"], axis=1),    # [M, 2]: class, box
+             helper.make_node("GatherND", ["prob", "pair"], ["scores"]),
+             helper.make_node("Gather", ["corners", "box_idx"], ["boxes"], axis=0)]
+    outs = [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, ["M", 4]),
+            helper.make_tensor_value_info("labels", TensorProto.INT64, ["M"]),
+            helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["M"])]
+    graph = helper.make_graph(nodes, "listed", [helper.make_tensor_value_info("image", TensorProto.FLOAT,
+                                                                              [1, 3, 64, 64])], outs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def test_boxes_scores_and_labels_are_one_answer():
+    model = listed_model()
+    rng = np.random.default_rng(4)
+    ref = _run(model, [{"image": rng.uniform(0, 1, (1, 3, 64, 64)).astype(np.float32)} for _ in range(3)])
+    kinds = infer_output_kinds(model, {n: list(v.shape) for n, v in ref[0].items()})  # M: known from the run
+    lead = kinds["scores"]
+    assert lead.kind == "detections" and lead.layout == "list" and lead.group == ("scores", "boxes", "labels")
+    assert kinds["boxes"].part_of == "scores" and kinds["labels"].part_of == "scores"
+    proven = prove_kinds(kinds, ref)
+    assert proven["scores"].layout == "list"
+    rows = decode_group(proven["scores"], ref[0])
+    assert rows.shape[0] == 1 and np.all(rows[0, :, 4][rows[0, :, 4] >= 0] >= 0.125)
+    np.testing.assert_array_equal(rows[0, 0, :4], ref[0]["boxes"][0])  # the best listed box first, as listed
+    cand = [{k: (v.astype(np.float16).astype(v.dtype) if v.dtype == np.float32 else v) for k, v in s.items()}
+            for s in ref]
+    report = compare_samples(ref, cand, "fp16", kinds=proven)
+    lead_out = next(o for o in report.outputs if o.name == "scores")
+    assert lead_out.task is not None and lead_out.task["matched"] > 0 and lead_out.task["missed"] == 0
+    assert report.passed
+
+
+def test_two_lines_at_one_place_are_the_same_box():
+    """A box of no width (clipped at the border) rounds in FP16 to a box of no width a hair away: the same box."""
+    from app.core.measure.answers import iou_matrix
+
+    a = np.array([[33.16, 47.18, 33.16, 57.73]])
+    b = np.array([[33.16, 47.19, 33.1601, 57.72], [40.0, 47.18, 40.0, 57.73]])
+    np.testing.assert_allclose(iou_matrix(a, b), [[1.0, 0.0]])
+    square = np.array([[0.0, 0.0, 10.0, 10.0]])
+    assert iou_matrix(square, np.array([[0.0, 0.0, 10.0, 5.0]]))[0, 0] == 0.5  # ordinary boxes as before
