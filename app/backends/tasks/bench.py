@@ -12,6 +12,7 @@ from app.backends.tasks.common import (
     open_ort_session,
     prepare_samples,
     progress,
+    seeded_graph,
     variant_path,
     where_it_ran,
     workdir,
@@ -25,13 +26,33 @@ if TYPE_CHECKING:
 @takes(BenchSpec)
 def bench_task(spec: BenchSpec, ctx: JobContext | None) -> dict:
     """`trtlab bench`: latency statistics of one target."""
-    from app.core.measure import Budget, MeasureCancelled, device_of, measure
+    from app.core.measure import find_randomness
+    from app.core.measure.random_draws import timing_json, timing_note
 
     target = spec.target
-    mode = spec.mode
     prep = prepare_samples(spec.with_(samples=1), ctx)
     progress(ctx, 0.0, f"Preparing {target.name}…")
     path, variant_notes = variant_path(prep.model_path, target, ctx, spec)
+    # Random nodes: seeded as `compare` seeds them, so the graph timed is the graph compared (the copy is removed).
+    randomness = find_randomness(prep.model_path)
+    try:
+        if randomness is not None:
+            path = seeded_graph(randomness, target, ctx)(path)
+            variant_notes.append(timing_note(randomness, target))
+        doc = _bench(spec, ctx, prep, path, variant_notes)
+    finally:
+        if randomness is not None:
+            randomness.remove_copies()
+    if randomness is not None:
+        doc["random_ops"] = timing_json(randomness, target)
+    return doc
+
+
+def _bench(spec: BenchSpec, ctx: JobContext | None, prep: Prepared, path: str, variant_notes: list[str]) -> dict:
+    """The timed runs of the graph at `path`, then where its nodes ran (ONNX Runtime) or its engine layers' times."""
+    from app.core.measure import Budget, MeasureCancelled, device_of, measure
+
+    target, mode = spec.target, spec.mode
     engine = open_engine_session(target, path, spec, ctx, prep.shapes) if target.backend in ENGINE_BACKENDS else None
     session: Session = engine if engine is not None else open_ort_session(target, path, spec)
     try:

@@ -28,7 +28,7 @@ from app.core.model import graph_inputs, value_info_to_tensor_info
 from app.core.precision import PrecisionPlan
 
 if TYPE_CHECKING:
-    from app.core.measure import InputSource, OutputKind, Randomness
+    from app.core.measure import CandidateReport, InputSource, OutputKind, Randomness
     from app.jobs import JobContext
 
 log = logging.getLogger(__name__)
@@ -267,17 +267,79 @@ def seeded_graph(randomness: Randomness, target: Target, ctx: JobContext | None,
     def seeded(path: str) -> str:
         if target.builds_engine:
             return path
-        from app.core.model import seed_random_ops
         from app.core.precision import save_model
 
         name = label or target.name
         model = onnx.load(path)
-        randomness.seeds[name] = seed_random_ops(model, base, keep_seeds=base == 0)
+        seed_model(randomness, model, name, base)
         out = workdir(ctx) / "seeded" / f"{Path(path).stem}.{name.replace(':', '_')}.onnx"
         save_model(model, out)
         randomness.copies.append(out)
         return str(out)
     return seeded
+
+
+def seed_model(randomness: Randomness, model: onnx.ModelProto, name: str, base: int = 0) -> None:
+    """Seed every random node of a loaded graph (in place) as `seeded_graph` does, and record the seeds under `name`
+    (a target's name, or "floor")."""
+    from app.core.model import seed_random_ops
+
+    randomness.seeds[name] = seed_random_ops(model, base, keep_seeds=base == 0)
+
+
+# Models that draw random numbers, in the jobs that compare a reference with candidates (compare, diagnose,
+# fallback): the same seeds where a candidate runs on the reference's ONNX Runtime provider, else the noise floor
+# (app.core.measure.random_draws). `random_draws` says which for each candidate, `draws_rewrite` gives the seeded
+# graph to run, `floor_rewrite` the reference's graph with other seeds, and `judge_draws` a candidate's notes.
+
+def random_draws(model_path: str, reference: Target, candidates: list[Target]) -> Randomness | None:
+    """The model's random nodes and how each candidate's draws are matched with the reference's (SAME_SEEDS or
+    NOISE_FLOOR); None when the model draws no random numbers."""
+    from app.core.measure import NOISE_FLOOR, SAME_SEEDS, find_randomness, same_draws
+
+    randomness = find_randomness(model_path)
+    if randomness is not None:
+        randomness.methods = {c.name: SAME_SEEDS if same_draws(reference, c) else NOISE_FLOOR for c in candidates}
+    return randomness
+
+
+def draws_rewrite(randomness: Randomness | None, target: Target, ctx: JobContext | None
+                  ) -> Callable[[str], str] | None:
+    """`run_outputs`' `rewrite` for the reference or a candidate: the seeded copy, unless the model draws no random
+    numbers or the candidate is judged against the noise floor (it draws its own numbers: its graph stays)."""
+    from app.core.measure import SAME_SEEDS
+
+    if randomness is None or randomness.methods.get(target.name, SAME_SEEDS) != SAME_SEEDS:
+        return None
+    return seeded_graph(randomness, target, ctx)
+
+
+def floor_rewrite(randomness: Randomness, reference: Target, ctx: JobContext | None) -> Callable[[str], str]:
+    """The reference's graph with every random node drawn from other seeds: the noise floor's second run."""
+    from app.core.measure import FLOOR_SEED_BASE
+
+    return seeded_graph(randomness, reference, ctx, FLOOR_SEED_BASE, "floor")
+
+
+def judge_draws(randomness: Randomness, reference: Target, candidate: Target, report: CandidateReport,
+                floor: Callable[[], CandidateReport]) -> list[str]:
+    """A candidate's notes about the random nodes; a candidate judged against the noise floor is judged so here (in
+    place, app.core.measure.judge_by_floor). `floor()` gives the reference against itself with other draws (run
+    when first needed): a candidate that fails on the same draws gets it for scale."""
+    from app.core.measure import NOISE_FLOOR, floor_text, judge_by_floor, target_note
+
+    notes = [target_note(randomness, reference, candidate)]
+    if randomness.methods.get(candidate.name) == NOISE_FLOOR:
+        notes += [f"noise floor: {n}" for n in judge_by_floor(report, floor())]
+    elif not report.passed:
+        notes += [f"noise floor (for scale; judged on the same draws): {o.name}: {floor_text(o)}"
+                  for o in floor().outputs]
+    return notes
+
+
+def no_random_ops() -> dict[str, object]:
+    """A job's `random_ops` for a model that draws no random numbers."""
+    return {"nodes": [], "method": None, "note": ""}
 
 
 def where_it_ran(session: ProfiledSession, path: str, name: str) -> dict:

@@ -9,26 +9,19 @@ import numpy as np
 
 from app.backends.tasks.common import (
     Prepared,
+    draws_rewrite,
     fallback_note,
+    floor_rewrite,
+    judge_draws,
+    no_random_ops,
     output_kinds,
     prepare_samples,
     progress,
+    random_draws,
     run_outputs,
-    seeded_graph,
 )
 from app.backends.tasks.specs import CompareSpec, takes
-from app.core.measure import (
-    FLOOR_SEED_BASE,
-    NOISE_FLOOR,
-    SAME_SEEDS,
-    Randomness,
-    find_randomness,
-    floor_summary,
-    floor_text,
-    judge_by_floor,
-    same_draws,
-    target_note,
-)
+from app.core.measure import NOISE_FLOOR, Randomness, floor_summary, target_note
 
 if TYPE_CHECKING:
     from app.core.measure import CandidateReport, OutputKind
@@ -38,13 +31,11 @@ if TYPE_CHECKING:
 @takes(CompareSpec)
 def compare_task(spec: CompareSpec, ctx: JobContext | None) -> dict:
     """`trtlab compare`: the reference and each candidate on the same samples, then every metric."""
-    reference, candidates = spec.reference, list(spec.candidates)
     prep = prepare_samples(spec, ctx)
     # Random nodes: the same seeds for the reference and each variant, else the noise floor (measure/random_draws.py).
-    randomness = find_randomness(prep.model_path)
+    randomness = random_draws(prep.model_path, spec.reference, list(spec.candidates))
     if randomness is None:
         return compare_runs(spec, ctx, prep, None)
-    randomness.methods = {c.name: SAME_SEEDS if same_draws(reference, c) else NOISE_FLOOR for c in candidates}
     try:
         return compare_runs(spec, ctx, prep, randomness)
     finally:
@@ -60,7 +51,7 @@ def compare_runs(spec: CompareSpec, ctx: JobContext | None, prep: Prepared, rand
     steps = 1 + len(candidates) + (randomness is not None and NOISE_FLOOR in randomness.methods.values())
     placements: dict[str, dict] = {reference.name: {}}
     ref_out, ref_notes = run_outputs(reference, prep, spec, ctx, (0.0, 1.0 / steps), placements[reference.name],
-                                     rewrite=seeded_graph(randomness, reference, ctx) if randomness else None)
+                                     rewrite=draws_rewrite(randomness, reference, ctx))
     kinds = output_kinds(spec, prep, ref_out)
     floors: list[CandidateReport] = []
 
@@ -69,7 +60,7 @@ def compare_runs(spec: CompareSpec, ctx: JobContext | None, prep: Prepared, rand
         if not floors:
             assert randomness is not None
             floor_out, _ = run_outputs(reference, prep, spec, ctx, ((steps - 1) / steps, 1.0),
-                                       rewrite=seeded_graph(randomness, reference, ctx, FLOOR_SEED_BASE, "floor"))
+                                       rewrite=floor_rewrite(randomness, reference, ctx))
             progress(ctx, None, "Measuring the noise floor…")
             floors.append(compare_samples(ref_out, floor_out, "noise floor", tolerances, kinds=kinds))
             randomness.floor = floor_summary(floors[0])
@@ -81,23 +72,16 @@ def compare_runs(spec: CompareSpec, ctx: JobContext | None, prep: Prepared, rand
     for k, cand in enumerate(candidates):
         placements[cand.name] = {}
         out, cand_notes = run_outputs(cand, prep, spec, ctx, ((k + 1) / steps, (k + 2) / steps), placements[cand.name],
-                                      rewrite=seeded_graph(randomness, cand, ctx)
-                                      if randomness and randomness.methods[cand.name] == SAME_SEEDS else None)
+                                      rewrite=draws_rewrite(randomness, cand, ctx))
         notes[cand.name] = cand_notes
         progress(ctx, None, f"Comparing {cand.name} with {reference.name}…")
         report = compare_samples(ref_out, out, cand.name, tolerances, kinds=kinds)
         if randomness is not None:
-            cand_notes.append(target_note(randomness, reference, cand))
-            if randomness.methods[cand.name] == NOISE_FLOOR:
-                cand_notes += [f"noise floor: {n}" for n in judge_by_floor(report, noise_floor())]
-            elif not report.passed:  # for scale: how far other draws move the reference itself
-                cand_notes += [f"noise floor (for scale; judged on the same draws): {o.name}: {floor_text(o)}"
-                               for o in noise_floor().outputs]
+            cand_notes += judge_draws(randomness, reference, cand, report, noise_floor)
         reports.append(report)
         cand_outputs.append(out)
     doc = compare_report_json(reference.name, len(prep.samples), reports)
-    doc["random_ops"] = randomness.to_json() if randomness is not None else {"nodes": [], "method": None,
-                                                                             "note": ""}
+    doc["random_ops"] = randomness.to_json() if randomness is not None else no_random_ops()
     doc.update({"inputs": prep.source_text, "random_data": prep.random_data, "notes": notes,
                 "shapes": {k: list(v) for k, v in prep.shapes.items()},
                 "tolerances": sorted({str(t) for c in doc.get("candidates", []) for t in c.get("tolerances", [])})

@@ -17,13 +17,14 @@ from app.backends.tasks.common import (
     open_ort_session,
     prepare_samples,
     progress,
+    seeded_graph,
     variant_path,
     workdir,
 )
 from app.backends.tasks.specs import ProfileSpec, takes
 
 if TYPE_CHECKING:
-    from app.core.measure import Profile
+    from app.core.measure import Profile, Randomness
     from app.jobs import JobContext
 
 WARMUP_RUNS = 3  # not profiled into the medians: first runs allocate and pick kernels
@@ -32,14 +33,23 @@ WARMUP_RUNS = 3  # not profiled into the medians: first runs allocate and pick k
 @takes(ProfileSpec)
 def profile_task(spec: ProfileSpec, ctx: JobContext | None) -> dict:
     """Per-node medians over `spec.iterations` runs of the first sample, by node, by op type and by device."""
-    from app.core.measure import profile_delta, slower_reasons
+    from app.core.measure import find_randomness, profile_delta, slower_reasons
+    from app.core.measure.random_draws import timing_json
 
     prep = prepare_samples(spec.with_(samples=1), ctx)
     targets = spec.targets()
+    # Random nodes: seeded as `compare` seeds them, so the graph profiled is the graph compared (copies, removed).
+    randomness = find_randomness(prep.model_path)
     docs = []
-    for k, target in enumerate(targets):
-        span = (k / len(targets), (k + 1) / len(targets))
-        docs.append(_profile_one(target, spec, prep, ctx, span))
+    try:
+        for k, target in enumerate(targets):
+            span = (k / len(targets), (k + 1) / len(targets))
+            docs.append(_profile_one(target, spec, prep, ctx, span, randomness))
+            if randomness is not None:
+                docs[-1]["random_ops"] = timing_json(randomness, target)
+    finally:
+        if randomness is not None:
+            randomness.remove_copies()
     doc = docs[-1]
     if len(docs) == 2:
         against = docs[0]
@@ -52,12 +62,16 @@ def profile_task(spec: ProfileSpec, ctx: JobContext | None) -> dict:
 
 
 def _profile_one(target: Target, spec: ProfileSpec, prep: Prepared, ctx: JobContext | None,
-                 span: tuple[float, float]) -> dict:
+                 span: tuple[float, float], randomness: Randomness | None = None) -> dict:
     from app.core.measure import parse_ort_profile
+    from app.core.measure.random_draws import timing_note
 
     lo, hi = span
     progress(ctx, lo, f"Preparing {target.name}…")
     path, notes = variant_path(prep.model_path, target, ctx, spec)
+    if randomness is not None:
+        path = seeded_graph(randomness, target, ctx)(path)
+        notes.append(timing_note(randomness, target))
     graph = onnx.load(path, load_external_data=False).graph
     sample = prep.samples[0]
     if target.backend in ENGINE_BACKENDS:

@@ -7,6 +7,10 @@ a seed the model sets is kept). The precision transforms keep random nodes FP32,
 exactly the reference's numbers, sample for sample (each Run call takes the next draws of a fresh session). The
 model file itself is never changed.
 
+`diagnose` and `fallback` match the draws the same way (`backends/tasks/common.py: random_draws`, `draws_rewrite`,
+`judge_draws`); `bench` and `profile` run the seeded copy too, so the graph timed is the graph compared
+(`timing_note`).
+
 Noise floor: where the draws cannot match — a TensorRT engine ignores the seeds, another ONNX Runtime provider has
 another generator — the reference runs a second time with other seeds, and an output that fails its tolerances
 passes when the candidate is as close to the reference as the reference is to itself (within FLOOR_SLACK).
@@ -119,10 +123,32 @@ def target_note(randomness: Randomness, reference: Target, target: Target) -> st
             f"{FLOOR_SLACK:g}× the reference's difference from itself")
 
 
+def timing_note(randomness: Randomness, target: Target) -> str:
+    """The note a timed or profiled target carries about the random nodes: the graph run is the seeded copy that
+    `compare` judges (timing does not depend on the draws), or an engine that ignores the seeds."""
+    if target.backend not in SEEDED_BACKENDS:
+        return (f"random numbers: {randomness.text}: {target.backend} does not take their seeds; the timing does not "
+                "depend on the draws")
+    return (f"random numbers: the seeds of {randomness.text} fixed as `compare` fixes them, so this runs the graph "
+            "compare judges (a copy in the job's folder; the model file is unchanged); the timing does not depend on "
+            "the draws")
+
+
+def timing_json(randomness: Randomness, target: Target) -> dict[str, object]:
+    """A timed or profiled target's `random_ops`: the random nodes, whether the graph run had their seeds fixed (a
+    TensorRT engine ignores them) and the seeds, and the note."""
+    seeded = target.backend in SEEDED_BACKENDS
+    return {"nodes": [op.name for op in randomness.ops], "seeded": seeded,
+            "seeds": randomness.seeds.get(target.name) if seeded else None, "note": timing_note(randomness, target)}
+
+
 def floor_summary(floor: CandidateReport) -> dict[str, dict[str, object]]:
     """The noise floor per output: how far the reference is from itself with other draws."""
     return {o.name: {"cosine": o.cosine, "mean_abs": o.mean_abs, "max_abs": o.max_abs, "passed": o.passed,
                      "shape_mismatch": o.shape_mismatch or None} for o in floor.outputs}
+
+
+FLOOR_USABLE_COS = 0.9  # a noise floor below this hides any precision's error: no verdict is drawn from it
 
 
 def judge_by_floor(report: CandidateReport, floor: CandidateReport) -> list[str]:
@@ -131,7 +157,9 @@ def judge_by_floor(report: CandidateReport, floor: CandidateReport) -> list[str]
     An output passes when every tolerance it fails is met within FLOOR_SLACK of the floor's value for it: an error
     metric at most 1.5× the floor's, a similarity's distance from 1 at most 1.5× the floor's, a dB metric within
     1.8 dB. Outputs whose shape, type or finiteness differ, and outputs the reference meets against itself, keep
-    their verdict: there the difference is the candidate's, not the noise's."""
+    their verdict: there the difference is the candidate's, not the noise's. Nor is an output judged whose floor is
+    below a cosine of FLOOR_USABLE_COS: noise that large would hide any precision's error (a floor at cos 0.34
+    passes a candidate down to cos 0.01), so its failure stands, with the reason."""
     by_name = {o.name: o for o in floor.outputs}
     notes = []
     for m in report.outputs:
@@ -148,6 +176,11 @@ def judge_by_floor(report: CandidateReport, floor: CandidateReport) -> list[str]
                          + (m.shape_mismatch or m.dtype_mismatch or "new NaN/Inf values"
                             if (m.shape_mismatch or m.dtype_mismatch or m.new_nonfinite) else
                             "the reference's own shape changes with its draws"))
+            continue
+        if f.cosine is not None and f.cosine < FLOOR_USABLE_COS:
+            notes.append(f"{m.name}: not judged: other draws alone move the reference this far ({where}), more than "
+                         "a precision's rounding would; compare on one provider (the same seeds) or with the noise "
+                         "scaled to 0")
             continue
         tols = [Tolerance.parse(t) for t in m.judged_by]
         failing = [t for t in tols if t.check(m) is not None]
