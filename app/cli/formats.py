@@ -18,6 +18,9 @@ def format_fallback(doc: dict) -> str:
     lines += [f"    {k}" for k in doc["keep_high_precision"]]
     if doc.get("random_data"):
         lines.append("NOTE: measured on random inputs; real data may need a different set.")
+    notes = doc.get("notes") or {}
+    lines += [f"  note: {n}" for n in (notes.get(doc["candidate"], []) if isinstance(notes, dict) else notes)
+              if str(n).startswith(("random numbers", "noise floor"))]
     if doc.get("plan_file"):
         lines.append(f"Plan saved to {doc['plan_file']} (use it with --plan)")
     return "\n".join(lines)
@@ -36,7 +39,9 @@ def format_diagnose(doc: dict) -> str:
              f"First NaN/Inf: {doc['first_nonfinite'] or 'none'}    Worst layer: {doc['worst'] or '—'}"]
     rows = sorted((r for r in doc["layers"] if r["cosine"] is not None), key=lambda r: r["cosine"])[:10]
     lines += [f"  {r['node'][:48]:<48} {r['op']:<18} cos {r['cosine']:.6f}  max|Δ| {num(r['max_abs'], '.3g')}  "
-              f"nan {r['nan']} inf {r['inf']}" for r in rows]
+              f"nan {r['nan']} inf {r['inf']}" + ("  (within the noise floor)" if r.get("within_floor") else "")
+              for r in rows]
+    lines += [f"  note: {n}" for n in doc.get("notes") or [] if str(n).startswith(("random numbers", "noise floor"))]
     return "\n".join(lines)
 
 
