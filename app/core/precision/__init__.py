@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from app.core.precision.diagnose import (
     RELATIVE,
+    LayerError,
     compare_matched,
     diagnose_outputs,
     diff_numerically,
@@ -14,6 +15,7 @@ from app.core.precision.diagnose import (
     tensor_error,
 )
 from app.core.precision.fallback import STOP_CANCELLED, SearchStopped, rank_candidates, search, with_high_precision
+from app.core.precision.fallback import measure as measure_target
 from app.core.precision.plan import (
     PRECISIONS,
     GraphFacts,
@@ -30,8 +32,8 @@ from app.core.precision.transforms.qdq_rules import qdq_issues
 from app.core.precision.transforms.validate import Gate, InvalidVariant, node_in, register_parser_gate
 from app.core.precision.variants import build_variant, model_digest, save_model
 
-__all__ = ["PRECISIONS", "RELATIVE", "STOP_CANCELLED", "Gate", "GraphFacts", "InvalidVariant", "PlanError",
-           "PlannedNode", "PrecisionPlan", "SearchStopped", "build_variant", "compare_matched", "diagnose_outputs",
-           "diff_numerically", "expose_all", "half_inputs", "has_bfloat16", "model_digest", "model_opsets", "node_in",
-           "node_keys", "qdq_issues", "raise_opset", "rank_candidates", "register_parser_gate",
-           "save_model", "search", "tensor_error", "widen_bfloat16", "with_high_precision"]
+__all__ = ["PRECISIONS", "RELATIVE", "STOP_CANCELLED", "Gate", "GraphFacts", "InvalidVariant", "LayerError",
+           "PlanError", "PlannedNode", "PrecisionPlan", "SearchStopped", "build_variant", "compare_matched",
+           "diagnose_outputs", "diff_numerically", "expose_all", "half_inputs", "has_bfloat16", "measure_target",
+           "model_digest", "model_opsets", "node_in", "node_keys", "qdq_issues", "raise_opset", "rank_candidates",
+           "register_parser_gate", "save_model", "search", "tensor_error", "widen_bfloat16", "with_high_precision"]

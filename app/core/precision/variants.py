@@ -26,8 +26,9 @@ from app.core.precision.plan import PlanError, PrecisionPlan
 # parameters follow its data into FP16. 10: FP16 keeps nodes FP32 whose activations leave its safe range. 13: that
 # range is AutoCast's 512, sums of ReduceMean count, a MatMul after Transpose(perm=[1, 0, 2]) stays FP32.
 # 17: Q/DQ models are raised to opset 19 for FP16, their Q/DQ nodes follow the data into FP16. 22: Bernoulli stays
-# FP32 like the other random generators.)
-TRANSFORM_VERSION = 22
+# FP32 like the other random generators. 23: INT8 keeps the weights and constants that If/Loop/Scan bodies read from
+# the enclosing graph, and gives those nodes the float model's bodies.)
+TRANSFORM_VERSION = 23
 CACHE_MAX_BYTES = int(float(os.environ.get("TRTLAB_CACHE_MAX_GB", "5")) * 1e9)  # oldest variants go beyond this
 _MAX_PROTO = 1_800_000_000  # protobuf refuses to serialize ≥ 2 GiB; larger variants keep weights outside
 

@@ -6,6 +6,11 @@ channel) instead of activations. After: only the planned INT8 nodes read dequant
 (:func:`keep_fp32_inputs`), every scale has the float type of the tensor it scales and is finite and
 positive (:func:`fix_scales`), and no initializer is empty (TensorRT's parser warns on each one:
 :func:`restore_empty_constants`).
+
+If/Loop/Scan bodies read tensors of the enclosing graph by name, with no input of their node naming them (an
+openWakeWord head's verifier weights, silero-vad's hop length and GRU weights). Every edit here counts those reads
+(:func:`graph_reads`): a tensor a body reads is never dropped, and keeps its name and its float value. The bodies
+themselves are the float model's own: the quantizer only works on the top-level graph.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from app.core.model import node_subgraphs
+from app.core.precision.transforms.half_rules import outer_names
 from app.core.precision.transforms.qdq_rules import QUANT_OPS
 
 # Input positions that hold a weight, by op.
@@ -21,13 +28,24 @@ WEIGHT_INPUT = {"Conv": 1, "ConvTranspose": 1, "MatMul": 1, "Gemm": 1}
 _FLOAT_TYPES = {TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16}
 
 
+def graph_reads(graph: onnx.GraphProto) -> set[str]:
+    """Every name `graph` reads: its nodes' inputs, what their subgraphs read from this scope, its outputs."""
+    read = {o.name for o in graph.output}
+    for node in graph.node:
+        read.update(i for i in node.input if i)
+        if node.attribute:
+            read |= outer_names(node)
+    return read
+
+
 def fold_computed_weights(work: onnx.ModelProto, wanted: set[str], const_derived: set[str]
                           ) -> tuple[int, list[str]]:
     """Replace each weight of a `wanted` node that is computed from constants alone by its float value.
 
     Only tensors read by nothing but wanted nodes' weight inputs are folded (an embedding table that a
-    Gather also reads stays in its compact form); the nodes that computed them go when nothing else
-    reads them. Returns the number of weights folded and the names of the nodes removed.
+    Gather also reads, or a tensor an If/Loop body reads, stays in its compact form); the nodes that
+    computed them go when nothing else reads them. Returns the number of weights folded and the names of
+    the nodes removed.
     """
     g = work.graph
     inits = {t.name for t in g.initializer}
@@ -35,6 +53,7 @@ def fold_computed_weights(work: onnx.ModelProto, wanted: set[str], const_derived
     for n in g.node:
         for j, i in enumerate(n.input):
             readers.setdefault(i, []).append((n, j))
+    in_bodies = {i for n in g.node if n.attribute for i in outer_names(n)}
     outputs = {o.name for o in g.output}
     targets = []
     for n in g.node:
@@ -42,7 +61,7 @@ def fold_computed_weights(work: onnx.ModelProto, wanted: set[str], const_derived
         if n.name not in wanted or pos is None or pos >= len(n.input):
             continue
         w = n.input[pos]
-        if w in inits or w not in const_derived or w in outputs or w in targets:
+        if w in inits or w not in const_derived or w in outputs or w in in_bodies or w in targets:
             continue
         if all(r.name in wanted and WEIGHT_INPUT.get(r.op_type) == k for r, k in readers.get(w, [])):
             targets.append(w)
@@ -54,7 +73,7 @@ def fold_computed_weights(work: onnx.ModelProto, wanted: set[str], const_derived
     # Drop the nodes that computed them, and whatever fed only those nodes.
     removed: list[str] = []
     while True:
-        read = {i for n in g.node for i in n.input} | outputs
+        read = graph_reads(g)
         have = {t.name for t in g.initializer}
         dead = [k for k, n in enumerate(g.node)
                 if all(not o or o in have or o not in read for o in n.output)
@@ -64,7 +83,7 @@ def fold_computed_weights(work: onnx.ModelProto, wanted: set[str], const_derived
         for k in reversed(dead):
             removed.append(g.node[k].name)
             del g.node[k]
-    read = {i for n in g.node for i in n.input} | outputs
+    read = graph_reads(g)
     keep = [t for t in g.initializer if t.name in read]
     del g.initializer[:]
     g.initializer.extend(keep)
@@ -102,7 +121,8 @@ def keep_fp32_inputs(q: onnx.ModelProto, work: onnx.ModelProto, wanted: set[str]
     """Give every node outside `wanted` its original inputs and outputs back; drop Q/DQ nobody reads.
 
     ONNX Runtime re-wires *every* reader of a quantized tensor (and renames a quantized graph output's
-    producer); only the planned INT8 nodes should read the dequantized copy.
+    producer); only the planned INT8 nodes should read the dequantized copy. A node with If/Loop/Scan bodies
+    gets the float model's bodies back, which read the float tensors by their original names.
     """
     g = q.graph
     original = {n.name: n for n in work.graph.node}
@@ -137,35 +157,39 @@ def keep_fp32_inputs(q: onnx.ModelProto, work: onnx.ModelProto, wanted: set[str]
         else:
             del node.input[:]
             node.input.extend(orig.input)
+            if any(True for _ in node_subgraphs(orig)):
+                del node.attribute[:]
+                node.attribute.extend(orig.attribute)
     restore_float_weights(q, work)
     drop_dead(q)
 
 
 def restore_float_weights(q: onnx.ModelProto, work: onnx.ModelProto) -> None:
-    """Float weights a float node reads again, when the quantizer replaced them by their INT8 copy."""
+    """Float weights a float node (or an If/Loop/Scan body) reads again, when the quantizer replaced them by their
+    INT8 copy or dropped them as unread."""
     g = q.graph
     have = {t.name for t in g.initializer} | {i.name for i in g.input} | {o for n in g.node for o in n.output}
     orig_inits = {t.name: t for t in work.graph.initializer}
     for node in g.node:
-        for name in node.input:
+        for name in (*node.input, *(sorted(outer_names(node)) if node.attribute else ())):
             if name and name not in have and name in orig_inits:
                 g.initializer.append(orig_inits[name])
                 have.add(name)
 
 
 def drop_dead(q: onnx.ModelProto) -> None:
-    """Remove Q/DQ nodes whose outputs nobody reads, then initializers nobody reads."""
+    """Remove Q/DQ nodes whose outputs nobody reads, then initializers nobody reads (If/Loop/Scan bodies
+    included)."""
     g = q.graph
-    outputs = {o.name for o in g.output}
     while True:
-        read = {i for n in g.node for i in n.input} | outputs
+        read = graph_reads(g)
         dead = {i for i, n in enumerate(g.node) if n.op_type in QUANT_OPS and not any(o in read for o in n.output)}
         if not dead:
             break
         keep = [n for i, n in enumerate(g.node) if i not in dead]
         del g.node[:]
         g.node.extend(keep)
-    read = {i for n in g.node for i in n.input} | outputs
+    read = graph_reads(g)
     keep_inits = [t for t in g.initializer if t.name in read]
     if len(keep_inits) != len(g.initializer):
         del g.initializer[:]
@@ -255,7 +279,7 @@ def restore_empty_constants(model: onnx.ModelProto, names: dict[str, str] | None
             for j in (1, 2):
                 if j < len(n.input) and n.input[j] in empty:
                     n.input[j] = ""
-    read = {i for n in g.node for i in n.input} | {o.name for o in g.output}
+    read = graph_reads(g)
     keep = [t for t in g.initializer if t.name not in empty]
     consts = [helper.make_node("Constant", [], [name], name=(names or {}).get(name, f"Constant:{name}"), value=t)
               for name, t in empty.items() if name in read]
