@@ -131,12 +131,12 @@ def model_inputs(args: argparse.Namespace) -> list[TensorInfo]:
 
 def _photos(args: argparse.Namespace, flag: str) -> dict:
     """`--inputs photos`: the sample photos fitted to the model's image input (refused for other models)."""
-    from app.core.measure import photo_source_for, resolve_input_shapes
+    from app.core.measure import model_metadata, photo_source_for, resolve_input_shapes
     from app.core.model import parse_shape_spec
 
     inputs = model_inputs(args)
     given = parse_shape_spec(args.shapes, inputs) if args.shapes else {}
-    source = photo_source_for(inputs, resolve_input_shapes(inputs, given))
+    source = photo_source_for(inputs, resolve_input_shapes(inputs, given), model_metadata(model_doc(args).model))
     if source is None:
         raise CliInputError(f"--{flag} photos: this model has no single image input (N×3×H×W or N×H×W×3) to feed "
                             "photos to.", fix=f"Give --{flag} a .npz file, a folder of samples, or 'random'.")

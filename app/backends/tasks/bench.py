@@ -26,8 +26,7 @@ if TYPE_CHECKING:
 @takes(BenchSpec)
 def bench_task(spec: BenchSpec, ctx: JobContext | None) -> dict:
     """`trtlab bench`: latency statistics of one target."""
-    from app.core.measure import find_randomness
-    from app.core.measure.random_draws import timing_json, timing_note
+    from app.core.measure import find_randomness, timing_json, timing_note
 
     target = spec.target
     prep = prepare_samples(spec.with_(samples=1), ctx)

@@ -121,6 +121,7 @@ def default_source(spec: JobInputs, model: onnx.ModelProto | None = None) -> Inp
     spectrogram input was not fed photos)."""
     from app.core.measure import (
         InputSource,
+        model_metadata,
         model_rate,
         not_photos,
         parse_output_kinds,
@@ -139,7 +140,7 @@ def default_source(spec: JobInputs, model: onnx.ModelProto | None = None) -> Inp
         return InputSource(kind="random", seed=spec.seed)
     rate = model_rate(model) or next((k.rate for k in parse_output_kinds(dict(spec.output_kinds)).values()
                                       if k.kind == "audio" and k.rate), None)
-    return (photo_source_for(infos, shapes) or speech_source_for(infos, shapes, rate)
+    return (photo_source_for(infos, shapes, model_metadata(model)) or speech_source_for(infos, shapes, rate)
             or InputSource(kind="random", seed=spec.seed, note=not_photos(infos, shapes)))
 
 
@@ -157,7 +158,8 @@ def prepare_samples(spec: JobInputs, ctx: JobContext | None = None) -> Prepared:
     from app.core.measure import SAMPLES_DIR
 
     if source.kind == "images" and source.path and Path(source.path).resolve() == SAMPLES_DIR.resolve():
-        text = "trtlab's sample photos (" + (source.preprocess.describe() if source.preprocess else "") + ")"
+        text = "trtlab's sample photos (" + (source.preprocess.describe() if source.preprocess else "") + ")" + (
+            f"; {source.note}" if source.note else "")
     return Prepared(model_path, samples, text, source.is_random, shapes, source)
 
 

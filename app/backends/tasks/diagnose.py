@@ -27,7 +27,7 @@ from app.backends.tasks.specs import DiagnoseSpec, JobInputs, takes
 
 if TYPE_CHECKING:
     from app.core.measure import CandidateReport, Randomness
-    from app.core.precision.diagnose import LayerError
+    from app.core.precision import LayerError
     from app.jobs import JobContext
 
 

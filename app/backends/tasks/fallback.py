@@ -177,7 +177,7 @@ class _NoiseFloor:
         if not self.judging:
             return report
         from app.core.measure import judge_by_floor
-        from app.core.precision.fallback import measure
+        from app.core.precision import measure_target as measure
 
         failing = {o.name for o in report.outputs if not o.passed}
         judge_by_floor(report, self())

@@ -33,8 +33,7 @@ WARMUP_RUNS = 3  # not profiled into the medians: first runs allocate and pick k
 @takes(ProfileSpec)
 def profile_task(spec: ProfileSpec, ctx: JobContext | None) -> dict:
     """Per-node medians over `spec.iterations` runs of the first sample, by node, by op type and by device."""
-    from app.core.measure import find_randomness, profile_delta, slower_reasons
-    from app.core.measure.random_draws import timing_json
+    from app.core.measure import find_randomness, profile_delta, slower_reasons, timing_json
 
     prep = prepare_samples(spec.with_(samples=1), ctx)
     targets = spec.targets()
@@ -63,8 +62,7 @@ def profile_task(spec: ProfileSpec, ctx: JobContext | None) -> dict:
 
 def _profile_one(target: Target, spec: ProfileSpec, prep: Prepared, ctx: JobContext | None,
                  span: tuple[float, float], randomness: Randomness | None = None) -> dict:
-    from app.core.measure import parse_ort_profile
-    from app.core.measure.random_draws import timing_note
+    from app.core.measure import parse_ort_profile, timing_note
 
     lo, hi = span
     progress(ctx, lo, f"Preparing {target.name}…")

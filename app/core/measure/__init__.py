@@ -58,9 +58,18 @@ from app.core.measure.random_draws import (
     judge_by_floor,
     same_draws,
     target_note,
+    timing_json,
+    timing_note,
 )
 from app.core.measure.results import COLUMNS, RANDOM_CALIBRATION, ResultsState
-from app.core.measure.samples import SAMPLES_DIR, not_photos, photo_source_for, sample_photos, speech_source_for
+from app.core.measure.samples import (
+    SAMPLES_DIR,
+    model_metadata,
+    not_photos,
+    photo_source_for,
+    sample_photos,
+    speech_source_for,
+)
 from app.core.measure.tolerance import ELEMENTWISE, METRICS, Tolerance, ToleranceError, fmt_metric
 from app.core.measure.verdicts import (
     A_LITTLE_COS,
@@ -84,12 +93,13 @@ __all__ = ["A_LITTLE_COS", "BAD", "COLUMNS", "DEFAULT_TASK_TOLERANCES", "ELEMENT
            "MAX_SAMPLES", "METRICS", "NEUTRAL", "NOISE_FLOOR", "PRECISION_WORDS", "RANDOM_CALIBRATION", "SAME_SEEDS",
            "SAMPLES_DIR", "SCORE_THRESHOLD", "UNCHANGED_COS", "Budget", "CandidateReport", "CardFacts", "Emulation",
            "InputSource", "MeasureCancelled", "NodeTime", "OutputKind", "OutputKindError", "OutputMetrics", "Profile",
-           "Randomness", "ResultsState", "Tolerance", "ToleranceError", "answer_strips", "answer_verdict", "card_facts",
-           "caveats", "compare_report_json", "compare_samples", "cosine_text", "decode_picture", "default_timing_mode",
-           "device_of", "device_word", "empty_reference", "emulation", "find_randomness", "floor_summary", "floor_text",
-           "fmt_metric", "implausible", "infer_output_kinds", "input_picture", "judge", "judge_by_floor",
-           "make_samples", "measure", "median_ms", "model_rate", "node_devices", "node_shares", "not_photos",
-           "output_pictures", "parse_ort_profile", "parse_output_kinds", "photo_source_for", "png_b64", "profile_delta",
-           "prove_kinds", "resolve_input_shapes", "same_draws", "sample_photos", "sample_words", "slower_because",
-           "slower_reasons", "source_shapes", "speech_source_for", "speed_reference", "speed_verdict", "speedups",
-           "target_emulations", "target_note", "task_verdict", "task_words", "wav_bytes", "wav_from_uri"]
+           "Randomness", "ResultsState", "Tolerance", "ToleranceError", "answer_strips", "answer_verdict",
+           "card_facts", "caveats", "compare_report_json", "compare_samples", "cosine_text", "decode_picture",
+           "default_timing_mode", "device_of", "device_word", "empty_reference", "emulation", "find_randomness",
+           "floor_summary", "floor_text", "fmt_metric", "implausible", "infer_output_kinds", "input_picture", "judge",
+           "judge_by_floor", "make_samples", "measure", "median_ms", "model_metadata", "model_rate", "node_devices",
+           "node_shares", "not_photos", "output_pictures", "parse_ort_profile", "parse_output_kinds",
+           "photo_source_for", "png_b64", "profile_delta", "prove_kinds", "resolve_input_shapes", "same_draws",
+           "sample_photos", "sample_words", "slower_because", "slower_reasons", "source_shapes", "speech_source_for",
+           "speed_reference", "speed_verdict", "speedups", "target_emulations", "target_note", "task_verdict",
+           "task_words", "timing_json", "timing_note", "wav_bytes", "wav_from_uri"]

@@ -4,7 +4,9 @@ Five public-domain/CC0 photos from scikit-image's sample data live in ``app/reso
 licences in LICENSES.md there), so that image models are compared on real pictures rather than random numbers.
 :func:`photo_source_for` fits an "images" :class:`InputSource` to a model whose one input is an image: NCHW or
 NHWC, RGB, scaled to [0, 1] and normalised with ImageNet's mean and std (3 channels) or left as is (1 channel).
-A one-channel input that is a spectrogram or a feature map gets no photos (:func:`not_photos` says why).
+A one-channel input that is a spectrogram or a feature map gets no photos (:func:`not_photos` says why). A model
+whose metadata says it was exported by Ultralytics (YOLOv5/v8/11/26: ``author`` Ultralytics, or ``stride``, ``names``
+and ``imgsz`` together) is fed [0, 1] pixels with no mean/std, as Ultralytics trains them (:func:`unnormalised`).
 
 A speech sample, ``speech.wav`` (synthesised by espeak-ng; LICENSES.md), feeds a model's waveform input instead:
 :func:`speech_source_for` (the rules in :mod:`app.core.measure.audio`).
@@ -12,7 +14,10 @@ A speech sample, ``speech.wav`` (synthesised by espeak-ng; LICENSES.md), feeds a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+
+import onnx
 
 from app.core.measure.audio import SPEECH_SAMPLE, feature_map_input, waveform_input
 from app.core.measure.images import IMAGE_EXTENSIONS, ImagePreprocess
@@ -42,7 +47,22 @@ def _layout(shape: tuple[int, ...]) -> tuple[str, int] | None:
     return None
 
 
-def photo_source_for(infos: list[TensorInfo], shapes: dict[str, tuple[int, ...]]) -> InputSource | None:
+def unnormalised(metadata: Mapping[str, str] | None) -> str:
+    """Why a model's photos get no mean/std ("" when they get ImageNet's): an Ultralytics export, which expects
+    [0, 1] pixels."""
+    meta = metadata or {}
+    if "ultralytics" in meta.get("author", "").lower() or {"stride", "names", "imgsz"} <= set(meta):
+        return "an Ultralytics export: [0, 1] pixels, no mean/std"
+    return ""
+
+
+def model_metadata(model: onnx.ModelProto) -> dict[str, str]:
+    """A model's metadata_props as a mapping."""
+    return {p.key: p.value for p in model.metadata_props}
+
+
+def photo_source_for(infos: list[TensorInfo], shapes: dict[str, tuple[int, ...]],
+                     metadata: Mapping[str, str] | None = None) -> InputSource | None:
     """An "images" source on the bundled photos fitted to the model's image input, or None.
 
     ``infos`` are the model's inputs and ``shapes`` their resolved shapes (:func:`resolve_input_shapes`).
@@ -63,9 +83,10 @@ def photo_source_for(infos: list[TensorInfo], shapes: dict[str, tuple[int, ...]]
     layout, channels = fitted
     if channels == 1 and feature_map_input(info.name, [int(d) for d in raw], layout):
         return None  # a spectrogram or feature map: `not_photos` says why
-    mean, std = (IMAGENET_MEAN, IMAGENET_STD) if channels == 3 else ((0.0,), (1.0,))
+    plain = unnormalised(metadata)
+    mean, std = (IMAGENET_MEAN, IMAGENET_STD) if channels == 3 and not plain else ((0.0,) * channels, (1.0,) * channels)
     pre = ImagePreprocess(size=None, layout=layout, color="RGB", scale=1 / 255, mean=mean, std=std)
-    return InputSource(kind="images", path=str(SAMPLES_DIR), preprocess=pre)
+    return InputSource(kind="images", path=str(SAMPLES_DIR), preprocess=pre, note=plain)
 
 
 def not_photos(infos: list[TensorInfo], shapes: dict[str, tuple[int, ...]]) -> str:

@@ -13,7 +13,14 @@ from pathlib import Path
 from app.backends.tasks.common import CALIB_MAX, CALIB_SAMPLES, default_source
 from app.backends.tasks.specs import JobInputs
 from app.core.errors import TrtlabError
-from app.core.measure import SAMPLES_DIR, InputSource, photo_source_for, resolve_input_shapes, sample_photos
+from app.core.measure import (
+    SAMPLES_DIR,
+    InputSource,
+    model_metadata,
+    photo_source_for,
+    resolve_input_shapes,
+    sample_photos,
+)
 from app.core.model import BUNDLED_DEMO, OpenedModel, TensorInfo
 from app.core.units import human_bytes
 
@@ -72,11 +79,12 @@ def model_words(opened: OpenedModel) -> str:
 
 
 # ----------------------------------------------------------------- the inputs
-def folder_source(folder: str, inputs: list[TensorInfo], shapes: dict[str, tuple[int, ...]]) -> InputSource:
+def folder_source(folder: str, inputs: list[TensorInfo], shapes: dict[str, tuple[int, ...]],
+                  metadata: dict[str, str] | None = None) -> InputSource:
     """The images of a chosen folder, prepared as the sample photos would be for this input (layout, scale,
     mean/std), else with the images source's defaults."""
     try:
-        photos = photo_source_for(inputs, resolve_input_shapes(inputs, dict(shapes)))
+        photos = photo_source_for(inputs, resolve_input_shapes(inputs, dict(shapes)), metadata)
     except TrtlabError:
         photos = None
     return InputSource(kind="images", path=folder, preprocess=photos.preprocess if photos is not None else None)
@@ -95,7 +103,7 @@ def job_source(opened: OpenedModel, folder: str = "") -> InputSource:
     """The samples the flow's comparison will run on: the job's own default for the model and the window's
     shapes, or the chosen folder."""
     shapes = _shapes(opened)
-    given = folder_source(folder, opened.summary.inputs, shapes) if folder else None
+    given = folder_source(folder, opened.summary.inputs, shapes, model_metadata(opened.doc.model)) if folder else None
     return default_source(JobInputs(model=str(opened.path), shapes=shapes, inputs=given), opened.doc.model)
 
 

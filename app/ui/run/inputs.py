@@ -66,13 +66,13 @@ def output_dims(names: list[str], shapes: ShapeResult | None) -> dict[str, list[
     return out
 
 
-def photo_source(inputs: list, shapes: dict | None) -> object | None:
+def photo_source(inputs: list, shapes: dict | None, metadata: dict[str, str] | None = None) -> object | None:
     """The sample photos fitted to a model's one image input (an InputSource), or None (no such input, or its
-    shape still open)."""
+    shape still open); `metadata`: the model's (an Ultralytics export gets no mean/std)."""
     from app.core.errors import TrtlabError
     from app.core.measure import photo_source_for, resolve_input_shapes
 
     try:
-        return photo_source_for(inputs, resolve_input_shapes(inputs, dict(shapes or {})))
+        return photo_source_for(inputs, resolve_input_shapes(inputs, dict(shapes or {})), metadata)
     except TrtlabError:
         return None

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.backends import Availability
+from app.core.measure import model_metadata
 from app.core.model import OpenedModel
 from app.ui.run.backends import DEFAULT_PRECISIONS, BackendRows, PrecisionTicks
 from app.ui.run.inputs import input_source, output_dims, photo_defaults, photo_source
@@ -246,7 +247,7 @@ class RunPanel(QWidget):
         """The open model's inputs (profile fields, sample photos fitted to it) and what each output means."""
         s = opened.summary
         self.set_inputs(s.inputs, opened.input_shapes, s.metadata)
-        self.set_photo_source(photo_source(s.inputs, opened.input_shapes))
+        self.set_photo_source(photo_source(s.inputs, opened.input_shapes, model_metadata(opened.doc.model)))
         self.outputs_box.set_model(opened.doc.model, output_dims([o.name for o in s.outputs], opened.shapes),
                                    {i.name: list((opened.input_shapes or {}).get(i.name, i.shape or ()))
                                     for i in s.inputs})

@@ -106,3 +106,20 @@ def test_u2netp_samples_are_the_photos(model_paths):
     assert first.shape[:2] == (512, 512)
     centre = (first[256, 256] / 255 - np.array(IMAGENET_MEAN)) / np.array(IMAGENET_STD)
     np.testing.assert_allclose(arrays[0][0, :, 160, 160], centre, atol=0.15)
+
+
+def test_an_ultralytics_export_gets_pixels_without_mean_and_std():
+    """YOLOv8/11/26 exports carry Ultralytics' metadata and are trained on [0, 1] pixels: ImageNet's mean/std would
+    shift every photo and the detector would find less."""
+    from app.core.measure.samples import photo_source_for, unnormalised
+    from app.core.model import TensorInfo
+
+    info = TensorInfo("images", "float32", (1, 3, 320, 320))
+    shapes = {"images": (1, 3, 320, 320)}
+    plain = photo_source_for([info], shapes, {"author": "Ultralytics", "task": "detect"})
+    assert plain is not None and plain.preprocess is not None
+    assert plain.preprocess.mean == (0.0, 0.0, 0.0) and plain.preprocess.std == (1.0, 1.0, 1.0)
+    assert "Ultralytics" in plain.describe()
+    assert unnormalised({"stride": "32", "names": "{0: 'face'}", "imgsz": "[320, 320]"})
+    other = photo_source_for([info], shapes, {"character": "text\ntitle"})
+    assert other is not None and other.preprocess is not None and other.preprocess.mean == (0.485, 0.456, 0.406)
