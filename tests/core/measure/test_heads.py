@@ -187,6 +187,10 @@ def test_regression_outputs_are_not_classes():
     named = infer_output_kinds(_gemm_model({"bbox_pred": 40, "logits": 26, "output": 1000}))
     assert named["bbox_pred"].kind == "tensor"
     assert named["logits"].kind == "classes" and named["output"].kind == "classes"
+    # a model's only output of a few linear values is a classifier whose softmax was left out (rapid-table-det's
+    # 4 orientation logits, `linear_1.tmp_1`), not a regression
+    alone = infer_output_kinds(_gemm_model({"linear_1.tmp_1": 4}))["linear_1.tmp_1"]
+    assert alone.kind == "classes" and "the model's only scores" in alone.reason
 
 
 # ------------------------------------------------------------------------------------------ an empty reference
