@@ -10,8 +10,9 @@ why (`output_kinds`), the element-wise cosine per candidate, the task metrics (`
 FLAGS mark what needs a look:
 - `fail-at-cos`: an output that fails while every element-wise cosine of that candidate is >= 0.99999 (a verdict
   stricter than the numbers can support);
-- `empty-pass`: a task output that passes while the reference's answer is empty (nothing was compared: no
-  boxes on either side, a mask all below 0.5, a sequence that decodes to nothing);
+- `empty-pass`: a task output that passes *by its answer* while the reference's answer is empty (nothing was
+  compared: no boxes on either side, a mask all below 0.5, a sequence that decodes to nothing); one judged by its
+  values instead (`judged_by` element-wise: trtlab said "no answer to compare") is not flagged;
 - `dropped`: a reading that a plausibility gate dropped (the kind's reason says so);
 - `load` / `crash` / `timeout`: a variant that fails to load (exit 4), any other unexpected exit, a run past
   `--timeout`.
@@ -42,6 +43,7 @@ from benchmarks.shared import SHARED_SHAPES, corpus_shapes, write_json  # noqa: 
 COS_EXACT = 0.99999
 GATE_WORDS = ("dropped", "implausible", "not plausible", "plausibility")
 ELEMENTWISE_KINDS = ("tensor", "embedding")
+ELEMENTWISE_METRICS = ("cos", "max_abs", "mean_abs", "max_rel", "mean_rel", "snr_db", "top1", "top5")
 
 
 @dataclass
@@ -270,7 +272,8 @@ def rows_and_flags(job: Job, res: dict) -> tuple[list[dict], list[dict]]:
                 flag("fail-at-cos", name, cand["name"],
                      f"fails ({'; '.join(o.get('failures', []))}) while every cosine of {cand['name']} is "
                      f">= {COS_EXACT} (this one {_f(o.get('cosine'))})")
-            if o.get("passed") and kind not in ELEMENTWISE_KINDS and task and empty:
+            task_judged = not any(str(t).split(":")[0] in ELEMENTWISE_METRICS for t in o.get("judged_by") or [])
+            if o.get("passed") and kind not in ELEMENTWISE_KINDS and task and empty and task_judged:
                 flag("empty-pass", name, cand["name"], f"{kind} passes on an empty reference answer "
                                                        f"({task_text(kind, task)})")
     for name, info in kinds.items():
