@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,11 +155,14 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
     if out.exists() and meta.exists():
         try:
             doc = json.loads(meta.read_text(encoding="utf-8"))
-            os.utime(out)  # recently used: the cache's pruning keeps it
-            return Variant(str(out), key, notes + list(doc.get("notes", [])) + ["variant from the cache"],
-                           dict(doc.get("report", {})), cached=True)
+            damage = cache_damage(out, doc)
+            if not damage:
+                os.utime(out)  # recently used: the cache's pruning keeps it
+                return Variant(str(out), key, notes + list(doc.get("notes", [])) + ["variant from the cache"],
+                               dict(doc.get("report", {})), cached=True)
+            notes.append(f"the cached variant was damaged ({damage}): built again")
         except (OSError, ValueError):
-            pass  # a damaged cache entry is rebuilt
+            notes.append("the cached variant's record could not be read: built again")
 
     report: dict = {}
     int8_report = None
@@ -220,22 +225,58 @@ def build_variant(model_path: str | os.PathLike[str], plan: PrecisionPlan, *,
     from app.core.precision.transforms.fold import topo_sort
 
     topo_sort(model.graph)  # the transforms keep the order they are given; this is a guarantee, not a step
-    say(None, "Saving the variant…")
-    save_model(model, out)
-    say(None, "Checking the variant (ONNX checker, ONNX Runtime, TensorRT parser)…")
-    from app.core.precision.transforms.validate import InvalidVariant, require_valid
+    from app.core.precision.transforms.validate import require_valid
 
+    # Built and checked in a folder of its own, then moved into the cache (side file first, graph second) and
+    # recorded with each file's size and SHA-256 last: another process filling the same entry never serves a
+    # half-written file, and a reader trusts only an entry whose files match their record.
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".build-", dir=folder))
     try:
-        gates = require_valid(out, "+".join(sorted(used - {"fp32"})), source=model_path)
-    except InvalidVariant:
-        for f in (out, out.with_name(out.name + ".data")):
-            f.unlink(missing_ok=True)
-        raise
+        staged = staging / out.name
+        say(None, "Saving the variant…")
+        save_model(model, staged)
+        say(None, "Checking the variant (ONNX checker, ONNX Runtime, TensorRT parser)…")
+        gates = require_valid(staged, "+".join(sorted(used - {"fp32"})), source=model_path)
+        files = fingerprint(staged)
+        for f in reversed(entry_files(staged)):
+            os.replace(f, folder / f.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     notes += [f"{g.name}: {g.detail}" for g in gates if g.passed and g.detail]
     atomic_write_text(meta, json.dumps({"notes": notes, "report": report, "plan": plan.to_json(),
-                                        "model": model_path}, indent=1))
+                                        "model": model_path, "files": files}, indent=1))
     prune_cache(folder, keep={out, meta})
     return Variant(str(out), key, notes, report)
+
+
+def entry_files(graph: Path) -> list[Path]:
+    """A cached variant's files: the graph, and its weights' side file when it has one."""
+    data = graph.with_name(graph.name + ".data")
+    return [graph, data] if data.exists() else [graph]
+
+
+def fingerprint(graph: Path) -> dict[str, dict[str, object]]:
+    """Each file of a variant by name: its size and SHA-256 (what a cache entry records and is checked against)."""
+    return {f.name: {"size": f.stat().st_size, "sha256": file_sha256(f)} for f in entry_files(graph)}
+
+
+def cache_damage(graph: Path, record: dict) -> str:
+    """Why a cached variant cannot be trusted ("" when every file matches the size and SHA-256 its record holds):
+    a file truncated or changed on disk, a side file missing, or a record from before files were recorded."""
+    files = record.get("files")
+    if not isinstance(files, dict) or graph.name not in files:
+        return "its record holds no size or hash of its files"
+    for name, want in files.items():
+        f = graph.with_name(str(name))
+        if not f.exists():
+            return f"{name} is missing"
+        size = f.stat().st_size
+        if not isinstance(want, dict) or size != want.get("size"):
+            return f"{name} is {size:,} bytes, not the {want.get('size') if isinstance(want, dict) else '?'} recorded"
+        if file_sha256(f) != want.get("sha256"):
+            return f"{name} does not hash to the SHA-256 recorded"
+    return ""
 
 
 # ONNX Runtime's CUDA provider registers FP16 kernels for some ops only from a later opset than the model's (Clip

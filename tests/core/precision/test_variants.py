@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -193,3 +195,55 @@ def test_bf16_widening_limited_to_some_op_types(model_paths, tmp_path):
     # The other BF16 nodes are still BF16: the CPU provider, which has no BF16 Conv, refuses the graph.
     with pytest.raises(Exception, match="NOT_IMPLEMENTED|implementation"):
         ort.InferenceSession(widened.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def test_a_truncated_variant_in_the_cache_is_built_again(model_paths, tmp_path):
+    """Its record says the size and SHA-256 of its files: a file cut short on disk is rebuilt, with a note, never
+    served (it made every later compare of the model exit 4)."""
+    from pathlib import Path
+
+    from app.core.precision.variants import cache_damage
+
+    path = model_paths["ppocr_cls_mobile_v2"]
+    first = build_variant(path, PrecisionPlan(default="fp16"), cache_dir=tmp_path)
+    graph = Path(first.path)
+    record = json.loads(graph.with_suffix(".json").read_text(encoding="utf-8"))
+    assert record["files"][graph.name]["size"] == graph.stat().st_size and cache_damage(graph, record) == ""
+    graph.write_bytes(graph.read_bytes()[: graph.stat().st_size // 2])
+    assert "bytes, not the" in cache_damage(graph, record)
+    again = build_variant(path, PrecisionPlan(default="fp16"), cache_dir=tmp_path)
+    assert not again.cached and any(n.startswith("the cached variant was damaged (") for n in again.notes)
+    onnx.checker.check_model(onnx.load(again.path), full_check=True)
+    _run(again.path, {"x": np.zeros((1, 3, 48, 192), np.float32)})
+    # the same size with other bytes is caught by the hash
+    data = bytearray(graph.read_bytes())
+    data[-1] ^= 0xFF
+    graph.write_bytes(bytes(data))
+    third = build_variant(path, PrecisionPlan(default="fp16"), cache_dir=tmp_path)
+    assert not third.cached and any("SHA-256" in n for n in third.notes)
+    assert not list(tmp_path.glob(".build-*"))  # no staging folder left behind
+
+
+def test_two_processes_filling_the_cache_at_once_serve_whole_files(model_paths, tmp_path):
+    """Two `trtlab variant` runs of one model and plan into one cache, at the same time: both succeed, and the entry
+    they leave matches its record."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from app.core.precision.variants import cache_damage
+
+    env = {**__import__("os").environ, "TRTLAB_CACHE_DIR": str(tmp_path / "cache")}
+    cmd = [sys.executable, "-m", "app", "variant", str(model_paths["ppocr_cls_mobile_v2"]), "--precision", "fp16",
+           "--shapes", "x:1x3x48x192"]
+    runs = [subprocess.Popen([*cmd, "-o", str(tmp_path / f"out{i}.onnx")], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for i in range(2)]
+    for r in runs:
+        _, err = r.communicate(timeout=600)
+        assert r.returncode == 0, err
+    (graph,) = (tmp_path / "cache" / "variants").glob("*.onnx")
+    assert cache_damage(graph, json.loads(graph.with_suffix(".json").read_text(encoding="utf-8"))) == ""
+    for i in range(2):
+        onnx.checker.check_model(onnx.load(str(tmp_path / f"out{i}.onnx")), full_check=True)
+    assert not list((tmp_path / "cache" / "variants").glob(".build-*"))
+    assert Path(graph).stat().st_size > 0
