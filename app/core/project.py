@@ -4,7 +4,12 @@ result — in one file that opens back into the same state.
 A project is a ZIP archive holding `project.json` and, for arrays only, `arrays/<name>.npz` (read back with
 `allow_pickle=False`: a project file never runs code). It is written to a temp file beside the target and
 renamed (atomic: a crash never leaves half a project). `version` grows when the format changes; a file of a
-newer version is refused rather than half-read.
+newer version is refused rather than half-read, naming both versions. An older file is brought up to date step by
+step on opening (`MIGRATIONS`: version N's JSON → version N + 1's), and saved in the new version.
+
+Versions: 1, the first; 2 (2026-11-27), each result records the trtlab version that made it (`trtlab_version`):
+verdicts change between releases (an empty reference, a split detection head), so a result says whose judgement it
+holds. A version 1 result gets the version that saved its project, the best that is known of it.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from app.core.measure import default_timing_mode
 from app.core.safe_read import UnsafeFile, check_archive, load_json, load_npz, read_member
 from app.core.targets import Target
 
-PROJECT_VERSION = 1
+PROJECT_VERSION = 2
 PROJECT_SUFFIX = ".trtlab"
 RESULT_KINDS = ("compare", "bench", "diagnose", "fallback", "build", "variant", "profile")
 # What a project may hold: results and plans as JSON (a few MB in practice), arrays of inputs and outputs
@@ -57,13 +62,16 @@ class ProjectResult:
     title: str = ""
     finished_at: str = ""
     command: str = ""
+    trtlab_version: str = ""  # the trtlab that made the result (its verdicts are that version's)
 
     @classmethod
     def make(cls, kind: str, spec: Mapping[str, Any], data: Mapping[str, Any], title: str = "") -> ProjectResult:
         """A result finished now, with the command line that reproduces it."""
+        from app import __version__
+
         spec = dict(spec)
         return cls(kind=kind, spec=spec, data=dict(data), title=title, finished_at=now_iso(),
-                   command=cli_command(spec) if spec.get("kind") else "")
+                   command=cli_command(spec) if spec.get("kind") else "", trtlab_version=__version__)
 
 
 @dataclass
@@ -101,6 +109,30 @@ class Project:
         project = cls(**d, results=results)
         project.shapes = {str(k): [int(x) for x in v] for k, v in (project.shapes or {}).items()}
         return project
+
+
+# ----------------------------------------------------------------------------------------------- versions
+
+def _v1_to_v2(doc: dict[str, Any]) -> dict[str, Any]:
+    """Each result records the trtlab that made it: a version 1 result gets the one that saved its project."""
+    made_by = str(doc.get("trtlab_version") or "")
+    for r in doc.get("results") or []:
+        if isinstance(r, dict):
+            r.setdefault("trtlab_version", made_by)
+    return doc
+
+
+MIGRATIONS: dict[int, Any] = {1: _v1_to_v2}  # version N's JSON → version N + 1's
+
+
+def migrate(doc: dict[str, Any]) -> dict[str, Any]:
+    """A project's JSON brought from its version up to PROJECT_VERSION, one step at a time."""
+    version = int(doc["version"])
+    while version < PROJECT_VERSION:
+        doc = MIGRATIONS[version](doc)
+        version += 1
+        doc["version"] = version
+    return doc
 
 
 # ----------------------------------------------------------------------------------------------- save / load
@@ -165,7 +197,7 @@ def load_project(path: str | os.PathLike[str]) -> Project:
                 raise ProjectError(f"'{p.name}' is a version {version} project; this trtlab reads version "
                                    f"{PROJECT_VERSION} and earlier.",
                                    fix="Update trtlab to open it (pip install -U trtlab).")
-            doc = _push_arrays(doc, zf, names)
+            doc = migrate(_push_arrays(doc, zf, names))
     except zipfile.BadZipFile as exc:
         raise ProjectError(f"The project file '{p.name}' is damaged ({exc}).",
                            fix="Open an earlier copy of the project, or the model itself.") from exc

@@ -241,3 +241,34 @@ def test_cli_commands_are_accepted_by_the_cli_parser(spec):
 def test_cli_command_refuses_an_unknown_kind():
     with pytest.raises(ProjectError, match="No trtlab command"):
         cli_command({"kind": "teleport", "model": "/m.onnx"})
+
+
+# ----------------------------------------------------------------------------------------------- older versions
+V1_FILE = Path(__file__).resolve().parents[1] / "data" / "project_v1.trtlab"
+
+
+def test_a_version_1_project_opens_with_everything_intact(tmp_path):
+    """tests/data/project_v1.trtlab was written by the release that wrote version 1 (magika's shapes, an FP16 plan
+    with one node kept FP32, run settings, and an FP16 compare result)."""
+    import zipfile
+
+    with zipfile.ZipFile(V1_FILE) as zf:
+        raw = json.loads(zf.read("project.json"))
+    assert raw["version"] == 1 and "trtlab_version" not in raw["results"][0]
+    project = load_project(V1_FILE)
+    assert project.version == PROJECT_VERSION == 2
+    assert project.shapes == {"bytes": [1, 2048]} and project.settings == raw["settings"]
+    assert project.plan == raw["plan"] and project.plan["overrides"] == {"dense": "fp32"}
+    (result,) = project.results
+    assert result.kind == "compare" and result.data == raw["results"][0]["data"]
+    assert result.data["candidates"][0]["outputs"][0]["kind"] == "classes"
+    assert result.command == raw["results"][0]["command"] and result.spec == raw["results"][0]["spec"]
+    assert result.trtlab_version == raw["trtlab_version"]  # the best known: the version that saved the project
+    saved = load_project(save_project(project, tmp_path / "again.trtlab"))
+    assert saved.version == PROJECT_VERSION and saved.results[0].data == result.data
+
+
+def test_migrations_cover_every_older_version():
+    from app.core.project import MIGRATIONS
+
+    assert sorted(MIGRATIONS) == list(range(1, PROJECT_VERSION))
