@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from app.batch.matrix import BatchJob, MatrixError
 from app.batch.order import Scheduler
-from app.jobs import JobEvent, JobHandle, JobResult, JobRunner, catch_stop_signals
+from app.jobs import JobEvent, JobHandle, JobResult, JobRunner, StopSignals
 
 OnFinished = Callable[[BatchJob, JobResult], None]
 OnEvent = Callable[[BatchJob, JobEvent], None]
@@ -60,14 +60,11 @@ class LocalExecutor:
         interrupted (`interrupted` holds the signal)."""
         order = Scheduler(batch, limit=self.jobs)
         running: dict[JobHandle, BatchJob] = {}
-        caught: list[int] = []
-        handled = 0
         self.interrupted = None
-        with catch_stop_signals(caught):
+        with StopSignals() as stops:
             while order.queue or running:
-                while handled < len(caught):
-                    forced = bool(handled)
-                    self.interrupted = self.interrupted or caught[handled]
+                for signum, forced in stops.new():
+                    self.interrupted = stops.first
                     order.clear()
                     for handle in running:
                         if forced:
@@ -75,8 +72,7 @@ class LocalExecutor:
                         else:
                             handle.cancel()
                     if on_interrupt is not None:
-                        on_interrupt(caught[handled], forced)
-                    handled += 1
+                        on_interrupt(signum, forced)
                 while (job := order.next(list(running.values()))) is not None:
                     running[self.runner.start(job.spec.job_spec(job.label))] = job
                 for handle, job in list(running.items()):

@@ -26,7 +26,7 @@ from app.backends import BackendUnavailable
 from app.batch.local import OnEvent, OnFinished, OnInterrupt
 from app.batch.matrix import BatchJob, MatrixError
 from app.batch.order import Scheduler
-from app.jobs import JobEvent, JobResult, catch_stop_signals
+from app.jobs import JobEvent, JobResult, StopSignals
 
 CANCEL_GRACE_S = 10.0      # after asking the jobs to stop, tasks still running are cancelled by force
 POLL_S = 0.2
@@ -239,20 +239,17 @@ class RayExecutor:
                                                                events, model)] = job
 
         submit()
-        caught: list[int] = []
-        handled = 0
         forced_at: float | None = None
         self.interrupted = None
-        with catch_stop_signals(caught):
+        with StopSignals() as stops:
             while refs:
-                while handled < len(caught):
-                    self.interrupted = self.interrupted or caught[handled]
+                for signum, forced in stops.new():
+                    self.interrupted = stops.first
                     ray.get(events.cancel.remote())
                     order.clear()
-                    forced_at = time.monotonic() if handled else time.monotonic() + self.grace
+                    forced_at = time.monotonic() if forced else time.monotonic() + self.grace
                     if on_interrupt is not None:
-                        on_interrupt(caught[handled], bool(handled))
-                    handled += 1
+                        on_interrupt(signum, forced)
                 if forced_at is not None and time.monotonic() >= forced_at:
                     for ref in refs:
                         ray.cancel(ref, force=True)

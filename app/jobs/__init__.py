@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from app.jobs.protocol import JobCancelled, JobContext, JobEvent, JobResult, JobSpec
 from app.jobs.results import load_arrays, load_result, save_result
-from app.jobs.runner import JobHandle, JobRunner, catch_stop_signals, run_inline
+from app.jobs.runner import JobHandle, JobRunner, StopSignals, catch_stop_signals, run_inline
 
 __all__ = ["JobCancelled", "JobContext", "JobEvent", "JobHandle", "JobResult", "JobRunner", "JobSpec",
-           "catch_stop_signals", "load_arrays", "load_result", "run_inline", "save_result"]
+           "StopSignals", "catch_stop_signals", "load_arrays", "load_result", "run_inline", "save_result"]

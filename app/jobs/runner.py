@@ -304,27 +304,51 @@ class JobRunner:
         its result; ``interrupted`` then holds the first signal's number, and ``on_interrupt(signum, forced)``
         hears of each one."""
         self.interrupted = None
-        caught: list[int] = []
-        with catch_stop_signals(caught):
+        with StopSignals() as stops:
             handle = self.start(spec)
-            handled = 0
             while True:
                 try:
                     return handle.wait(timeout=0.1, on_event=on_event)
                 except TimeoutError:
                     pass
                 except KeyboardInterrupt:  # raised by a handler of the caller's where none could be installed here
-                    caught.append(signal.SIGINT)
-                while handled < len(caught):
-                    forced = handle.cancel_requested()
-                    self.interrupted = self.interrupted or caught[handled]
+                    stops.caught.append(signal.SIGINT)
+                for signum, forced in stops.new():
+                    self.interrupted = stops.first
                     if forced:
                         handle.stop_now()
                     else:
                         handle.cancel()
                     if on_interrupt is not None:
-                        on_interrupt(caught[handled], forced)
-                    handled += 1
+                        on_interrupt(signum, forced)
+
+
+class StopSignals:
+    """Ctrl+C and SIGTERM while its block runs (`catch_stop_signals`), handed out once each by `new()` as (signal
+    number, forced): the first asks the work to cancel, any later one to stop at once. `first` holds the first.
+    The one loop every runner of jobs uses (the CLI's, a local batch's, a Ray batch's)."""
+
+    def __init__(self) -> None:
+        self.caught: list[int] = []
+        self.handled = 0
+        self.first: int | None = None
+        self._block: contextlib.AbstractContextManager[None] | None = None
+
+    def __enter__(self) -> StopSignals:
+        self._block = catch_stop_signals(self.caught)
+        self._block.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._block is not None:
+            self._block.__exit__(*exc)  # type: ignore[arg-type]  # exc is the (type, value, traceback) triple
+
+    def new(self) -> Iterator[tuple[int, bool]]:
+        while self.handled < len(self.caught):
+            signum, forced = self.caught[self.handled], self.handled > 0
+            self.first = signum if self.first is None else self.first
+            self.handled += 1
+            yield signum, forced
 
 
 @contextlib.contextmanager

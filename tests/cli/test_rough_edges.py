@@ -18,6 +18,7 @@ from onnx import TensorProto, helper
 
 from app.cli.main import run_cli
 from app.cli.output import EXIT_BAD_INPUT, EXIT_JOB_FAILED, EXIT_UNAVAILABLE
+from app.core.precision.variants import fingerprint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,6 +53,15 @@ def test_a_variant_that_cannot_be_loaded_fails_the_job_with_exit_4(model_paths, 
     weight = max(variant.graph.initializer, key=lambda t: len(t.raw_data))
     weight.raw_data = weight.raw_data[:4]
     onnx.save(variant, cached)
+    # Damaged on disk, the entry no longer matches its record: it is built again, and the run succeeds.
+    r = trtlab("run", model, "--backend", "ort-cpu:fp16", "--shapes", "x:1x3x224x224", env=env)
+    assert r.returncode == 0, r.stderr
+    # Damaged with a record that matches it — a bad variant as trtlab itself would have written it: a failed job.
+    onnx.save(variant, cached)
+    meta = cached.with_suffix(".json")
+    record = json.loads(meta.read_text(encoding="utf-8"))
+    record["files"] = fingerprint(cached)
+    meta.write_text(json.dumps(record), encoding="utf-8")
     r = trtlab("run", model, "--backend", "ort-cpu:fp16", "--shapes", "x:1x3x224x224", env=env)
     assert r.returncode == EXIT_JOB_FAILED, (r.returncode, r.stderr)
     assert "variant trtlab wrote" in r.stderr and weight.name in r.stderr and "Last log lines" in r.stderr

@@ -224,8 +224,8 @@ def open_ort_session(target: Target, path: str, spec: JobInputs, profile_prefix:
         raise VariantLoadError(f"The {target.precision.upper()} variant trtlab wrote for this model "
                                f"({Path(path).name}) cannot be loaded: {exc.message}",
                                fix="This is a fault in trtlab, not in your model: report the model and this "
-                                   "message. Delete the variant cache (TRTLAB_CACHE_DIR or ~/.cache/trtlab/"
-                                   "variants) if the file was damaged on disk.") from exc
+                                   "message (a file damaged on disk is rebuilt: the cache checks what it "
+                                   "serves against its record).")) from exc
 
 
 def run_outputs(target: Target, prep: Prepared, spec: JobInputs, ctx: JobContext | None,
