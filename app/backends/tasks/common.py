@@ -225,7 +225,7 @@ def open_ort_session(target: Target, path: str, spec: JobInputs, profile_prefix:
                                f"({Path(path).name}) cannot be loaded: {exc.message}",
                                fix="This is a fault in trtlab, not in your model: report the model and this "
                                    "message (a file damaged on disk is rebuilt: the cache checks what it "
-                                   "serves against its record).")) from exc
+                                   "serves against its record).") from exc
 
 
 def run_outputs(target: Target, prep: Prepared, spec: JobInputs, ctx: JobContext | None,
