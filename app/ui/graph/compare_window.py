@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QKeySequence, QShortcut
+from PySide6.QtGui import QColor, QKeySequence, QResizeEvent, QShortcut
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -23,12 +23,14 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QMainWindow,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
 from app.core.model import DisplayGraph, ModelDiff, OpenedModel, node_keys, regroup
+from app.ui.common.screen_fit import fit_window
 from app.ui.common.task_thread import Task, run_task
 from app.ui.graph.node_colors import ERROR_BANDS, NONFINITE, NOT_AN_OP, NOT_MEASURED, error_band
 from app.ui.graph.page import GraphPage
@@ -69,15 +71,37 @@ def diff_colors(graph: DisplayGraph, status_of: list[str | None]) -> tuple[list[
     return colors, mix
 
 
+class _PathTitle(QLabel):
+    """A pane's letter and its model's path, elided in the middle where the pane is narrower than the path (the
+    whole path in the tooltip): a long path must not make the window wider than a small screen."""
+
+    def __init__(self, letter: str, path: str) -> None:
+        super().__init__()
+        self.letter, self.path = letter, path
+        self.setTextFormat(Qt.TextFormat.RichText)
+        self.setToolTip(path)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self._elide()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        fm = self.fontMetrics()
+        room = max(40, self.width() - 2 * fm.horizontalAdvance(f"{self.letter} ") - 8)
+        shown = fm.elidedText(self.path, Qt.TextElideMode.ElideMiddle, room)
+        self.setText(f"<b>{self.letter}</b> {html.escape(shown)}")
+
+
 class _Side(QWidget):
     """One model's pane: its name over its graph page."""
 
-    def __init__(self, title: str, opened: OpenedModel) -> None:
+    def __init__(self, letter: str, opened: OpenedModel) -> None:
         super().__init__()
         col = QVBoxLayout(self)
         col.setContentsMargins(0, 0, 0, 0)
-        self.title = QLabel(title)
-        self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.title = _PathTitle(letter, str(opened.path))
         self.page = GraphPage()
         col.addWidget(self.title)
         col.addWidget(self.page, 1)
@@ -118,8 +142,7 @@ class CompareWindow(QMainWindow):
         super().__init__(parent)
         self.setWindowTitle(f"Compare — {a.path.name} ↔ {b.path.name}")
         self.diff, self.shapes = diff, shapes
-        self.a, self.b = _Side(f"<b>A</b> {html.escape(str(a.path))}", a), _Side(
-            f"<b>B</b> {html.escape(str(b.path))}", b)
+        self.a, self.b = _Side("A", a), _Side("B", b)
         self.pair_b = {n.a: n.b for n in diff.nodes if n.a and n.b}
         self.pair_a = {n.b: n.a for n in diff.nodes if n.a and n.b}
         for n in diff.nodes:
@@ -130,6 +153,7 @@ class CompareWindow(QMainWindow):
         self.numeric: dict | None = None
         self._syncing = False
         self._task: Task | None = None
+        self._pan_timers: list[QTimer] = []  # per pane: the other follows a moment after it is panned
 
         panes = QSplitter(Qt.Orientation.Horizontal)
         panes.addWidget(self.a)
@@ -142,6 +166,7 @@ class CompareWindow(QMainWindow):
             + (f" · {counts['folded']:,} Constants now weights" if counts["folded"] else "")
             + "".join(f"<br>{html.escape(line)}" for line in (*diff.inputs, *diff.outputs, *diff.opsets)))
         self.summary.setTextFormat(Qt.TextFormat.RichText)
+        self.summary.setWordWrap(True)  # long input or opset lines must not make the window wider than the screen
         self.changes = QListWidget()
         self.changes.setToolTip("Every node that differs: click one to show it on both sides (F3: next, Shift+F3: "
                                 "previous)")
@@ -191,12 +216,14 @@ class CompareWindow(QMainWindow):
             timer.setSingleShot(True)
             timer.setInterval(40)
             timer.timeout.connect(lambda s=side, o=other: self._follow_pan(s, o))
-            # start() with no argument: valueChanged's int would become the interval
-            side.view.horizontalScrollBar().valueChanged.connect(lambda _v, t=timer: t.start())
-            side.view.verticalScrollBar().valueChanged.connect(lambda _v, t=timer: t.start())
+            self._pan_timers.append(timer)
+            side.view.horizontalScrollBar().valueChanged.connect(lambda _v, t=timer: self._panned(t))
+            side.view.verticalScrollBar().valueChanged.connect(lambda _v, t=timer: self._panned(t))
         self._colour(self.a)
         self._colour(self.b)
-        self.resize(1500, 950)
+        # 1500×950 on a big screen, at most 90 % of a small one (1280×800: ~1150×720), centred on the screen the
+        # main window is on
+        fit_window(self, (1500, 950), parent)
 
     # ----------------------------------------------------------------- colours
     def _colour(self, side: _Side) -> None:
@@ -258,6 +285,7 @@ class CompareWindow(QMainWindow):
             node = other.drawn_of_key(match)
             if node is not None:
                 other.view.center_on_node(node, select=True, zoom_to_read=False)
+                self._cancel_follow()
         finally:
             self._syncing = False
 
@@ -269,6 +297,18 @@ class CompareWindow(QMainWindow):
             other.view.set_scale(scale)
         finally:
             self._syncing = False
+
+    def _panned(self, timer: QTimer) -> None:
+        """A pane scrolled: the other follows shortly, unless this window moved it (a node shown on both sides, or
+        one following the other). Those moves place each side itself (a node shown clear of the pane's minimap),
+        and following them back would undo that."""
+        if not self._syncing:
+            timer.start()  # with no argument: valueChanged's int would become the interval
+
+    def _cancel_follow(self) -> None:
+        """Drop a follow still to come from a pan just before: the panes were placed since."""
+        for timer in self._pan_timers:
+            timer.stop()
 
     def _follow_pan(self, side: _Side, other: _Side) -> None:
         """Keep the other pane on the match of the node nearest this pane's centre."""
@@ -313,6 +353,7 @@ class CompareWindow(QMainWindow):
                     side.view.center_on_node(node, select=True)
                 else:
                     side.view.selection.clear()
+            self._cancel_follow()
         finally:
             self._syncing = False
 

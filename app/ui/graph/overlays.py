@@ -16,6 +16,52 @@ from app.ui.graph.canvas import GraphCanvas
 from app.ui.graph.item import GraphItem
 
 
+def _area(r: QRectF) -> float:
+    return max(0.0, r.width()) * max(0.0, r.height())
+
+
+def clear_shift(box: QRectF, covers: list[QRectF], room: QRectF, rounds: int = 3) -> tuple[float, float]:
+    """The shortest move (dx, dy) that takes `box` out from under every rectangle of `covers` (the overlays) and
+    keeps it inside `room` (the viewport); all rectangles in one coordinate system.
+
+    (0, 0) when the box is clear already. Moves tried: out of a cover it sits under, past each of the cover's four
+    sides, then again out of whatever cover that lands it under. A box longer than the room on one side is not moved
+    along that side (it stays centred there). Where no move clears it wholly (a box too big for the room the covers
+    leave), the one that leaves least of it covered."""
+
+    def covered(dx: float, dy: float) -> float:
+        moved = box.translated(dx, dy)
+        return sum(_area(moved.intersected(c)) for c in covers)
+
+    if covered(0.0, 0.0) == 0.0:
+        return 0.0, 0.0
+    moves, frontier = [(0.0, 0.0)], [(0.0, 0.0)]
+    for _ in range(rounds):
+        found = []
+        for dx, dy in frontier:
+            b = box.translated(dx, dy)
+            for c in covers:
+                if b.intersects(c):
+                    found += [(dx + c.left() - b.right(), dy), (dx + c.right() - b.left(), dy),
+                              (dx, dy + c.top() - b.bottom()), (dx, dy + c.bottom() - b.top())]
+        moves += found
+        frontier = found
+
+    def keeps_inside(dx: float, dy: float) -> bool:
+        # inside the room on each side the box fits in; on a side it is longer than the room it stays centred
+        moved = box.translated(dx, dy)
+        x_ok = (dx == 0.0 if box.width() > room.width()
+                else room.left() <= moved.left() and moved.right() <= room.right())
+        y_ok = (dy == 0.0 if box.height() > room.height()
+                else room.top() <= moved.top() and moved.bottom() <= room.bottom())
+        return x_ok and y_ok
+
+    inside = [m for m in moves if keeps_inside(*m)]
+    if not inside:
+        return 0.0, 0.0
+    return min(inside, key=lambda m: (covered(*m), math.hypot(*m)))
+
+
 class MinimapOverlay(QWidget):
     """The graph in miniature with the visible area outlined; click or drag to move there.
 

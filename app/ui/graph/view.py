@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QContextMenuEvent, QImage, QKeyEvent, QMouseEvent, QPainter, QResizeEvent, QWheelEvent
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QWidget
 
@@ -16,11 +16,12 @@ from app.ui.common import style
 from app.ui.graph import export as graph_export
 from app.ui.graph.export import EXPORT_MAX_PIXELS, EXPORT_MAX_SIDE
 from app.ui.graph.item import LOD_BOXES, LOD_LABELS, GraphItem
-from app.ui.graph.overlays import LegendOverlay, MinimapOverlay
+from app.ui.graph.overlays import LegendOverlay, MinimapOverlay, clear_shift
 
 MAX_SCALE = 6.0
 FIT_MARGIN = 0.97      # of the viewport a fitted graph fills
 FIT_MIN_SCALE = LOD_BOXES  # a fit never goes below this: boxes stay outlined boxes, not a smear
+OVERLAY_GAP = 8        # pixels kept between a node shown on request and the minimap or the legend
 
 
 class GraphView(QGraphicsView):
@@ -211,10 +212,33 @@ class GraphView(QGraphicsView):
             return
         if zoom_to_read and self.current_scale() < 0.6:
             self.set_scale(0.9)
+        # Room around the drawing for this zoom (show_start zooms without it): a node at the drawing's edge can be
+        # centred, and moved from under the minimap, rather than stopped by the end of the scroll range.
+        self._update_scene_rect()
         self.centerOn(self.item.node_rect(i).center())
+        self.keep_clear_of_overlays(self.item.node_rect(i))
         if select:
             self.selection.set([i], i)
         self.minimap.update()
+
+    def covered_rects(self) -> list[QRect]:
+        """Where the widgets floating over the canvas (the minimap, the legend) hide it, in viewport coordinates."""
+        vp = self.viewport()
+        return [QRect(vp.mapFrom(self, w.pos()), w.size()) for w in (self.minimap, self.legend) if w.isVisible()]
+
+    def keep_clear_of_overlays(self, rect: QRectF) -> None:
+        """Scroll the least that takes a scene rectangle (a node being shown) out from under the minimap and the
+        legend, keeping it in the viewport: centred on a small canvas, a node can land under the minimap in its
+        corner. One that is clear stays where it is."""
+        box = self.viewportTransform().mapRect(rect)
+        covers = [QRectF(r).adjusted(-OVERLAY_GAP, -OVERLAY_GAP, OVERLAY_GAP, OVERLAY_GAP)
+                  for r in self.covered_rects()]
+        dx, dy = clear_shift(box, covers, QRectF(self.viewport().rect()))
+        # The node moves one way on screen when the scroll bars move the other; whole pixels, rounded away from
+        # zero so that it clears the cover rather than stopping a fraction short.
+        for bar, d in ((self.horizontalScrollBar(), dx), (self.verticalScrollBar(), dy)):
+            if d:
+                bar.setValue(bar.value() - int(math.copysign(math.ceil(abs(d)), d)))
 
     def visible_scene_rect(self) -> QRectF:
         return self.mapToScene(self.viewport().rect()).boundingRect()
