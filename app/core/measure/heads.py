@@ -128,7 +128,8 @@ def listed_detections(outputs: Mapping[str, Sequence[int | None]], floats: set[s
     scores [N,]K and integer labels [N,]K (torchvision's Faster R-CNN, RetinaNet and SSD exports; RT-DETR's deploy
     export) → ``detections:list``; {} when the outputs hold no such triple."""
     def known(d: Sequence[int | None]) -> tuple[int, ...] | None:
-        return tuple(d) if all(isinstance(v, int) and v > 0 for v in d) else None  # type: ignore[arg-type]
+        dims = tuple(v for v in d if isinstance(v, int) and v > 0)
+        return dims if len(dims) == len(d) else None
 
     shapes = {n: k for n, d in outputs.items() if (k := known(d)) is not None}
     for boxes, dims in shapes.items():

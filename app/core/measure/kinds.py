@@ -403,6 +403,7 @@ def infer_output_kinds(model: onnx.ModelProto, output_dims: Mapping[str, Sequenc
     inputs = declared_inputs(graph, input_dims)
     prod = _producers(graph)
     out: dict[str, OutputKind] = {}
+    columns: dict[str, int | None] = {}
     for o in graph.output:
         if o.name in chosen:
             out[o.name] = chosen[o.name]
@@ -410,14 +411,15 @@ def infer_output_kinds(model: onnx.ModelProto, output_dims: Mapping[str, Sequenc
         dims = (output_dims or {}).get(o.name)
         if dims is None:
             dims = [x.dim_value or None for x in o.type.tensor_type.shape.dim]
+        columns[o.name] = dims[-1] if dims else None
         out[o.name] = infer_kind(o.name, list(dims), o.type.tensor_type.elem_type, graph, inputs, prod)
     # A few linear values read as a regression only beside the model's class scores (MTCNN: boxes and landmarks next
     # to face/no-face) or by their name; a model's only such output is a classifier whose softmax was left out.
     if not any(k.kind == "classes" for k in out.values()):
         for name, k in list(out.items()):
             if k.reason.endswith(_REGRESSION_REASON) and not _named_regression(name.lower()):
-                out[name] = OutputKind("classes", reason=k.reason.split(" values from")[0] + " class scores (a linear "
-                                                         "layer last, no softmax: the model's only scores)")
+                out[name] = OutputKind("classes", reason=f"{columns.get(name)} class scores (a linear layer last, no "
+                                                         "softmax: the model's only scores)")
     if (rate := model_rate(model)) is not None:  # the metadata's sample rate, for audio the user left without one
         out = {n: replace(k, rate=k.rate or rate) if k.kind == "audio" else k for n, k in out.items()}
     return out
