@@ -83,7 +83,7 @@ def main() -> int:
 
     open_model(MODELS / "u2netp.onnx")
     w.plan.set_default("fp16")
-    w.precision.set_color_mode("precision")
+    w.colors.set_color_mode("precision")
     shot("04_u2netp_fp16_plan")
     panel = w.run_panel
     panel.set_precisions(["fp32", "fp16", "int8"])
@@ -105,7 +105,7 @@ def main() -> int:
     panel.set_precisions(["fp16"])
     panel.diagnose_button.click()
     wait(app, idle, 600, "diagnose")
-    w.precision.set_color_mode("error")
+    w.colors.set_color_mode("error")
     shot("06_diagnosis")
     if not args.no_fallback:
         w.run_controller.start_fallback()
@@ -114,7 +114,7 @@ def main() -> int:
         shot("07_fallback_found")
         if w.precision_panel.apply_button.isVisible():
             w.precision_panel.apply_button.click()
-        w.precision.set_color_mode("precision")
+        w.colors.set_color_mode("precision")
         shot("08_fallback_applied")
         print("fallback doc:", bool(doc))
     w.view.fit_all()
@@ -127,7 +127,7 @@ def main() -> int:
         wait(app, idle, 600, "engine build")
         w.engine_dock.show()
         w.engine_dock.raise_()
-        w.precision.set_color_mode("engine")
+        w.colors.set_color_mode("engine")
         shot("12_engine")
     if args.soak:
         from benchmarks.gui_soak import soak

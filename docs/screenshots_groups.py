@@ -34,7 +34,7 @@ def main() -> int:
     args = ap.parse_args()
     from app.core.precision import PrecisionPlan, build_variant
     from app.ui.shell.main_window import MainWindow
-    from benchmarks.synthetic_graphs import transformer
+    from tests.support.synthetic_graphs import transformer
 
     app = QApplication.instance() or QApplication([])
     args.out.mkdir(parents=True, exist_ok=True)
@@ -67,9 +67,9 @@ def main() -> int:
         w.graph_page.expand(box)
         w.view.set_scale(0.85)
         w.view.center_on_node(w.view.selection.current or box, select=False, zoom_to_read=False)
-        w.precision.set_color_mode("precision")
+        w.colors.set_color_mode("precision")
         shot(f"groups_bert_open_{tag}.png")
-        w.precision.set_color_mode("op")
+        w.colors.set_color_mode("op")
 
     big = tmp / "encoder-50k.onnx"
     onnx.save(transformer(50_000, scoped=True), str(big))

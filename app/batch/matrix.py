@@ -18,6 +18,7 @@ from app.backends.tasks.specs import BenchSpec, BuildSpec, CompareSpec, Diagnose
 from app.core.errors import InputError
 from app.core.fileio import file_sha256
 from app.core.measure import Tolerance
+from app.core.targets import PLAN
 
 STEPS = ("build", "compare", "diagnose", "bench")   # the order a model's jobs run in: engines first, timing last
 MATRIX_VERSION = 1
@@ -175,7 +176,7 @@ def expand(matrix: Matrix) -> list[BatchJob]:
     bad = [s for s in steps if s not in STEPS]
     if bad:
         raise MatrixError(f"Unknown step(s) {', '.join(bad)}.", fix=f"Steps are {', '.join(STEPS)}.")
-    reference = Target.parse(str(doc.get("reference", "ort-cpu:fp32"))).name
+    reference = Target.parse(str(doc.get("reference", "ort-cpu:fp32")))
     backends = [_backend(b) for b in _list(doc.get("backends", ["ort-cpu"]), "backends")]
     bench = doc.get("bench") or {}
     if not isinstance(bench, dict) or set(bench) - {"warmup", "iterations"}:
@@ -191,7 +192,7 @@ def expand(matrix: Matrix) -> list[BatchJob]:
         for precision, plan in _precisions(model.get("precisions", doc.get("precisions", ["fp32", "fp16"])),
                                            matrix.path.parent):
             for backend, gpus, own_steps in backends:
-                target = f"{backend}:{'plan' if plan else precision}"
+                target = Target.of(backend, PLAN if plan else precision)
                 extra = {"plan": plan} if plan else {}
                 for gpu in gpus:
                     made: list[tuple[str, JobInputs]] = []
@@ -219,28 +220,27 @@ def job_id(kind: str, spec: JobInputs, model_digest: str, gpu: str | None) -> st
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
 
 
-def _spec(step: str, target: str, reference: str, backend: str, precision: str, common: dict, extra: dict,
+def _spec(step: str, target: Target, reference: Target, backend: str, precision: str, common: dict, extra: dict,
           settings: dict, model: dict) -> JobInputs | None:
     """The spec of one step for one cell; None where the step does not apply (comparing the reference with itself,
     diagnosing FP32, building on a backend that builds no engine)."""
     if step == "compare":
         if target == reference:
             return None  # the reference cell: nothing to compare it with
-        return CompareSpec(reference=Target.parse(reference), candidates=(Target.parse(target),),
+        return CompareSpec(reference=reference, candidates=(target,),
                            tolerances=tuple(Tolerance.parse(t) for t in settings["tolerances"]), **common, **extra)
     if step == "diagnose":
         if precision == "fp32":
             return None
-        ref = reference if reference.endswith(":fp32") else "ort-cpu:fp32"
-        return DiagnoseSpec(reference=Target.parse(ref), candidate=Target.parse(target), **{**common, "samples": 1},
-                            **extra)
+        ref = reference if reference.runs_fp32 else Target("ort-cpu")
+        return DiagnoseSpec(reference=ref, candidate=target, **{**common, "samples": 1}, **extra)
     if step == "bench":
-        return BenchSpec(target=Target.parse(target), warmup=settings["warmup"], iterations=settings["iterations"],
+        return BenchSpec(target=target, warmup=settings["warmup"], iterations=settings["iterations"],
                          **{**common, "samples": 1}, **extra)
     if backend not in ENGINE_BACKENDS:
         return None  # build: only engine backends build
     options = {"profiles": [_profile(model)]} if model.get("profile") else {}
-    return BuildSpec(target=Target.parse(target), **{**common, "samples": 1, "options": options}, **extra)
+    return BuildSpec(target=target, **{**common, "samples": 1, "options": options}, **extra)
 
 
 def _common(doc: dict, model: dict, base: Path) -> dict[str, Any]:
@@ -267,7 +267,7 @@ def _common(doc: dict, model: dict, base: Path) -> dict[str, Any]:
 
         parsed = parse_output_kinds({str(k): str(v) for k, v in kinds.items()})
         infer_output_kinds(load_model(model["path"]).model, user=parsed)
-        out["output_kinds"] = {k: v.text() for k, v in parsed.items()}
+        out["output_kinds"] = parsed  # parsed once, here: every spec of the model holds these
     return out
 
 

@@ -79,6 +79,7 @@ def run_on_node(job_spec: dict, job_id: str, events: Any, model: dict | None) ->
     job's result JSON (with the Ray node it ran on), artifacts made in the job's folder brought back as bytes."""
     import ray
 
+    from app.core.results import JobDoc
     from app.jobs import JobRunner, JobSpec
 
     spec = JobSpec.from_json(job_spec)
@@ -111,7 +112,7 @@ def run_on_node(job_spec: dict, job_id: str, events: Any, model: dict | None) ->
         doc["model_on_node"] = spec.params["model"]
     brought: dict[str, bytes] = {}
     workdir = Path(result.workdir) if result.workdir else None
-    for path in ((result.data or {}).get("artifacts") or []):
+    for path in JobDoc.from_json(result.data).artifacts if result.data else ():
         p = Path(path)
         if workdir is not None and workdir in p.parents and p.is_file():
             brought[p.name] = p.read_bytes()

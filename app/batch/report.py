@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
 from app.batch.matrix import BatchJob
 from app.batch.store import read_job_results
 from app.core.fileio import atomic_write_text
+from app.core.results import BatchSummary
 
 
-def write_reports(results: Path, jobs: list[BatchJob], summary: dict[str, Any], matrix: Path) -> Path:
+def write_reports(results: Path, jobs: list[BatchJob], summary: BatchSummary, matrix: Path) -> Path:
     """RESULTS_DIR/reports/<model>.html for each model with finished jobs, and RESULTS_DIR/report.html (the matrix);
     returns the matrix page."""
     from app.core.project import cli_command
@@ -25,17 +25,15 @@ def write_reports(results: Path, jobs: list[BatchJob], summary: dict[str, Any], 
     for model in dict.fromkeys(j.model for j in jobs):
         items = []
         for job in (j for j in jobs if j.model == model):
-            doc = recorded.get(job.id)
-            if doc is None:
+            record = recorded.get(job.id)
+            if record is None:
                 continue
-            result = doc.get("result") or {}
-            if doc["status"] != "done":
-                failures.append({"label": job.label, "error": result.get("error", ""),
-                                 "exit_reason": result.get("exit_reason", "")})
+            if not record.done:
+                failures.append({"label": job.label, "error": record.error, "exit_reason": record.exit_reason})
                 continue
             spec = job.spec.to_json()
-            items.append({"kind": job.kind, "spec": spec, "data": result.get("data") or {}, "title": job.label,
-                          "finished_at": doc.get("finished_at", ""), "command": cli_command(spec)})
+            items.append({"kind": job.kind, "spec": spec, "data": dict(record.data), "title": job.label,
+                          "finished_at": record.finished_at, "command": cli_command(spec)})
         if not items:
             continue
         name = f"{Path(model).stem}-{hashlib.sha256(model.encode()).hexdigest()[:8]}.html"
@@ -43,5 +41,5 @@ def write_reports(results: Path, jobs: list[BatchJob], summary: dict[str, Any], 
                                                                    title=f"trtlab batch: {Path(model).name}"))
         links[model] = f"reports/{name}"
     page = results / "report.html"
-    atomic_write_text(page, build_matrix_report(summary, links, matrix=str(matrix), failures=failures))
+    atomic_write_text(page, build_matrix_report(summary.to_json(), links, matrix=str(matrix), failures=failures))
     return page

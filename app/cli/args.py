@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.backends import BackendUnavailable, Target, get_backend
 from app.cli.checks import CliInputError, check_outputs
-from app.cli.output import add_model, write_json
+from app.cli.output import result_json, with_model, write_json
+from app.core.targets import PLAN, plan_needed
 
 if TYPE_CHECKING:
     from app.backends.tasks.specs import JobInputs
-    from app.core.measure import InputSource, Tolerance
+    from app.core.measure import InputSource, OutputKind, Tolerance
     from app.core.model import ModelDoc, TensorInfo
     from app.core.precision import PrecisionPlan
+    from app.core.results import JobDoc
 
 SpecT = TypeVar("SpecT", bound="JobInputs")
 
@@ -149,14 +151,15 @@ def add_output_kinds(p: argparse.ArgumentParser) -> None:
                         "options such as yolo:v5, detections:cxcywh, sequence:tnv (default: inferred)")
 
 
-def output_kinds_arg(args: argparse.Namespace) -> dict[str, str]:
-    """--output-kind NAME=KIND items, checked against the model's outputs before any job starts."""
+def output_kinds_arg(args: argparse.Namespace) -> dict[str, OutputKind]:
+    """--output-kind NAME=KIND items, parsed here (the one place the CLI reads them) and checked against the model's
+    outputs before any job starts."""
     from app.core.measure import infer_output_kinds, parse_output_kinds
 
     kinds = parse_output_kinds(getattr(args, "output_kind", []) or [])
     if kinds:
         infer_output_kinds(model_doc(args).model, user=kinds)  # refuses names the model has no output for
-    return {name: k.text() for name, k in kinds.items()}
+    return kinds
 
 
 def default_samples(spec: SpecT, given: int | None) -> SpecT:
@@ -192,24 +195,26 @@ def shapes_arg(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
 
 def target_arg(args: argparse.Namespace) -> Target:
     """The target of `--backend B[:P]` with `--precision P` or `--plan`, refused when they disagree."""
-    backend, _, given = args.backend.partition(":")
+    said = ":" in args.backend  # a precision written with the backend
+    target = Target.parse(args.backend)
     precision = (args.precision or "fp32").lower()
     if getattr(args, "plan", None):
-        if given and given.lower() != "plan":
+        if said and not target.needs_plan:
             raise CliInputError(f"--backend {args.backend} names a precision and --plan gives another.",
-                                fix=f"Use --backend {backend} --plan PLAN.json, or drop --plan.")
-        return Target.parse(f"{backend}:plan")
-    if given and args.precision and given.lower() != precision:
+                                fix=f"Use --backend {target.backend} --plan PLAN.json, or drop --plan.")
+        return target.with_precision(PLAN)
+    if said and args.precision and target.precision != precision:
         raise CliInputError(f"--backend {args.backend} and --precision {args.precision} disagree.",
-                            fix=f"Use --backend {backend} --precision P, or --backend {backend}:P alone.")
-    return Target.parse(f"{backend}:{given or precision}")
+                            fix=f"Use --backend {target.backend} --precision P, or --backend {target.backend}:P alone.")
+    return target if said else Target.of(target.backend, precision)
 
 
 def _plan(args: argparse.Namespace, targets: list[Target]) -> PrecisionPlan | None:
     """The --plan file, read and checked against the model; None without --plan."""
     if not getattr(args, "plan", None):
-        if any(t.precision == "plan" for t in targets):
-            raise CliInputError("A 'B:plan' candidate needs --plan PLAN.json.", fix="Add --plan PLAN.json.")
+        if (needs := plan_needed(targets)) is not None:
+            raise CliInputError(f"{needs.name} runs a precision plan: it needs --plan PLAN.json.",
+                                fix="Add --plan PLAN.json.")
         return None
     from app.core.precision import PrecisionPlan
 
@@ -276,11 +281,11 @@ def check_positive(value: int, flag: str) -> None:
         raise CliInputError(f"{flag} {value}: give a positive count.", fix=f"Write e.g. {flag} 4.")
 
 
-def emit(args: argparse.Namespace, doc: dict, text: str) -> None:
-    """The text on stdout, and the JSON document where --json says (stdout with -: the text then goes to stderr).
-    The document says which command wrote it ("kind"): `trtlab report` reads it back."""
-    doc.setdefault("kind", args.command)
+def emit(args: argparse.Namespace, result: JobDoc, text: str, order: Iterable[str] = ()) -> None:
+    """The text on stdout, and the result's JSON where --json says (stdout with -: the text then goes to stderr),
+    its keys in `order` (the job's). The document says which command wrote it ("kind"): `trtlab report` reads it
+    back."""
     if args.json:
-        add_model(doc, getattr(args, "model", None))
-        write_json(doc, args.json)
+        result = with_model(result.replace(kind=result.kind or args.command), getattr(args, "model", None))
+        write_json(result_json(result, order), args.json)
     (sys.stderr if args.json == "-" else sys.stdout).write(text + "\n")

@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from app.batch import LocalExecutor, expand, load_matrix, pending, summarize, summary_table, write_summary
+    from app.batch import LocalExecutor, batch_summary, expand, load_matrix, pending, summary_table, write_summary
 
     matrix = load_matrix(args.matrix)
     jobs = expand(matrix)
@@ -73,25 +73,24 @@ def cmd_batch(args: argparse.Namespace) -> int:
         close = getattr(executor, "close", None)
         if close is not None:
             close()
-    summary = summarize(jobs, results)
+    summary = batch_summary(jobs, results)
     path = write_summary(results, matrix.path, summary)
     from app.batch.report import write_reports
 
     page = write_reports(results, jobs, summary, matrix.path)
-    doc = {"matrix": str(matrix.path), "results": str(results.resolve()), "summary_file": str(path.resolve()),
-           "report": str(page.resolve()), **summary}
     out = sys.stderr if args.json == "-" else sys.stdout
     out.write(summary_table(summary) + "\n")
     sys.stderr.write(f"Report: {page}\n")
     if args.json:
-        write_json({"kind": "batch", **doc}, args.json)
+        write_json(summary.replace(kind="batch", matrix=str(matrix.path), results=str(results.resolve()),
+                                   summary_file=str(path.resolve()), report=str(page.resolve())).to_json(), args.json)
     if not ok:
         sys.stderr.write(f"trtlab batch: interrupted ({signal_name(executor.interrupted or 2)}); finished jobs are "
                          "kept, run the same command again to resume.\n")
         return interrupted_exit(executor.interrupted or 2)
-    if summary["jobs"].get("failed"):
+    if summary.jobs.failed:
         return EXIT_JOB_FAILED
-    if any(c.get("passed") is False for c in summary["cells"]):
+    if any(c.passed is False for c in summary.cells):
         return EXIT_NOT_MET
     return EXIT_OK
 

@@ -21,6 +21,7 @@ from app.cli.args import (
 from app.cli.checks import CliInputError
 from app.cli.jobrun import run_job
 from app.cli.output import EXIT_OK
+from app.core.results import BenchResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,8 +52,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     spec = BenchSpec(model=args.model, target=target, shapes=shapes_arg(args), inputs=inputs_arg(args),
                      warmup=args.warmup, iterations=args.iterations, mode=args.mode or "", options=job_options(args),
                      **variant_params(args, [target]))
-    doc = run_job(spec, f"Benchmark {target.name}")
-    times = doc.pop("times_ms", None)
-    emit(args, doc, formats.format_bench(doc))
-    doc["times_ms"] = times
+    data = run_job(spec, f"Benchmark {target.name}")
+    data.pop("times_ms", None)  # every iteration's time is the GUI's: the JSON leaves it out
+    result = BenchResult.from_json(data)
+    emit(args, result, formats.format_bench(result), order=data)
     return EXIT_OK

@@ -19,9 +19,14 @@ from app.cli.checks import CliInputError
 from app.cli.jobrun import run_job
 from app.cli.output import EXIT_BAD_INPUT, EXIT_OK
 from app.core.measure import InputSource
+from app.core.results import BuildResult
+from app.core.targets import PLAN
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from app.core.engine import OptimizationProfile
+    from app.core.results import EngineLayer
 
 _NAME_WIDTH = 58
 
@@ -83,7 +88,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     targets = parse_targets(args.target_cc)  # exit 2 on a compute capability RTX cannot build for
     early_checks(args, "-o")
     precision = (args.precision or "fp32").lower()
-    target = Target.parse(f"{backend}:plan" if args.plan else f"{backend}:{precision}")
+    target = Target.of(backend, PLAN if args.plan else precision)
     inputs = model_inputs(args)
     shapes = {}
     if args.shapes:
@@ -103,29 +108,30 @@ def cmd_build(args: argparse.Namespace) -> int:
                               "profiles": [p.to_json() for p in config.profiles], "targets": list(targets)},
                      **variant_params(args, [target]))
     label = "TensorRT for RTX plan" if backend == "trt-rtx" else "TensorRT engine"
-    doc = run_job(spec, f"Build {label} ({target.name})")
-    if not doc.get("ok", True):
-        emit(args, doc, format_parse_errors(doc))
+    data = run_job(spec, f"Build {label} ({target.name})")
+    result = BuildResult.from_json(data)
+    if not result.ok:
+        emit(args, result, format_parse_errors(result), order=data)
         return EXIT_BAD_INPUT
-    emit(args, doc, format_build(doc))
+    emit(args, result, format_build(result), order=data)
     return EXIT_OK
 
 
-def format_parse_errors(doc: dict) -> str:
-    errs = doc.get("parse_errors", [])
-    lines = [f"TensorRT's ONNX parser refused {Path(doc['model']).name} ({len(errs)} error(s)):"]
+def format_parse_errors(doc: BuildResult) -> str:
+    errs = doc.parse_errors
+    lines = [f"TensorRT's ONNX parser refused {Path(doc.model).name} ({len(errs)} error(s)):"]
     for e in errs[:10]:
-        lines.append(f"  node {e['node'] or '?'} ({e['op'] or '?'}): {e['message']}")
-        lines.append(f"    Fix: {e['fix']}")
+        lines.append(f"  node {e.node or '?'} ({e.op or '?'}): {e.message}")
+        lines.append(f"    Fix: {e.fix}")
     if len(errs) > 10:
         lines.append(f"  … and {len(errs) - 10} more (--json lists them all)")
     return "\n".join(lines)
 
 
-def _precision_mix(layers: list[dict]) -> str:
+def _precision_mix(layers: Sequence[EngineLayer]) -> str:
     counts: dict[str, int] = {}
     for layer in layers:
-        counts[layer.get("precision", "unknown")] = counts.get(layer.get("precision", "unknown"), 0) + 1
+        counts[layer.precision] = counts.get(layer.precision, 0) + 1
     return ", ".join(f"{n} {p.upper()}" for p, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
@@ -133,25 +139,24 @@ def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
-def format_build(doc: dict) -> str:
-    layers = doc.get("layers", [])
-    cached = " (from the engine cache)" if doc.get("cached") else ""
-    if doc.get("flavour") == "rtx":
-        where = f"TensorRT for RTX {doc.get('trt_version')}, for compute capability {doc.get('compute_capability')}"
+def format_build(doc: BuildResult) -> str:
+    layers = doc.layers
+    cached = " (from the engine cache)" if doc.cached else ""
+    if doc.flavour == "rtx":
+        where = f"TensorRT for RTX {doc.trt_version}, for compute capability {doc.compute_capability}"
     else:
-        where = f"TensorRT {doc.get('trt_version')} on {doc.get('gpu')} (compute capability " \
-                f"{doc.get('compute_capability')})"
+        where = f"TensorRT {doc.trt_version} on {doc.gpu} (compute capability {doc.compute_capability})"
     source = {"builder log": " (from the builder's Layers: dump)", "inspector": " (from the engine inspector)"}
-    lines = [f"Engine for {Path(doc['model']).name} ({doc['target']}) saved to {doc['out']}{cached}",
-             f"  {where}; {len(layers)} engine layers{source.get(doc.get('layer_source', ''), '')}"
+    lines = [f"Engine for {Path(doc.model).name} ({doc.target}) saved to {doc.out}{cached}",
+             f"  {where}; {len(layers)} engine layers{source.get(doc.layer_source, '')}"
              + (f": {_precision_mix(layers)}" if layers else "")]
     if layers:
         lines.append(f"  {'precision':<9} {'type':<16} {'engine layer':<{_NAME_WIDTH}} ONNX nodes")
         for layer in layers:
-            nodes = layer.get("onnx_nodes") or []
+            nodes = layer.onnx_nodes
             shown = ", ".join(nodes[:4]) + (f" … +{len(nodes) - 4}" if len(nodes) > 4 else "")
-            lines.append(f"  {layer.get('precision', '').upper():<9} {_short(layer.get('type', ''), 16):<16} "
-                         f"{_short(layer['name'], _NAME_WIDTH):<{_NAME_WIDTH}} {shown or '—'}")
-    lines += [f"  warning: {w}" for w in doc.get("warnings", [])[:10]]
-    lines += [f"  {m['severity']}: {m['message']}" for m in doc.get("mismatches", [])[:20]]
+            lines.append(f"  {layer.precision.upper():<9} {_short(layer.type, 16):<16} "
+                         f"{_short(layer.name, _NAME_WIDTH):<{_NAME_WIDTH}} {shown or '—'}")
+    lines += [f"  warning: {w}" for w in doc.warnings[:10]]
+    lines += [f"  {m.severity}: {m.message}" for m in doc.mismatches[:20]]
     return "\n".join(lines)

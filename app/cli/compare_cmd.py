@@ -25,6 +25,8 @@ from app.cli.args import (
 from app.cli.checks import CliInputError
 from app.cli.jobrun import run_job
 from app.cli.output import EXIT_NOT_MET, EXIT_OK
+from app.core.results import CompareResult
+from app.core.targets import plan_needed
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,7 +48,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     tolerances = tuple(tolerance_arg(t, "--tol") for t in args.tol)  # usage errors, found before any work
     if args.samples is not None:
         check_positive(args.samples, "--samples")
-    if args.plan and not any(c.precision == "plan" for c in cands):
+    if args.plan and plan_needed(cands) is None:
         raise CliInputError("--plan is given but no candidate runs it.",
                             fix="Add a candidate such as --candidate ort-cpu:plan.")
     early_checks(args, targets=[ref, *cands])
@@ -56,7 +58,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                        tolerances=tolerances, options=job_options(args), output_kinds=output_kinds_arg(args),
                        **variant_params(args, [ref, *cands]))
     spec = default_samples(spec, args.samples)
-    doc = run_job(spec, f"Compare against {ref.name}")
-    doc.pop("plots", None)
-    emit(args, doc, formats.format_compare(doc))
-    return EXIT_OK if all(c["passed"] for c in doc["candidates"]) else EXIT_NOT_MET
+    data = run_job(spec, f"Compare against {ref.name}")
+    data.pop("plots", None)  # the plots' data is the GUI's: the JSON leaves it out
+    result = CompareResult.from_json(data)
+    emit(args, result, formats.format_compare(result), order=data)
+    return EXIT_OK if all(c.passed for c in result.candidates) else EXIT_NOT_MET

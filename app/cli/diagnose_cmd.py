@@ -21,6 +21,7 @@ from app.cli.args import (
 )
 from app.cli.jobrun import run_job
 from app.cli.output import EXIT_OK
+from app.core.results import DiagnoseResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,6 +38,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     spec = DiagnoseSpec(model=args.model, candidate=cand, shapes=shapes_arg(args), inputs=inputs_arg(args),
                         output_kinds=output_kinds_arg(args),
                         options=job_options(args), **variant_params(args, [cand]))
-    doc = run_job(spec, f"Diagnose {cand.name}")
-    emit(args, doc, formats.format_diagnose(doc))
+    data = run_job(spec, f"Diagnose {cand.name}")
+    result = DiagnoseResult.from_json(data)
+    emit(args, result, formats.format_diagnose(result), order=data)
     return EXIT_OK

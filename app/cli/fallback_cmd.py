@@ -25,6 +25,7 @@ from app.cli.args import (
 from app.cli.checks import CliInputError
 from app.cli.jobrun import interrupted_exit, run_job
 from app.cli.output import EXIT_NOT_MET, EXIT_OK
+from app.core.results import FallbackResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -63,21 +64,21 @@ def cmd_fallback(args: argparse.Namespace) -> int:
                         budget_s=_seconds(args.budget, "--budget"), shapes=shapes_arg(args), inputs=inputs_arg(args),
                         output_kinds=output_kinds_arg(args),
                         samples=args.samples, options=job_options(args), **variant_params(args, [ref, cand]))
-    doc = run_job(spec, f"Fallback search for {cand.name}")
+    data = run_job(spec, f"Fallback search for {cand.name}")
+    result = FallbackResult.from_json(data)
     if args.out:
         from app.core.precision import PrecisionPlan
 
-        plan = PrecisionPlan.from_json(doc["plan"])
-        plan.model_name = Path(args.model).name
+        plan = PrecisionPlan.from_json(dict(result.plan)).with_model_name(Path(args.model).name)
         try:
             plan.save(args.out)
         except OSError as exc:
             raise CliInputError(f"Cannot write the plan '{args.out}': {exc.strerror or exc}.",
                                 fix="Give -o a path in a folder you can write to.") from exc
-        doc["plan_file"] = str(Path(args.out).resolve())
-    emit(args, doc, formats.format_fallback(doc))
-    if doc.get("interrupted_by"):  # stopped by Ctrl+C or SIGTERM: the best set so far is out, the run was cut short
+        result = result.replace(plan_file=str(Path(args.out).resolve()))
+    emit(args, result, formats.format_fallback(result), order=data)
+    if result.interrupted_by:  # stopped by Ctrl+C or SIGTERM: the best set so far is out, the run was cut short
         import signal
 
-        return interrupted_exit(signal.Signals[doc["interrupted_by"]])
-    return EXIT_OK if doc["met"] else EXIT_NOT_MET
+        return interrupted_exit(signal.Signals[result.interrupted_by])
+    return EXIT_OK if result.met else EXIT_NOT_MET

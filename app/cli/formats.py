@@ -1,75 +1,85 @@
-"""The human-readable summaries the CLI commands print (their JSON is the job's result as is)."""
+"""The human-readable summaries the CLI commands print, from the typed results (their JSON is the job's result)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from app.core.measure import EMPTY_ADVICE, device_word, empty_reference, task_words
+from app.core.results import (
+    BenchResult,
+    CompareResult,
+    DiagnoseResult,
+    FallbackResult,
+    ProfileResult,
+    RunResult,
+    VariantResult,
+)
+from app.core.targets import Target
+
+_SHOWN_NOTES = ("random numbers", "noise floor")  # the notes of the job's own that the summaries repeat
 
 
-def format_fallback(doc: dict) -> str:
-    metric = doc["target"].split(":")[0]
-    b, a = doc["before"].get(metric), doc["after"].get(metric)
-    lines = [f"{doc['candidate']} against {doc['reference']}, target {doc['target']}: "
-             f"{'MET' if doc['met'] else 'NOT MET'}"
-             + (f" (stopped: {doc['stopped']})" if doc.get("stopped") else ""),
-             f"  {metric}: {num(b, '.6g')} → {num(a, '.6g')} keeping {len(doc['keep_high_precision'])} node(s) in "
-             f"high precision; {doc['evaluations']} evaluations in {doc['seconds']:.1f} s"]
-    lines += [f"    {k}" for k in doc["keep_high_precision"]]
-    if doc.get("random_data"):
+def format_fallback(doc: FallbackResult) -> str:
+    metric = doc.metric
+    b, a = doc.before.get(metric), doc.after.get(metric)
+    lines = [f"{doc.candidate} against {doc.reference}, target {doc.target}: "
+             f"{'MET' if doc.met else 'NOT MET'}"
+             + (f" (stopped: {doc.stopped})" if doc.stopped else ""),
+             f"  {metric}: {num(b, '.6g')} → {num(a, '.6g')} keeping {len(doc.keep_high_precision)} node(s) in "
+             f"high precision; {doc.evaluations} evaluations in {doc.seconds:.1f} s"]
+    lines += [f"    {k}" for k in doc.keep_high_precision]
+    if doc.random_data:
         lines.append("NOTE: measured on random inputs; real data may need a different set.")
-    notes = doc.get("notes") or {}
-    lines += [f"  note: {n}" for n in (notes.get(doc["candidate"], []) if isinstance(notes, dict) else notes)
-              if str(n).startswith(("random numbers", "noise floor"))]
-    if doc.get("plan_file"):
-        lines.append(f"Plan saved to {doc['plan_file']} (use it with --plan)")
+    lines += [f"  note: {n}" for n in doc.notes.get(doc.candidate, ()) if str(n).startswith(_SHOWN_NOTES)]
+    if doc.plan_file:
+        lines.append(f"Plan saved to {doc.plan_file} (use it with --plan)")
     return "\n".join(lines)
 
 
-def format_variant(doc: dict) -> str:
-    lines = [f"Variant of {Path(doc['model']).name} ({doc['plan_summary']}) saved to {doc['out']}"
-             + (" (from the cache)" if doc.get("cached") else "")]
-    lines += [f"  note: {n}" for n in doc.get("notes", []) if n != "variant from the cache"]
+def format_variant(doc: VariantResult) -> str:
+    lines = [f"Variant of {Path(doc.model).name} ({doc.plan_summary}) saved to {doc.out}"
+             + (" (from the cache)" if doc.cached else "")]
+    lines += [f"  note: {n}" for n in doc.notes if n != "variant from the cache"]
     return "\n".join(lines)
 
 
-def format_diagnose(doc: dict) -> str:
-    lines = [f"{doc['candidate']} against {doc['reference']}: {doc['tensors_compared']:,} tensors compared; "
-             f"inputs: {doc['inputs']}",
-             f"First NaN/Inf: {doc['first_nonfinite'] or 'none'}    Worst layer: {doc['worst'] or '—'}"]
-    rows = sorted((r for r in doc["layers"] if r["cosine"] is not None), key=lambda r: r["cosine"])[:10]
-    lines += [f"  {r['node'][:48]:<48} {r['op']:<18} cos {r['cosine']:.6f}  max|Δ| {num(r['max_abs'], '.3g')}  "
-              f"nan {r['nan']} inf {r['inf']}" + ("  (within the noise floor)" if r.get("within_floor") else "")
+def format_diagnose(doc: DiagnoseResult) -> str:
+    lines = [f"{doc.candidate} against {doc.reference}: {doc.tensors_compared:,} tensors compared; "
+             f"inputs: {doc.inputs}",
+             f"First NaN/Inf: {doc.first_nonfinite or 'none'}    Worst layer: {doc.worst or '—'}"]
+    rows = sorted((r for r in doc.layers if r.cosine is not None), key=lambda r: r.cosine or 0.0)[:10]
+    lines += [f"  {r.node[:48]:<48} {r.op:<18} cos {r.cosine:.6f}  max|Δ| {num(r.max_abs, '.3g')}  "
+              f"nan {r.nan} inf {r.inf}" + ("  (within the noise floor)" if r.within_floor else "")
               for r in rows]
-    lines += [f"  note: {n}" for n in doc.get("notes") or [] if str(n).startswith(("random numbers", "noise floor"))]
+    lines += [f"  note: {n}" for n in doc.notes if str(n).startswith(_SHOWN_NOTES)]
     return "\n".join(lines)
 
 
-def format_run(doc: dict) -> str:
-    lines = [f"Backend  {doc['backend']}   inputs: {doc['inputs']}"]
-    lines += [f"  {o['name']:<30} {o['dtype']:<8} {o['shape']}" for o in doc["outputs"]]
-    lines.append(f"Outputs saved to {doc['npz']}")
+def format_run(doc: RunResult) -> str:
+    lines = [f"Backend  {doc.backend}   inputs: {doc.inputs}"]
+    lines += [f"  {o.name:<30} {o.dtype:<8} {list(o.shape)}" for o in doc.outputs]
+    lines.append(f"Outputs saved to {doc.npz}")
     return "\n".join(lines)
 
 
-def format_compare(doc: dict) -> str:
-    lines = [f"Reference {doc['reference']} · {doc['samples']} sample(s) · inputs: {doc.get('inputs', '')}"]
-    if doc.get("random_data"):
+def format_compare(doc: CompareResult) -> str:
+    lines = [f"Reference {doc.reference} · {doc.samples} sample(s) · inputs: {doc.inputs}"]
+    if doc.random_data:
         lines.append("NOTE: inputs are random data; accuracy on real data may differ.")
-    for c in doc["candidates"]:
-        lines.append(f"{c['name']}: {'PASS' if c['passed'] else 'FAIL'}")
-        lines += [f"  note: {n}" for n in doc.get("notes", {}).get(c["name"], [])]
-        for o in c["outputs"]:
-            lines.append(f"  {o['name']:<28} max_abs {num(o['max_abs'], '.3g')}  mean_abs {num(o['mean_abs'], '.3g')}"
-                         f"  cos {num(o['cosine'], '.6f')}  snr {num(o['snr_db'], '.1f')} dB  nan {o['nan']} "
-                         f"inf {o['inf']}" + (f"  top1 {o['top1']:.3f}" if o.get("top1") is not None else ""))
-            if o.get("task"):
-                lines.append(f"    answer ({o.get('kind_spec') or o.get('kind')}): {task_words(o)}"
-                             f"  [judged by {', '.join(o.get('judged_by') or []) or 'nothing'}]")
+    for c in doc.candidates:
+        lines.append(f"{c.name}: {'PASS' if c.passed else 'FAIL'}")
+        lines += [f"  note: {n}" for n in doc.notes.get(c.name, ())]
+        for o in c.outputs:
+            lines.append(f"  {o.name:<28} max_abs {num(o.max_abs, '.3g')}  mean_abs {num(o.mean_abs, '.3g')}"
+                         f"  cos {num(o.cosine, '.6f')}  snr {num(o.snr_db, '.1f')} dB  nan {o.nan} "
+                         f"inf {o.inf}" + (f"  top1 {o.top1:.3f}" if o.top1 is not None else ""))
+            if o.task is not None:
+                lines.append(f"    answer ({o.kind_spec}): {task_words(o)}"
+                             f"  [judged by {', '.join(o.judged_by) or 'nothing'}]")
                 if empty_reference(o):
                     lines.append(f"    note: {EMPTY_ADVICE}")
-            lines += [f"    ✗ {f}" for f in o.get("failures", [])]
-        for t in c.get("unused_tolerances") or []:
+            lines += [f"    ✗ {f}" for f in o.failures]
+        for t in c.unused:
             lines.append(f"  note: --tol {t} judged no output here: outputs whose answers are judged (masks, boxes, "
                          "labels, text) use their own metrics; give --output-kind NAME=tensor to hold one to it")
     return "\n".join(lines)
@@ -79,62 +89,64 @@ def num(v: object, spec: str) -> str:
     return "—" if v is None else format(v, spec)
 
 
-def format_bench(doc: dict) -> str:
-    lat = doc["latency_ms"]
-    return (f"{doc['backend']} ({doc['mode']}): median {lat['median']:.3f} ms, mean {lat['mean']:.3f}, "
-            f"p99 {lat['p99']:.3f}, min {lat['min']:.3f}, max {lat['max']:.3f}; CoV {100 * doc['cov']:.1f}%; "
-            f"{doc['throughput_per_s']:.1f}/s over {doc['iterations']} iterations"
-            + (f"\nWARNING: {doc['warning']}" if doc.get("warning") else "")
-            + "".join(f"\nWARNING: {n}" for n in doc.get("notes") or [] if "ran on the CPU, not the GPU" in n))
+def format_bench(doc: BenchResult) -> str:
+    lat = doc.latency_ms
+    return (f"{doc.backend} ({doc.mode}): median {lat.median:.3f} ms, mean {lat.mean:.3f}, "
+            f"p99 {lat.p99:.3f}, min {lat.min:.3f}, max {lat.max:.3f}; CoV {100 * (doc.cov or 0.0):.1f}%; "
+            f"{doc.throughput_per_s:.1f}/s over {doc.iterations} iterations"
+            + (f"\nWARNING: {doc.warning}" if doc.warning else "")
+            + "".join(f"\nWARNING: {n}" for n in doc.notes if "ran on the CPU, not the GPU" in n))
 
 
-def format_profile(doc: dict, top: int = 15) -> str:
+def format_profile(doc: ProfileResult, top: int = 15) -> str:
     """The slowest nodes, time by op type, where the nodes ran, and what the run spent outside kernels."""
-    total = doc.get("total_ms")
-    lines = [f"{doc['backend']}: {num(total, '.3f')} ms per run (median of {doc.get('runs')}), "
-             f"{doc.get('node_count')} nodes, kernels {num(doc.get('kernels_ms'), '.3f')} ms"
-             + (f", {100 * doc['outside_kernels_share']:.1f}% outside kernels"
-                if doc.get("outside_kernels_share") is not None else "")]
-    placement = ", ".join(f"{p.replace('ExecutionProvider', '')} {n}" for p, n in (doc.get("placement") or {}).items())
+    total = doc.total_ms
+    lines = [f"{doc.backend}: {num(total, '.3f')} ms per run (median of {doc.runs}), "
+             f"{doc.node_count} nodes, kernels {num(doc.kernels_ms, '.3f')} ms"
+             + (f", {100 * doc.outside_kernels_share:.1f}% outside kernels"
+                if doc.outside_kernels_share is not None else "")]
+    placement = ", ".join(f"{p.replace('ExecutionProvider', '')} {n}" for p, n in doc.placement.items())
     lines.append(f"placement: {placement}")
-    if doc.get("fallback_nodes"):
-        names = doc["fallback_nodes"]
+    if doc.fallback_nodes:
+        names = doc.fallback_nodes
         lines.append(f"WARNING: {len(names)} compute node(s) ran on the CPU in a GPU session: "
                      f"{', '.join(names[:8])}{' …' if len(names) > 8 else ''}")
-    if doc.get("casts") or doc.get("copies"):
-        lines.append(f"casts: {doc.get('casts', 0)} ({num(doc.get('cast_ms'), '.3f')} ms); device copies: "
-                     f"{doc.get('copies', 0)} ({num(doc.get('copy_ms'), '.3f')} ms)")
+    if doc.casts or doc.copies:
+        lines.append(f"casts: {doc.casts} ({num(doc.cast_ms, '.3f')} ms); device copies: "
+                     f"{doc.copies} ({num(doc.copy_ms, '.3f')} ms)")
     lines.append(f"{'node':<44} {'op':<18} {'provider':<10} {'ms':>9} {'share':>6}")
-    for n in (doc.get("nodes") or [])[:top]:
-        share = 100 * n["ms"] / total if total else 0.0
-        where = n["provider"].replace("ExecutionProvider", "")[:10]
-        lines.append(f"{n['node'][:44]:<44} {n['op'][:18]:<18} {where:<10} {n['ms']:>9.3f} {share:>5.1f}%")
-    lines.append("by op: " + ", ".join(f"{op} {ms:.3f}" for op, ms in list((doc.get("by_op") or {}).items())[:8]))
-    if doc.get("against"):
+    for n in doc.nodes[:top]:
+        share = 100 * n.ms / total if total else 0.0
+        where = n.provider.replace("ExecutionProvider", "")[:10]
+        lines.append(f"{n.node[:44]:<44} {n.op[:18]:<18} {where:<10} {n.ms:>9.3f} {share:>5.1f}%")
+    lines.append("by op: " + ", ".join(f"{op} {ms:.3f}" for op, ms in list(doc.by_op.items())[:8]))
+    if doc.against is not None:
         lines += ["", *format_profile_delta(doc, top)]
     return "\n".join(lines)
 
 
-def format_profile_delta(doc: dict, top: int = 15) -> list[str]:
+def format_profile_delta(doc: ProfileResult, top: int = 15) -> list[str]:
     """Two profiles side by side: the totals, why the target is slower, the nodes that changed most, and the nodes
     only the target runs."""
-    d, against = doc["delta"], doc["against"]
-    total = f"{num(d.get('reference_ms'), '.3f')} → {num(d.get('candidate_ms'), '.3f')} ms"
-    lines = [f"{doc['backend']} against {against['backend']}: {total} per run "
-             f"({against.get('node_count')} → {doc.get('node_count')} nodes)"]
-    for reason in doc.get("slower_because") or []:
+    d, against = doc.delta, doc.against
+    if d is None or against is None:
+        return []
+    total = f"{num(d.reference_ms, '.3f')} → {num(d.candidate_ms, '.3f')} ms"
+    lines = [f"{doc.backend} against {against.backend}: {total} per run "
+             f"({against.node_count} → {doc.node_count} nodes)"]
+    for reason in doc.slower_because:
         lines.append(f"  slower because: {reason}")
-    changed = [n for n in d.get("nodes") or [] if abs(n["delta_ms"]) >= 0.0005][:top]
+    changed = [n for n in d.nodes if abs(n.delta_ms) >= 0.0005][:top]
     if changed:
-        a, b = against["backend"], doc["backend"]
-        if a.split(":")[0] == b.split(":")[0]:  # one backend: name the columns by precision
-            a, b = a.split(":")[-1], b.split(":")[-1]
+        ta, tb = Target.read(against.backend), Target.read(doc.backend)
+        a, b = ((ta.precision, tb.precision) if ta.backend == tb.backend  # one backend: name the columns by precision
+                else (str(against.backend), str(doc.backend)))
         lines.append(f"{'node':<44} {'op':<18} {a[:10] + ' ms':>10} {b[:10] + ' ms':>10} {'Δ ms':>8}")
         for n in changed:
-            moved = "" if n["provider"] == n["reference_provider"] else f"  (moved to {device_word(n['provider'])})"
-            lines.append(f"{n['node'][:44]:<44} {n['op'][:18]:<18} {n['reference_ms']:>10.3f} {n['ms']:>10.3f} "
-                         f"{n['delta_ms']:>+8.3f}{moved}")
-    if d.get("added"):
-        lines.append("only in " + doc["backend"] + ": " + ", ".join(
-            f"{v['count']} {op} ({v['ms']:.3f} ms)" for op, v in d["added"].items()))
+            moved = "" if n.provider == n.reference_provider else f"  (moved to {device_word(n.provider)})"
+            lines.append(f"{n.node[:44]:<44} {n.op[:18]:<18} {n.reference_ms:>10.3f} {n.ms:>10.3f} "
+                         f"{n.delta_ms:>+8.3f}{moved}")
+    if d.added:
+        lines.append("only in " + doc.backend + ": " + ", ".join(
+            f"{v.count} {op} ({v.ms:.3f} ms)" for op, v in d.added.items()))
     return lines

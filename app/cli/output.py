@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from app.core.errors import TrtlabError
+
+if TYPE_CHECKING:
+    from app.core.results import JobDoc
 
 EXIT_OK, EXIT_NOT_MET, EXIT_BAD_INPUT, EXIT_UNAVAILABLE, EXIT_JOB_FAILED = 0, 1, 2, 3, 4
 
@@ -43,3 +48,22 @@ def add_model(doc: dict, model: str | None) -> None:
 
     doc.setdefault("model", str(Path(model).resolve()))
     doc.setdefault("model_sha256", file_sha256(model))
+
+
+def with_model(result: JobDoc, model: str | None) -> JobDoc:
+    """`add_model` for a typed result: the model's path and digest, unless the job named them itself."""
+    from pathlib import Path
+
+    if not model or not Path(model).is_file():
+        return result
+    from app.core.fileio import file_sha256
+
+    return result.replace(model=result.model or str(Path(model).resolve()),
+                          model_sha256=result.model_sha256 or file_sha256(model))
+
+
+def result_json(result: JobDoc, order: Iterable[str] = ()) -> dict[str, Any]:
+    """A typed result's JSON with its keys in `order` (the job's, as it wrote them), the keys added since after."""
+    doc = result.to_json()
+    first = {k: doc[k] for k in order if k in doc}
+    return {**first, **{k: v for k, v in doc.items() if k not in first}}

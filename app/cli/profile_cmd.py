@@ -22,6 +22,7 @@ from app.cli.args import (
 )
 from app.cli.jobrun import run_job
 from app.cli.output import EXIT_OK
+from app.core.results import ProfileResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,6 +46,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     spec = ProfileSpec(model=args.model, target=target, against=against,
                        shapes=shapes_arg(args), inputs=inputs_arg(args), iterations=args.iterations,
                        options=job_options(args), **variant_params(args, [t for t in (against, target) if t]))
-    doc = run_job(spec, f"Profile {target.name}" + (f" against {against.name}" if against else ""))
-    emit(args, doc, formats.format_profile(doc, args.top))
+    data = run_job(spec, f"Profile {target.name}" + (f" against {against.name}" if against else ""))
+    result = ProfileResult.from_json(data)
+    emit(args, result, formats.format_profile(result, args.top), order=data)
     return EXIT_OK

@@ -21,6 +21,7 @@ from app.cli.args import (
 from app.cli.checks import CliInputError
 from app.cli.jobrun import run_job
 from app.cli.output import EXIT_OK
+from app.core.results import RunResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,16 +37,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_available(target)
     spec = RunSpec(model=args.model, target=target, shapes=shapes_arg(args), inputs=inputs_arg(args),
                    options=job_options(args), **variant_params(args, [target]))
-    doc = run_job(spec, f"Run {target.name}", keep_workdir=True)
+    data = run_job(spec, f"Run {target.name}", keep_workdir=True)
+    result = RunResult.from_json(data)
     if args.out:
         import shutil
 
         try:
-            shutil.copyfile(doc["npz"], args.out)
-            shutil.rmtree(Path(doc["npz"]).parent, ignore_errors=True)  # the job's folder: now copied out
+            shutil.copyfile(result.npz, args.out)
+            shutil.rmtree(Path(result.npz).parent, ignore_errors=True)  # the job's folder: now copied out
         except OSError as exc:
             raise CliInputError(f"Cannot write --out '{args.out}': {exc.strerror or exc}. The outputs are in "
-                                f"{doc['npz']}.", fix="Give --out a path in a folder you can write to.") from exc
-        doc["npz"] = str(Path(args.out).resolve())
-    emit(args, doc, formats.format_run(doc))
+                                f"{result.npz}.", fix="Give --out a path in a folder you can write to.") from exc
+        result = result.replace(npz=str(Path(args.out).resolve()))
+    emit(args, result, formats.format_run(result), order=data)
     return EXIT_OK

@@ -13,6 +13,8 @@ from app.cli.checks import CliInputError
 from app.cli.jobrun import run_job
 from app.cli.output import EXIT_OK
 from app.core.measure import InputSource
+from app.core.results import VariantResult
+from app.core.targets import PLAN
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,7 +38,7 @@ def cmd_variant(args: argparse.Namespace) -> int:
     precision = (args.precision or "").lower()
     if not args.plan and precision not in ("fp16", "bf16", "int8", "fp32"):
         raise CliInputError(f"Unknown precision '{args.precision}'.", fix="Use fp32, fp16, bf16 or int8.")
-    target = Target.parse("ort-cpu:plan" if args.plan else f"ort-cpu:{precision}")
+    target = Target.of("ort-cpu", PLAN if args.plan else precision)
     out = Path(args.out)
     if out.suffix.lower() != ".onnx":
         raise CliInputError(f"-o '{out}' does not end in .onnx.", fix="Give a path such as model.fp16.onnx.")
@@ -45,7 +47,7 @@ def cmd_variant(args: argparse.Namespace) -> int:
     from app.core.precision import PrecisionPlan
 
     plan: PrecisionPlan = extra.get("plan") or PrecisionPlan(default=precision)
-    used = {plan.default, *plan.op_rules.values(), *plan.overrides.values()}  # the precisions the variant runs
+    used = plan.precisions()  # the precisions the variant runs
     int8 = "int8" in used
     if args.opset is not None and not 7 <= args.opset <= onnx_opset_max():
         raise CliInputError(f"--opset {args.opset} is not an ONNX opset this onnx knows (7 to {onnx_opset_max()}).",
@@ -57,6 +59,7 @@ def cmd_variant(args: argparse.Namespace) -> int:
                        shapes=shapes_arg(args) if int8 or args.shapes or (args.opset and args.shapes) else {},
                        inputs=inputs_arg(args) if (int8 or fp16) else InputSource(kind="random", seed=args.seed),
                        opset=args.opset, **extra)
-    doc = run_job(spec, "Build variant")
-    emit(args, doc, formats.format_variant(doc))
+    data = run_job(spec, "Build variant")
+    result = VariantResult.from_json(data)
+    emit(args, result, formats.format_variant(result), order=data)
     return EXIT_OK

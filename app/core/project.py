@@ -321,7 +321,7 @@ def cli_command(spec_json: Mapping[str, Any]) -> str:
         target = Target.read(s.get("target", ""))
         if kind == "build":
             args += ["--backend", target.backend]
-        if target.precision != "plan":
+        if not target.needs_plan:
             args += ["--precision", target.precision]
     if s.get("plan") is not None:
         args += ["--plan", _PLAN_PLACEHOLDER]

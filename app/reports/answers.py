@@ -17,6 +17,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from app.core.results import (
+    AnswerPictures,
+    CandidateResult,
+    CompareResult,
+    KindInfo,
+    OutputAnswers,
+    OutputResult,
+    SampleFacts,
+    Task,
+    TextPair,
+)
 from app.reports.results import ReportItem
 from app.reports.sound import LEGEND as SOUND_LEGEND
 from app.reports.sound import answer_words as sound_words
@@ -91,58 +102,57 @@ def _plural(n: int, one: str, many: str = "") -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
-def task_of(o: Mapping[str, Any]) -> dict[str, Any] | None:
+def task_of(o: OutputResult) -> Task | None:
     """An output's task metrics when its answer was judged (a task kind, read without error, a reference answer that
     is not empty on every sample), else None."""
-    task = o.get("task")
-    if not isinstance(task, Mapping) or "error" in task or o.get("kind") not in TASK_KINDS \
-            or task.get("empty_reference"):
+    task = o.task
+    if task is None or task.failed_to_read or o.kind not in TASK_KINDS or task.empty_reference:
         return None
-    return dict(task)
+    return task
 
 
-def verdict_words(kind: str, task: Mapping[str, Any] | None) -> tuple[str, str]:
+def verdict_words(kind: str, task: Task | None) -> tuple[str, str]:
     """One candidate's verdict on one output in words, and a detail line: ("same boxes: 12 matched", "mean IoU
     0.93"), ("2 missed, 1 extra", …), ("mask IoU 0.99", "PSNR 40.4 dB"), ("top-1 agrees", …),
     ("text differs: edit distance 3", …); ("", "") for outputs judged element by element."""
-    if not isinstance(task, Mapping):
+    if task is None:
         return "", ""
-    if "error" in task:
-        return f"not read as {kind}", str(task["error"])
-    if task.get("empty_reference"):
-        return "no answer to compare", f"{task.get('empty_reason', '')}; judged element by element instead"
+    if task.failed_to_read:
+        return f"not read as {kind}", task.error
+    if task.empty_reference:
+        return "no answer to compare", f"{task.empty_reason}; judged element by element instead"
     head, detail = _answer_words(kind, task)
-    empty, samples = int(_number(task.get("empty_samples")) or 0), int(_number(task.get("samples")) or 0)
+    empty, samples = int(_number(task.empty_samples) or 0), int(_number(task.samples) or 0)
     if head and empty:
         detail = " · ".join(p for p in (detail, f"{empty} of {samples} samples hold no answer") if p)
     return head, detail
 
 
-def _answer_words(kind: str, task: Mapping[str, Any]) -> tuple[str, str]:
+def _answer_words(kind: str, task: Task) -> tuple[str, str]:
     if kind in ("detections", "yolo"):
-        matched, missed, extra = (int(_number(task.get(k)) or 0) for k in ("matched", "missed", "extra"))
+        matched, missed, extra = (int(_number(v) or 0) for v in (task.matched, task.missed, task.extra_boxes))
         head = (f"same boxes: {matched} matched" if not missed and not extra else
                 ", ".join(p for p in (f"{missed} missed" if missed else "", f"{extra} extra" if extra else "") if p)
                 + f" ({matched} matched)")
         detail = []
-        if (iou := _number(task.get("mean_iou"))) is not None and matched:
+        if (iou := _number(task.mean_iou)) is not None and matched:
             detail.append(f"mean IoU {fmt_share(iou)}")
-        if (boundary := int(_number(task.get("nms_boundary")) or 0)):
+        if (boundary := int(_number(task.nms_boundary) or 0)):
             detail.append(f"{_plural(boundary, 'box', 'boxes')} at the NMS boundary")
         return head, " · ".join(detail)
     if kind == "image":
-        iou, psnr = _number(task.get("mask_iou")), _number(task.get("psnr_db"))
+        iou, psnr = _number(task.mask_iou), _number(task.psnr_db)
         if iou is not None:
             return f"mask IoU {fmt_share(iou)}", f"PSNR {fmt_snr(psnr)}" if psnr is not None else ""
         return (f"PSNR {fmt_snr(psnr)}", "") if psnr is not None else ("", "")
     if kind == "classes":
-        top1, top5 = _number(task.get("top1")), _number(task.get("top5"))
+        top1, top5 = _number(task.top1), _number(task.top5)
         if top1 is None:
             return "", ""
         head = "top-1 agrees" if top1 >= 1.0 else f"top-1 agrees on {fmt_pct(top1)} of rows"
         return head, f"top-5 holds the reference's best on {fmt_pct(top5)}" if top5 is not None else ""
     if kind == "sequence":
-        dist, agree = _number(task.get("edit_distance")), _number(task.get("token_agreement"))
+        dist, agree = _number(task.edit_distance), _number(task.token_agreement)
         if dist is None:
             return "", ""
         head = "same text" if dist == 0 else f"text differs: edit distance {dist:.0f}"
@@ -152,7 +162,7 @@ def _answer_words(kind: str, task: Mapping[str, Any]) -> tuple[str, str]:
     return "", ""
 
 
-def scorecard_phrase(outputs: Sequence[Mapping[str, Any]]) -> str | None:
+def scorecard_phrase(outputs: Sequence[OutputResult]) -> str | None:
     """The answers' verdict of one candidate by kind, for the scorecard ("boxes unchanged: 12 matched", "masks
     overlap 99 %", "labels unchanged", "text unchanged"), None when no output's answer was judged (tensor and
     embedding outputs: the scorecard keeps its cosine); outputs judged element by element add their cosine."""
@@ -160,35 +170,36 @@ def scorecard_phrase(outputs: Sequence[Mapping[str, Any]]) -> str | None:
     if not judged:
         return None
     phrases = []
-    boxes = [t for o, t in judged if o.get("kind") in ("detections", "yolo")]
+    boxes = [t for o, t in judged if o.kind in ("detections", "yolo")]
     if boxes:
-        matched, missed, extra = (sum(int(_number(t.get(k)) or 0) for t in boxes) for k in ("matched", "missed",
-                                                                                             "extra"))
+        matched = sum(int(_number(t.matched) or 0) for t in boxes)
+        missed = sum(int(_number(t.missed) or 0) for t in boxes)
+        extra = sum(int(_number(t.extra_boxes) or 0) for t in boxes)
         phrases.append(f"boxes unchanged: {matched} matched" if not missed and not extra else
                        "boxes changed: " + ", ".join(p for p in (f"{missed} missed" if missed else "",
                                                                   f"{extra} extra" if extra else "") if p))
-    images = [t for o, t in judged if o.get("kind") == "image"]
-    masks = [v for t in images if (v := _number(t.get("mask_iou"))) is not None]
-    psnrs = [v for t in images if _number(t.get("mask_iou")) is None and (v := _number(t.get("psnr_db"))) is not None]
+    images = [t for o, t in judged if o.kind == "image"]
+    masks = [v for t in images if (v := _number(t.mask_iou)) is not None]
+    psnrs = [v for t in images if _number(t.mask_iou) is None and (v := _number(t.psnr_db)) is not None]
     if masks:
         phrases.append(f"masks overlap {fmt_pct(min(masks))}" + (f", the worst of {len(masks)} outputs"
                                                                  if len(masks) > 1 else ""))
     if psnrs:
         phrases.append(f"images at PSNR {fmt_snr(min(psnrs))}" + (f", the worst of {len(psnrs)} outputs"
                                                                    if len(psnrs) > 1 else ""))
-    tops = [v for o, t in judged if o.get("kind") == "classes" and (v := _number(t.get("top1"))) is not None]
+    tops = [v for o, t in judged if o.kind == "classes" and (v := _number(t.top1)) is not None]
     if tops:
         worst = min(tops)
         phrases.append("labels unchanged" if worst >= 1.0 else f"labels differ on {fmt_pct_off(worst)} of rows")
-    dists = [v for o, t in judged if o.get("kind") == "sequence" and (v := _number(t.get("edit_distance"))) is not None]
+    dists = [v for o, t in judged if o.kind == "sequence" and (v := _number(t.edit_distance)) is not None]
     if dists:
         phrases.append("text unchanged" if max(dists) == 0 else f"text differs: edit distance {max(dists):.0f}")
-    if heard := sound_phrase([t for o, t in judged if o.get("kind") == "audio"]):
+    if heard := sound_phrase([t for o, t in judged if o.kind == "audio"]):
         phrases.append(heard)
     if not phrases:
         return None
     rest = [o for o in outputs if task_of(o) is None]
-    cosines = [c for o in rest if (c := _number(o.get("cosine"))) is not None]
+    cosines = [c for o in rest if (c := _number(o.cosine)) is not None]
     if cosines:
         from app.reports.words import fmt_cos
 
@@ -196,15 +207,16 @@ def scorecard_phrase(outputs: Sequence[Mapping[str, Any]]) -> str | None:
     return "; ".join(phrases)
 
 
-def kind_line(o: Mapping[str, Any] | None, given: Mapping[str, Any] | None) -> dict[str, str] | None:
+def kind_line(o: OutputResult | None, given: KindInfo | None) -> dict[str, str] | None:
     """What an output means, for its table's heading: {"kind", "spec", "words", "reason"}; None for results made
     before outputs had kinds."""
-    given = given if isinstance(given, Mapping) else {}
-    kind = str((o or {}).get("kind") or given.get("kind") or "")
+    if given is None and (o is None or (o.kind, o.kind_spec) == ("tensor", "tensor")):
+        return None  # every result with kinds says each output's: a plain tensor without one is from before kinds
+    kind = (o.kind if o is not None else "") or (given.kind if given is not None else "")
     if not kind:
         return None
-    spec = str((o or {}).get("kind_spec") or given.get("spec") or kind)
-    reason = str(given.get("reason") or ("set by you" if given.get("user") else ""))
+    spec = (o.kind_spec if o is not None else "") or (given.spec if given is not None else "") or kind
+    reason = (given.reason or ("set by you" if given.user else "")) if given is not None else ""
     return {"kind": kind, "spec": spec if spec != kind else "", "words": KIND_WORDS.get(kind, kind),
             "reason": reason}
 
@@ -256,25 +268,31 @@ def text_diff(ref: str, cand: str) -> list[dict[str, str]]:
     return parts
 
 
-def _sample_note(kind: str, per_sample: object, text: object) -> str:
+def _texts(text: TextPair | None) -> tuple[str | None, str | None]:
+    """One sample's decoded text, the reference's and the candidate's (None where a side has none)."""
+    if text is None:
+        return None, None
+    return _text(text.ref), _text(text.cand)
+
+
+def _sample_note(kind: str, per_sample: SampleFacts | None, text: TextPair | None) -> str:
     """A candidate's verdict on one sample, where the result has it (masks: IoU; text: same or not)."""
-    if isinstance(per_sample, Mapping) and per_sample.get("ref_empty"):
+    if per_sample is not None and per_sample.ref_empty:
         return "nothing to compare: the reference found nothing"
-    if kind == "image" and isinstance(per_sample, Mapping):
-        iou, psnr = _number(per_sample.get("mask_iou")), _number(per_sample.get("psnr_db"))
+    if kind == "image" and per_sample is not None:
+        iou, psnr = _number(per_sample.mask_iou), _number(per_sample.psnr_db)
         if iou is not None:
             return f"mask IoU {fmt_share(iou)}"
         return f"PSNR {fmt_snr(psnr)}" if psnr is not None else ""
-    if kind in ("detections", "yolo") and isinstance(per_sample, Mapping) and _number(per_sample.get("matched")) \
-            is not None:
-        missed, extra = int(_number(per_sample.get("missed")) or 0), int(_number(per_sample.get("extra")) or 0)
-        matched = int(_number(per_sample.get("matched")) or 0)
+    if kind in ("detections", "yolo") and per_sample is not None and _number(per_sample.matched) is not None:
+        missed, extra = int(_number(per_sample.missed) or 0), int(_number(per_sample.extra_boxes) or 0)
+        matched = int(_number(per_sample.matched) or 0)
         return f"same boxes ({matched} matched)" if not missed and not extra else \
             f"{missed} missed, {extra} extra ({matched} matched)"
-    if kind == "classes" and isinstance(per_sample, Mapping) and isinstance(per_sample.get("top1"), bool):
-        return "same top-1 label" if per_sample["top1"] else "top-1 label changed"
-    if kind == "sequence" and isinstance(text, Mapping):
-        ref, cand = _text(text.get("ref")), _text(text.get("cand"))
+    if kind == "classes" and per_sample is not None and isinstance(per_sample.top1, bool):
+        return "same top-1 label" if per_sample.top1 else "top-1 label changed"
+    if kind == "sequence" and text is not None:
+        ref, cand = _texts(text)
         if ref is not None and cand is not None:
             return "same text" if ref == cand else "text differs"
     if kind == "audio":
@@ -282,40 +300,36 @@ def _sample_note(kind: str, per_sample: object, text: object) -> str:
     return ""
 
 
-def _output_block(name: str, entry: Mapping[str, Any], inputs: list[str | None], cands: Mapping[str, Mapping[str, Any]],
+def _output_block(name: str, entry: OutputAnswers, inputs: list[str | None], cands: Mapping[str, CandidateResult],
                   reference: str) -> dict[str, Any] | None:
-    kind = str(entry.get("kind") or "")
-    refs = [picture(v) for v in _list(entry.get("ref"))]
+    kind = entry.kind
+    refs = [picture(v) for v in _list(entry.ref)]
     columns: list[dict[str, Any]] = []
-    per_cand: list[Mapping[str, Any]] = []
-    for cname, ce in (entry.get("candidates") or {}).items() if isinstance(entry.get("candidates"), Mapping) else ():
-        if not isinstance(ce, Mapping):
-            continue
-        cname = str(cname)
-        out = next((o for o in (cands.get(cname) or {}).get("outputs") or []
-                    if isinstance(o, Mapping) and o.get("name") == name), None)
-        head, detail = verdict_words(kind, (out or {}).get("task"))
-        passed = (out or {}).get("passed")
+    per_cand: list[AnswerPictures] = []
+    for cname, ce in entry.candidates.items():
+        c = cands.get(cname)
+        out = c.output(name) if c is not None else None
+        head, detail = verdict_words(kind, out.task if out is not None else None)
+        passed = out.passed if out is not None else None
         columns.append({"name": cname, "words": target_words(cname), "verdict": head, "detail": detail,
                         "status": "" if passed is None else "pass" if passed else "fail",
-                        "diff": any(picture(v) for v in _list(ce.get("diff")))})
+                        "diff": any(picture(v) for v in ce.diff)})
         per_cand.append(ce)
     if not columns:
         return None
-    texts = [_list(ce.get("text")) for ce in per_cand]
-    n = min(MAX_SAMPLES, max([len(refs)] + [len(_list(ce.get("cand"))) for ce in per_cand]
-                             + [len(t) for t in texts]))
+    texts = [list(ce.text) for ce in per_cand]
+    n = min(MAX_SAMPLES, max([len(refs)] + [len(ce.cand) for ce in per_cand] + [len(t) for t in texts]))
     rows = []
-    ref_sounds = _list(entry.get("ref_sound"))
+    ref_sounds = list(entry.ref_sound)
     for s in range(n):
-        ref_text = next((_text(t[s].get("ref")) for t in texts if s < len(t) and isinstance(t[s], Mapping)), None)
+        ref_text = next((_texts(t[s])[0] for t in texts if s < len(t) and isinstance(t[s], Mapping)), None)
         cells = []
         for col, ce, tx in zip(columns, per_cand, texts, strict=True):
-            pics, diffs, dmax = _list(ce.get("cand")), _list(ce.get("diff")), _list(ce.get("diff_max"))
+            pics, diffs, dmax = ce.cand, ce.diff, ce.diff_max
             value = _number(dmax[s]) if s < len(dmax) else None
             text = tx[s] if s < len(tx) and isinstance(tx[s], Mapping) else None
-            samples = _list(ce.get("per_sample"))
-            cand_text = _text(text.get("cand")) if text else None
+            samples = ce.per_sample
+            cand_text = _texts(text)[1] if text else None
             cells.append({"pic": picture(pics[s]) if s < len(pics) else None,
                           "diff": picture(diffs[s]) if s < len(diffs) else None,
                           "diff_max": f"max |Δ| {fmt(value)}" if value is not None else "",
@@ -324,7 +338,7 @@ def _output_block(name: str, entry: Mapping[str, Any], inputs: list[str | None],
                           else [],
                           "note": _sample_note(kind, samples[s] if s < len(samples) else None, text),
                           "show_diff": col["diff"],
-                          "sound": sound(_list(ce.get("sound"))[s]) if s < len(_list(ce.get("sound"))) else None})
+                          "sound": sound(ce.sound[s]) if s < len(ce.sound) else None})
         row = {"index": s + 1, "input": inputs[s] if s < len(inputs) else None,
                "ref": refs[s] if s < len(refs) else None, "ref_text": ref_text, "cells": cells,
                "ref_sound": sound(ref_sounds[s]) if s < len(ref_sounds) else None}
@@ -344,31 +358,28 @@ def _output_block(name: str, entry: Mapping[str, Any], inputs: list[str | None],
 def answers_section(item: ReportItem) -> dict[str, Any] | None:
     """The Answers section of one compare result: per output drawn, the samples' pictures and each candidate's
     verdict; None when the result has no pictures (made before compare drew them, or no output of a task kind)."""
-    data = item.data
-    answers = data.get("answers")
-    if not isinstance(answers, Mapping) or not isinstance(answers.get("outputs"), Mapping):
+    data = item.result_as(CompareResult)
+    answers = data.answers
+    if answers is None:
         return None
-    inputs = [picture(v) for v in _list(answers.get("inputs"))]
-    cands = {str(c.get("name")): c for c in data.get("candidates") or [] if isinstance(c, Mapping)}
-    reference = str(data.get("reference", ""))
-    outputs = [b for name, entry in answers["outputs"].items() if isinstance(entry, Mapping)
-               if (b := _output_block(str(name), entry, inputs, cands, reference)) is not None]
+    inputs = [picture(v) for v in answers.inputs]
+    cands = {c.name: c for c in data.candidates}
+    reference = data.reference
+    outputs = [b for name, entry in answers.outputs.items()
+               if (b := _output_block(name, entry, inputs, cands, reference)) is not None]
     if not outputs:
         return None
     drawn = max(len(b["rows"]) for b in outputs)
-    samples = data.get("samples")
-    given = data.get("output_kinds")
-    kinds = given if isinstance(given, Mapping) else {}
+    samples = data.samples
     shown = {b["output"] for b in outputs}
-    not_drawn = [str(n) for n, k in kinds.items() if isinstance(k, Mapping) and k.get("kind") in TASK_KINDS
-                 and str(n) not in shown]
+    not_drawn = [n for n, k in data.output_kinds.items() if k.kind in TASK_KINDS and n not in shown]
     return {"reference": reference, "outputs": outputs, "samples": samples, "shown": drawn, "not_drawn": not_drawn,
-            "photos": bool(answers.get("photos")) and any(inputs), "random_data": bool(data.get("random_data")),
+            "photos": answers.photos and any(inputs), "random_data": data.random_data,
             "more": samples - drawn if isinstance(samples, int) and samples > drawn else 0,
             "title": item.title or " · ".join(p for p in (_made_from(item), f"against {reference}") if p)}
 
 
 def _made_from(item: ReportItem) -> str:
     """The model a result was made on, else the file it was read from (tells several comparisons apart)."""
-    model = (item.spec or {}).get("model") or item.data.get("model")
+    model = (item.spec or {}).get("model") or item.result.model
     return Path(str(model)).name if model else Path(item.source).name if item.source else ""

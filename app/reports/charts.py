@@ -3,10 +3,12 @@ of a comparison, latency and speed-up bars of the benchmarks, engine layers per 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from markupsafe import Markup
 
+from app.core.results import BenchResult, CompareResult, PlotData
 from app.reports import svg
 from app.reports.results import ReportItem
 from app.reports.words import target_words
@@ -15,11 +17,12 @@ from app.reports.words import target_words
 def compare_plots(item: ReportItem, colors: dict[str, str]) -> list[dict[str, Any]]:
     """Per output: the |difference| histograms (log x), the value histograms and the scatter, where the result
     has their data (a comparison made by the window or a project keeps it; `--json` files may not)."""
-    plots = item.data.get("plots") or {}
-    reference = str(item.data.get("reference", "reference"))
+    result = item.result_as(CompareResult)
+    plots = result.plots
+    reference = result.reference or "reference"
     outputs: list[str] = []
     for per_output in plots.values():
-        for name in per_output or {}:
+        for name in per_output:
             if name not in outputs:
                 outputs.append(name)
     out = []
@@ -28,7 +31,7 @@ def compare_plots(item: ReportItem, colors: dict[str, str]) -> list[dict[str, An
         diff: list[svg.Series] = []
         identical: list[str] = []
         for cand, per_output in plots.items():
-            data = (per_output or {}).get(name, {}).get("abs_diff")
+            data = _plot(per_output, name).abs_diff
             if not data or len(data) != 2:
                 continue
             edges, counts = list(data[0]), list(data[1])
@@ -45,18 +48,20 @@ def compare_plots(item: ReportItem, colors: dict[str, str]) -> list[dict[str, An
                                         title=f"How far {name} moved from the reference", log_x=True))
         values: list[svg.Series] = []
         for cand, per_output in plots.items():
-            data = (per_output or {}).get(name, {}).get("values") or {}
-            if not values and "ref" in data:
-                edges, counts = data["ref"]
+            sides = _plot(per_output, name).values  # each side's histogram
+            if sides is None:
+                continue
+            if not values and (ref := sides.ref) is not None:
+                edges, counts = list(ref[0]), list(ref[1])
                 values.append(svg.Series(f"{reference} (reference)", edges, counts, svg.REFERENCE_COLOR, filled=False))
-            if "cand" in data:
-                edges, counts = data["cand"]
+            if (mine := sides.cand) is not None:
+                edges, counts = list(mine[0]), list(mine[1])
                 values.append(svg.Series(cand, edges, counts, colors.get(cand, svg.color(len(values))), dashed=True,
                                          filled=False))
         if values:
             charts.append(svg.histogram(values, x_label=f"value of {name}", y_label="values",
                                         title=f"Values of {name}: reference and candidates"))
-        points = [(cand, (per_output or {}).get(name, {}).get("scatter")) for cand, per_output in plots.items()]
+        points = [(cand, _plot(per_output, name).scatter) for cand, per_output in plots.items()]
         series = [(cand, list(p[0]), list(p[1]), colors.get(cand, svg.color(k))) for k, (cand, p) in enumerate(points)
                   if p and len(p) == 2 and len(p[0])]
         if series:
@@ -67,10 +72,15 @@ def compare_plots(item: ReportItem, colors: dict[str, str]) -> list[dict[str, An
     return out
 
 
-def bench_charts(benches: dict[str, dict], speedups: dict[str, float | None], reference: str,
+def _plot(per_output: Mapping[str, PlotData], name: str) -> PlotData:
+    """One candidate's plots of an output (none: empty)."""
+    return per_output.get(name) or PlotData()
+
+
+def bench_charts(benches: dict[str, BenchResult], speedups: dict[str, float | None], reference: str,
                  colors: dict[str, str]) -> list[Markup]:
-    rows = [(t, [(d.get("latency_ms") or {}).get(k) for k in ("median", "p90", "p99")]) for t, d in benches.items()]
-    modes = sorted({str(d.get("mode", "")).replace("_", "-") for d in benches.values() if d.get("mode")})
+    rows = [(t, [b.latency_ms.median, b.latency_ms.p90, b.latency_ms.p99]) for t, b in benches.items()]
+    modes = sorted({b.mode.replace("_", "-") for b in benches.values() if b.mode})
     charts = [svg.hbar_chart(rows, ["median", "p90", "p99"], x_label=f"latency per run (ms, {' / '.join(modes)})",
                              title="Latency per run: median, p90 and p99", value_suffix=" ms")]
     if reference and len(benches) > 1:

@@ -9,58 +9,63 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from app.core.results import BatchCell, BatchSummary
 
-def build_matrix_report(summary: Mapping[str, Any], links: Mapping[str, str] | None = None, *, matrix: str = "",
-                        failures: list[dict] | None = None, title: str = "") -> str:
-    """The matrix page of a batch `summary` (app.batch.summarize); `links` maps a model's path to its report's
-    href (relative to the page)."""
+
+def build_matrix_report(summary: BatchSummary | Mapping[str, Any], links: Mapping[str, str] | None = None, *,
+                        matrix: str = "", failures: list[dict] | None = None, title: str = "") -> str:
+    """The matrix page of a batch `summary` (app.batch.batch_summary, or its JSON); `links` maps a model's path to
+    its report's href (relative to the page)."""
     from app.reports.report import _jinja
 
-    cells = list(summary.get("cells") or [])
+    if not isinstance(summary, BatchSummary):
+        summary = BatchSummary.from_json(summary)
+    cells = summary.cells
     columns: list[tuple[str, str, str]] = []
     for c in cells:
-        key = (c["backend"], c["precision"], c.get("gpu") or "")
+        key = (c.backend, c.precision, c.gpu or "")
         if key not in columns:
             columns.append(key)
-    models = list(dict.fromkeys(c["model"] for c in cells))
-    by_key = {(c["model"], c["backend"], c["precision"], c.get("gpu") or ""): c for c in cells}
+    models = list(dict.fromkeys(c.model for c in cells))
+    by_key = {(c.model, c.backend, c.precision, c.gpu or ""): c for c in cells}
     rows = []
     for model in models:
         rows.append({"name": Path(model).stem, "href": (links or {}).get(model, ""),
                      "cells": [_cell(by_key.get((model, *col))) for col in columns]})
-    counts = {"total": 0, "done": 0, "failed": 0, **dict(summary.get("jobs") or {})}
+    jobs = summary.jobs
+    counts = {"total": jobs.total, "done": jobs.done, "failed": jobs.failed}
     return _jinja().get_template("matrix.html.j2").render(
         title=title or f"trtlab batch: {Path(matrix).stem or 'matrix'}", matrix=matrix, counts=counts,
         when=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), rows=rows, failures=failures or [],
         columns=[{"backend": b, "precision": p, "gpu": g} for b, p, g in columns])
 
 
-def _cell(c: Mapping[str, Any] | None) -> dict[str, str]:
+def _cell(c: BatchCell | None) -> dict[str, str]:
     if c is None:
         return {"css": "empty", "main": "—", "small": "", "tooltip": "not in the matrix"}
-    if c.get("failed"):
-        kinds = ", ".join(f["kind"] for f in c["failed"])
+    if c.failed:
+        kinds = ", ".join(f.kind for f in c.failed)
         return {"css": "bad", "main": f"failed: {kinds}", "small": "",
-                "tooltip": "; ".join(f"{f['kind']}: {f.get('error', '')}" for f in c["failed"])}
-    main = f"{c['speedup']:.2f}×" if c.get("speedup") is not None else (
-        f"{c['median_ms']:.3f} ms" if c.get("median_ms") is not None else "")
-    small = f"cos {c['cosine']:.6f}" if c.get("cosine") is not None else ""
-    if c.get("built"):
-        layers = c.get("engine_layers") or {}
+                "tooltip": "; ".join(f"{f.kind}: {f.error}" for f in c.failed)}
+    main = f"{c.speedup:.2f}×" if c.speedup is not None else (
+        f"{c.median_ms:.3f} ms" if c.median_ms is not None else "")
+    small = f"cos {c.cosine:.6f}" if c.cosine is not None else ""
+    if c.built:
+        layers = c.engine_layers or {}
         small = (small + " · " if small else "") + "engine: " + ", ".join(
             f"{n} {p}" for p, n in sorted(layers.items(), key=lambda kv: -kv[1]))
-    not_run = any(j.get("status") == "not run" for j in (c.get("jobs") or {}).values())
-    if c.get("passed") is False:
+    not_run = c.not_run
+    if c.passed is False:
         css = "bad"
     elif not_run:
         css = "empty"
-    elif c.get("speedup") is not None and c["speedup"] < 1.0:
+    elif c.speedup is not None and c.speedup < 1.0:
         css = "slower"
     else:
         css = "good"
     if not main and not small:
         main = "not run" if not_run else "reference"
-    tip = f"{c['backend']}:{c['precision']}" + (" — tolerance NOT met" if c.get("passed") is False else "")
-    if c.get("worst_layer"):
-        tip += f"; worst layer {c['worst_layer']}"
+    tip = f"{c.backend}:{c.precision}" + (" — tolerance NOT met" if c.passed is False else "")
+    if c.worst_layer:
+        tip += f"; worst layer {c.worst_layer}"
     return {"css": css, "main": main, "small": small, "tooltip": tip}

@@ -10,11 +10,27 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from app.core.measure import EMPTY_ADVICE, empty_reference
+from app.core.results import (
+    BenchResult,
+    BuildResult,
+    CandidateResult,
+    CompareResult,
+    DiagnoseResult,
+    FallbackResult,
+    VariantResult,
+)
 from app.reports import svg
 from app.reports.answers import answers_section, scorecard_phrase, task_of
 from app.reports.charts import bench_charts, compare_plots, engine_chart
-from app.reports.results import ReportItem, as_items
-from app.reports.tables import bench_table, compare_table, diagnosis_table, engine_table, fallback_table
+from app.reports.results import ReportItem, Result, as_items
+from app.reports.tables import (
+    EngineTable,
+    bench_table,
+    compare_table,
+    diagnosis_table,
+    engine_table,
+    fallback_table,
+)
 from app.reports.words import fmt_cos, speed_words, target_words
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -44,9 +60,9 @@ def _model_of(items: list[ReportItem], project: object | None) -> str:
     if model:
         return str(model)
     for item in items:
-        for source in (item.spec or {}, item.data):
-            if source.get("model"):
-                return str(source["model"])
+        model = (item.spec or {}).get("model") or item.result.model
+        if model:
+            return str(model)
     return ""
 
 
@@ -57,7 +73,7 @@ def _emulation(target: str) -> Any:
     return found[0] if found else None
 
 
-def _speedups(benches: dict[str, dict], reference: str) -> dict[str, float | None]:
+def _speedups(benches: dict[str, BenchResult], reference: str) -> dict[str, float | None]:
     """Median-latency ratio to the reference per target (> 1: faster); None where speed means nothing (a backend
     that emulates the precision) or is unknown."""
     from app.core.measure import speedups
@@ -65,69 +81,69 @@ def _speedups(benches: dict[str, dict], reference: str) -> dict[str, float | Non
     return {t: s if _emulation(t) is None else None for t, s in speedups(benches, reference).items()}
 
 
-def _scorecard(compares: list[ReportItem], benches: dict[str, dict], speed_ref: str,
+def _scorecard(compares: list[ReportItem], benches: dict[str, BenchResult], speed_ref: str,
                speedups: dict[str, float | None], diagnoses: list[ReportItem], fallbacks: list[ReportItem],
-               builds: list[dict]) -> list[dict[str, str]]:
+               builds: list[EngineTable]) -> list[dict[str, str]]:
     lines: list[dict[str, str]] = []
     said: set[str] = set()
-    latest: dict[str, dict] = {}
+    latest: dict[str, CandidateResult] = {}
     for item in compares:
-        for c in item.data.get("candidates") or []:
-            latest[str(c.get("name"))] = c
+        for c in item.result_as(CompareResult).candidates:
+            latest[c.name] = c
     for name, c in latest.items():
-        outputs = [o for o in c.get("outputs") or [] if isinstance(o, dict)]
-        cosines = [o["cosine"] for o in outputs if isinstance(o.get("cosine"), int | float)]
+        outputs = c.outputs
+        cosines = [o.cosine for o in outputs if isinstance(o.cosine, int | float)]
         cos = f"cosine {fmt_cos(min(cosines))}" if cosines else "no cosine"
         by_kind = scorecard_phrase(outputs)  # boxes, masks, labels, text: what the answers did
-        if c.get("passed"):
+        if c.passed:
             text = f"{target_words(name)}: answers unchanged ({by_kind or cos})"
         else:
             # A failure the kind's phrase does not tell (an output judged element-wise) is named as well.
-            failures = [f for o in outputs if not (by_kind and task_of(o)) for f in o.get("failures") or []]
+            failures = [f for o in outputs if not (by_kind and task_of(o)) for f in o.failures]
             said_how = "; ".join(p for p in (by_kind, failures[0] if failures else "") if p)
             text = f"{target_words(name)}: answers differ ({said_how or cos})"
         text += _speed_clause(name, benches, speed_ref, speedups)
-        lines.append({"text": text, "status": "pass" if c.get("passed") else "fail"})
+        lines.append({"text": text, "status": "pass" if c.passed else "fail"})
         said.add(name)
-    for t, d in benches.items():
+    for t, b in benches.items():
         if t in said:
             continue
-        median = (d.get("latency_ms") or {}).get("median")
+        median = b.latency_ms.median
         text = f"{target_words(t)}: median latency {median:.3f} ms" if isinstance(median, float) else target_words(t)
         lines.append({"text": text + _speed_clause(t, benches, speed_ref, speedups) + " (not compared)",
                       "status": "info"})
     for item in diagnoses:
-        d = item.data
-        if d.get("first_nonfinite"):
-            text = f"Diagnosis of {target_words(d.get('candidate', ''))}: the first NaN/Inf appears at " \
-                   f"{d['first_nonfinite']}"
+        d = item.result_as(DiagnoseResult)
+        if d.first_nonfinite:
+            text = f"Diagnosis of {target_words(d.candidate)}: the first NaN/Inf appears at {d.first_nonfinite}"
             status = "fail"
         else:
-            worst = next((r for r in d.get("layers") or [] if r.get("node") == d.get("worst")), None)
-            text = f"Diagnosis of {target_words(d.get('candidate', ''))}: no NaN/Inf; the worst layer is " \
-                   f"{d.get('worst') or '—'}" + (f" (cosine {fmt_cos(worst.get('cosine'))})" if worst else "")
+            worst = next((r for r in d.layers if r.node == d.worst), None)
+            text = f"Diagnosis of {target_words(d.candidate)}: no NaN/Inf; the worst layer is " \
+                   f"{d.worst or '—'}" + (f" (cosine {fmt_cos(worst.cosine)})" if worst else "")
             status = "info"
         lines.append({"text": text, "status": status})
     for item in fallbacks:
-        d = item.data
-        kept = list(d.get("keep_high_precision") or [])
+        f = item.result_as(FallbackResult)
+        kept = list(f.keep_high_precision)
         names = ", ".join(kept[:3]) + (f" and {len(kept) - 3} more" if len(kept) > 3 else "")
-        reached = fmt_cos((d.get("after") or {}).get("cos")) if "cos" in (d.get("after") or {}) else ""
-        text = (f"Fallback for {target_words(d.get('candidate', ''))}: keeping {len(kept)} node(s) in FP32"
+        after = f.after  # metric -> its value with the nodes kept
+        reached = fmt_cos(after.get("cos")) if "cos" in after else ""
+        text = (f"Fallback for {target_words(f.candidate)}: keeping {len(kept)} node(s) in FP32"
                 + (f" ({names})" if kept else "") + (f" reaches cosine {reached}" if reached else "")
-                + f": target {d.get('target', '')} {'met' if d.get('met') else 'not met'}")
-        lines.append({"text": text, "status": "pass" if d.get("met") else "fail"})
+                + f": target {f.target} {'met' if f.met else 'not met'}")
+        lines.append({"text": text, "status": "pass" if f.met else "fail"})
     for e in builds:
-        if not e["ok"]:
-            lines.append({"text": f"Engine for {target_words(e['target'])}: the parser refused "
-                                  f"{len(e['parse_errors'])} node(s)", "status": "fail"})
+        if not e.ok:
+            lines.append({"text": f"Engine for {target_words(e.target)}: the parser refused "
+                                  f"{len(e.parse_errors)} node(s)", "status": "fail"})
             continue
-        counts = ", ".join(f"{n} {p}" for p, n in e["counts"])
-        warn = [m for m in e["mismatches"] if m["severity"] != "info"]
-        text = (f"Engine for {target_words(e['target'])} built with {e['flavour']} {e['version']}: {e['layers']} "
-                f"layers ({counts})" + (_differ(len(e["mismatches"])) if e["mismatches"] else
+        counts = ", ".join(f"{n} {p}" for p, n in e.counts)
+        warn = [m for m in e.mismatches if m.severity != "info"]
+        text = (f"Engine for {target_words(e.target)} built with {e.flavour} {e.version}: {e.layers} "
+                f"layers ({counts})" + (_differ(len(e.mismatches)) if e.mismatches else
                                         ", every node ran as planned"))
-        lines.append({"text": text, "status": "fail" if warn else "pass" if not e["mismatches"] else "info"})
+        lines.append({"text": text, "status": "fail" if warn else "pass" if not e.mismatches else "info"})
     return lines
 
 
@@ -135,7 +151,8 @@ def _differ(n: int) -> str:
     return f", {n} node{'s' if n != 1 else ''} {'differ' if n != 1 else 'differs'} from the plan"
 
 
-def _speed_clause(target: str, benches: dict[str, dict], speed_ref: str, speedups: dict[str, float | None]) -> str:
+def _speed_clause(target: str, benches: dict[str, BenchResult], speed_ref: str,
+                  speedups: dict[str, float | None]) -> str:
     if target not in benches or not speed_ref or target == speed_ref:
         return ", the speed reference" if target == speed_ref and len(benches) > 1 else ""
     emulated = _emulation(target)
@@ -145,44 +162,64 @@ def _speed_clause(target: str, benches: dict[str, dict], speed_ref: str, speedup
     return f", {speed_words(ratio, speed_ref)}" if ratio else ""
 
 
-def _caveats(items: list[ReportItem], benches: dict[str, dict]) -> list[str]:
+def _notes(result: Result) -> list[str]:
+    """A result's notes: a list, or lists per target (compare and fallback)."""
+    notes = result.notes
+    if isinstance(notes, tuple):
+        return list(notes)
+    return [n for group in notes.values() for n in group]
+
+
+def _caveats(items: list[ReportItem], benches: dict[str, BenchResult]) -> list[str]:
     out: list[str] = []
-    if any(i.data.get("random_data") for i in items if i.kind in ("compare", "diagnose", "fallback")):
+    if any(isinstance(i.result, CompareResult | DiagnoseResult | FallbackResult) and i.result.random_data
+           for i in items):
         out.append("Inputs were random data: accuracy on real inputs may differ.")
-    notes = [n for i in items for group in ([i.data.get("notes")] if isinstance(i.data.get("notes"), list)
-                                            else (i.data.get("notes") or {}).values()) for n in group or []]
+    notes = [n for i in items for n in _notes(i.result)]
     if any("CALIBRATED ON RANDOM DATA" in str(n) for n in notes):
         out.append("INT8 was calibrated on random data: its scales do not reflect real inputs.")
-    for i in items:  # a model drawing random numbers: how the comparison matched its draws
-        random_note = str((i.data.get("random_ops") or {}).get("note") or "") if i.kind == "compare" else ""
+    compared = [i.result for i in items if isinstance(i.result, CompareResult)]
+    for r in compared:  # a model drawing random numbers: how the comparison matched its draws
+        random_note = r.random_ops.note if r.random_ops is not None else ""
         if random_note:
             out.append(f"Random numbers: {random_note}.")
-    empty = sorted({str(o.get("name")) for i in items if i.kind == "compare" for c in i.data.get("candidates") or []
-                    for o in c.get("outputs") or [] if isinstance(o, dict) and empty_reference(o)})
+    empty = sorted({o.name for r in compared for c in r.candidates for o in c.outputs if empty_reference(o)})
     if empty:
         out.append(f"The reference found nothing to compare on these inputs ({', '.join(empty)}): those outputs were "
                    f"judged by their values; {EMPTY_ADVICE}.")
-    targets = {str(c.get("name")) for i in items if i.kind == "compare" for c in i.data.get("candidates") or []}
+    targets = {c.name for r in compared for c in r.candidates}
     for t in sorted(targets | set(benches)):
         e = _emulation(t)
         if e is not None:
             out.append(f"{target_words(t)}: {e.sentence}.")
-    unstable = {t: d for t, d in benches.items() if d.get("unstable")}
+    unstable = {t: b for t, b in benches.items() if b.unstable}
     if unstable:  # one line for all: the advice is the same for each
-        which = ", ".join(f"{target_words(t)} (CoV {d['cov']:.1%})" if isinstance(d.get("cov"), float)
-                          else target_words(t) for t, d in unstable.items())
-        advice = next((str(d["warning"]).partition("): ")[2] for d in unstable.values() if d.get("warning")), "")
+        which = ", ".join(f"{target_words(t)} (CoV {b.cov:.1%})" if isinstance(b.cov, float)
+                          else target_words(t) for t, b in unstable.items())
+        advice = next((b.warning.partition("): ")[2] for b in unstable.values() if b.warning), "")
         out.append(f"Latency varied a lot between runs of {which}" + (f": {advice}." if advice else "."))
     return list(dict.fromkeys(out))
+
+
+def _subject(result: Result) -> str:
+    """What a result is about: its candidate, its backend or target, or the candidates it compared."""
+    if isinstance(result, DiagnoseResult):
+        return result.candidate
+    if isinstance(result, FallbackResult):
+        return result.candidate or result.target
+    if isinstance(result, BuildResult):
+        return result.backend or result.target
+    if isinstance(result, CompareResult):
+        return ", ".join(c.name for c in result.candidates)
+    if isinstance(result, VariantResult):
+        return ""
+    return result.backend
 
 
 def _item_title(item: ReportItem) -> str:
     if item.title:
         return item.title
-    d = item.data
-    what = d.get("candidate") or d.get("backend") or d.get("target") or ", ".join(
-        str(c.get("name")) for c in d.get("candidates") or [] if isinstance(c, dict))
-    return f"{item.kind.capitalize()} {what}".strip()
+    return f"{item.kind.capitalize()} {_subject(item.result)}".strip()
 
 
 def _environment_rows(env: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -204,17 +241,17 @@ def report_context(items: list[ReportItem], project: object | None, environment:
     compares = [i for i in items if i.kind == "compare"]
     diagnoses = [i for i in items if i.kind == "diagnose"]
     fallbacks = [i for i in items if i.kind == "fallback"]
-    benches: dict[str, dict] = {}
+    benches: dict[str, BenchResult] = {}
     for i in items:
-        if i.kind == "bench" and i.data.get("backend"):
-            benches[str(i.data["backend"])] = i.data  # a re-run replaces the earlier one, in its place
+        if isinstance(i.result, BenchResult) and i.result.backend:
+            benches[i.result.backend] = i.result  # a re-run replaces the earlier one, in its place
     colors: dict[str, str] = {}
     for i in compares:
-        for c in i.data.get("candidates") or []:
-            colors.setdefault(str(c.get("name")), svg.color(len(colors)))
+        for c in i.result_as(CompareResult).candidates:
+            colors.setdefault(c.name, svg.color(len(colors)))
     for t in benches:
         colors.setdefault(t, svg.color(len(colors)))
-    compare_ref = str(compares[-1].data.get("reference", "")) if compares else ""
+    compare_ref = compares[-1].result_as(CompareResult).reference if compares else ""
     from app.core.measure import speed_reference
 
     settings = getattr(project, "settings", None) or {}  # a project knows the reference its benchmarks ran against
@@ -222,14 +259,14 @@ def report_context(items: list[ReportItem], project: object | None, environment:
     speedups = _speedups(benches, speed_ref)
     engines = [engine_table(i) for i in items if i.kind == "build"]
     for e in engines:
-        e["chart"] = engine_chart(e["counts"])
+        e.chart = engine_chart(e.counts)
     model = _model_of(items, project)
     env = dict(getattr(project, "environment", None) or environment or {})
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     env_rows = _environment_rows(env)
     # The TensorRT that built an engine, even where the report is made without it
-    env_rows += list(dict.fromkeys((f"{e['flavour']} (built the engine)", str(e["version"])) for e in engines
-                                   if e["version"]))
+    env_rows += list(dict.fromkeys((f"{e.flavour} (built the engine)", str(e.version)) for e in engines
+                                   if e.version))
     env_rows.append(("Report made", when))
     saved_at = getattr(project, "saved_at", "")
     if saved_at:
@@ -239,7 +276,7 @@ def report_context(items: list[ReportItem], project: object | None, environment:
     return {
         "title": title or (f"trtlab report: {Path(model).name}" if model else "trtlab report"),
         "model": model, "model_sha256": (getattr(project, "model_sha256", "") if project is not None else "")
-        or next((str(i.data["model_sha256"]) for i in items if i.data.get("model_sha256")), ""),
+        or next((i.result.model_sha256 for i in items if i.result.model_sha256), ""),
         "when": when,
         "scorecard": _scorecard(compares, benches, speed_ref, speedups, diagnoses, fallbacks, engines),
         "caveats": _caveats(items, benches),

@@ -1,8 +1,9 @@
 """The results a report shows, whatever they came from: a project's results, the window's, or result JSON files.
 
-A result is the job's JSON (``data``), its kind, and what is known about how it was made (the job spec, the
-command line). Result files written by `trtlab compare|bench|diagnose|fallback|build --json` carry a "kind"
-key; older ones are recognised by their keys.
+A result is its kind, the job's JSON read once into its typed result (``result``: a `CompareResult`,
+`BenchResult`, … of app.core.results), and what is known about how it was made (the job spec, the command line).
+Result files written by `trtlab compare|bench|diagnose|fallback|build --json` carry a "kind" key; older ones are
+recognised by their keys.
 """
 
 from __future__ import annotations
@@ -11,14 +12,34 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias, TypeVar
 
 from app.core.errors import InputError
+from app.core.results import (
+    BenchResult,
+    BuildResult,
+    CompareResult,
+    DiagnoseResult,
+    FallbackResult,
+    ProfileResult,
+    Record,
+    ResultFormatError,
+    RunResult,
+    VariantResult,
+)
 
 # What a report shows, in the order its sections come; `run` and `variant` results are listed with their commands.
 SHOWN_KINDS = ("compare", "bench", "diagnose", "fallback", "build")
 KINDS = (*SHOWN_KINDS, "run", "variant")
 _ITEM_KEYS = {"kind", "spec", "data", "title", "finished_at", "command"}
+
+Result: TypeAlias = (CompareResult | BenchResult | ProfileResult | DiagnoseResult | FallbackResult | BuildResult
+                     | RunResult | VariantResult)
+# The typed result of each kind's JSON
+RESULT_TYPES: dict[str, type[Result]] = {
+    "compare": CompareResult, "bench": BenchResult, "profile": ProfileResult, "diagnose": DiagnoseResult,
+    "fallback": FallbackResult, "build": BuildResult, "run": RunResult, "variant": VariantResult}
+R = TypeVar("R", bound=Record)
 
 
 class ReportError(InputError):
@@ -29,15 +50,21 @@ class ReportError(InputError):
 
 @dataclass
 class ReportItem:
-    """One result in a report."""
+    """One result in a report: its kind and its typed result."""
 
     kind: str
-    data: dict[str, Any]
+    result: Result
     spec: dict[str, Any] | None = None
     title: str = ""
     finished_at: str = ""
     command: str = ""
     source: str = ""  # the file it was read from, if any
+
+    def result_as(self, cls: type[R]) -> R:
+        """The result as the type its kind reads as (a ReportError for a result of another kind)."""
+        if not isinstance(self.result, cls):
+            raise ReportError(f"{self.source or 'A result'}: a {self.kind} result, not a {cls.__name__}.")
+        return self.result
 
 
 def infer_kind(data: Mapping[str, Any]) -> str | None:
@@ -73,27 +100,52 @@ def as_item(result: object, source: str = "") -> ReportItem:
     if isinstance(result, ReportItem):
         return result
     data = _attr(result, "data")
-    if isinstance(data, Mapping) and (not isinstance(result, Mapping) or set(result) <= _ITEM_KEYS):
-        kind = _attr(result, "kind") or infer_kind(data)
-        spec = _attr(result, "spec")
-        item = ReportItem(kind=str(kind or ""), data=dict(data), spec=dict(spec) if isinstance(spec, Mapping) else None,
-                          title=str(_attr(result, "title", "") or ""),
-                          finished_at=str(_attr(result, "finished_at", "") or ""),
-                          command=str(_attr(result, "command", "") or ""), source=source)
+    spec: dict[str, Any] | None = None
+    made: dict[str, str] = {}  # title, finished_at, command
+    if isinstance(result, Record):  # a typed result
+        data, kind = result, _kind_of(result)
+    elif isinstance(data, Mapping | Record) and (not isinstance(result, Mapping) or set(result) <= _ITEM_KEYS):
+        kind = str(_attr(result, "kind") or _kind_of(data) or "")
+        given = _attr(result, "spec")
+        spec = dict(given) if isinstance(given, Mapping) else None
+        made = {k: str(_attr(result, k, "") or "") for k in ("title", "finished_at", "command")}
     elif isinstance(result, Mapping):
-        item = ReportItem(kind=str(infer_kind(result) or ""), data=dict(result), source=source)
+        data, kind = result, str(infer_kind(result) or "")
     else:
         raise ReportError(f"{source or 'A result'} is not a trtlab result (a {type(result).__name__}).",
                           fix="Give the JSON that `trtlab compare|bench|diagnose|fallback|build --json` wrote.")
-    if item.kind not in KINDS:
+    if kind not in KINDS:
         where = f"'{source}'" if source else "A result"
         raise ReportError(f"{where} is not a trtlab result: it has none of the keys of a compare, bench, diagnose, "
                           "fallback or build result.",
                           fix="Give the JSON that `trtlab compare|bench|diagnose|fallback|build --json PATH` wrote, "
                               "or a .trtlab project.")
+    item = ReportItem(kind=kind, result=_typed(kind, data, source), spec=spec, source=source, **made)
     if not item.command and item.spec:
         item.command = command_for(item.spec)
     return item
+
+
+def _kind_of(data: object) -> str | None:
+    """The kind of a result: a typed one's by its type, a JSON one's by `infer_kind`."""
+    if isinstance(data, Mapping):
+        return infer_kind(data)
+    return next((k for k, cls in RESULT_TYPES.items() if type(data) is cls), None)
+
+
+def _typed(kind: str, data: object, source: str) -> Result:
+    """The result of ``kind`` read from its JSON once (a typed result is taken as it is)."""
+    cls = RESULT_TYPES[kind]
+    where = f"'{source}'" if source else "A result"
+    if isinstance(data, Record):
+        if not isinstance(data, cls):
+            raise ReportError(f"{where} is said to be a {kind} result but is a {type(data).__name__}.")
+        return data
+    try:
+        return cls.from_json(data if isinstance(data, Mapping) else {})
+    except (ResultFormatError, TypeError) as exc:  # TypeError: an object without a key it must have
+        raise ReportError(f"{where} is not a {kind} result trtlab can read: {exc}.",
+                          fix=f"Give the JSON that `trtlab {kind} --json PATH` wrote.") from exc
 
 
 def as_items(results: Iterable[object]) -> list[ReportItem]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from app.core.results import SampleFacts, Task
 from app.reports.words import fmt_snr
 
 SOUND_PREFIX = "data:audio/wav;base64,"
@@ -32,26 +32,26 @@ def _number(v: object) -> float | None:
     return float(v)
 
 
-def answer_words(task: Mapping[str, Any]) -> tuple[str, str]:
+def answer_words(task: Task) -> tuple[str, str]:
     """("SNR 34.2 dB", "LSD 0.8 dB · at 16 kHz (assumed)") for an audio output's task."""
-    snr, lsd = _number(task.get("audio_snr_db")), _number(task.get("lsd_db"))
+    snr, lsd = _number(task.audio_snr_db), _number(task.lsd_db)
     if snr is None:
         return "", ""
-    rate = _number(task.get("rate"))
-    at = f"at {rate / 1000:g} kHz" + ("" if task.get("rate_known") else " (assumed)") if rate else ""
+    rate = _number(task.rate)
+    at = f"at {rate / 1000:g} kHz" + ("" if task.rate_known else " (assumed)") if rate else ""
     return f"SNR {fmt_snr(snr)}", " · ".join(p for p in (f"LSD {lsd:.1f} dB" if lsd is not None else "", at) if p)
 
 
-def phrase(tasks: Sequence[Mapping[str, Any]]) -> str:
+def phrase(tasks: Sequence[Task]) -> str:
     """The scorecard's phrase for a candidate's audio outputs: "sound at SNR 34.2 dB" ("" when none)."""
-    snrs = [v for t in tasks if (v := _number(t.get("audio_snr_db"))) is not None]
+    snrs = [v for t in tasks if (v := _number(t.audio_snr_db)) is not None]
     if not snrs:
         return ""
     return f"sound at SNR {fmt_snr(min(snrs))}" + (f", the worst of {len(snrs)} outputs" if len(snrs) > 1 else "")
 
 
-def sample_note(per_sample: object) -> str:
-    if not isinstance(per_sample, Mapping) or (snr := _number(per_sample.get("audio_snr_db"))) is None:
+def sample_note(per_sample: SampleFacts | None) -> str:
+    if per_sample is None or (snr := _number(per_sample.audio_snr_db)) is None:
         return ""
-    lsd = _number(per_sample.get("lsd_db"))
+    lsd = _number(per_sample.lsd_db)
     return f"SNR {fmt_snr(snr)}" + (f", LSD {lsd:.1f} dB" if lsd is not None else "")

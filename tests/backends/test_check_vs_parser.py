@@ -2,7 +2,7 @@
 
 On every shared model and every variant trtlab makes of it (FP16, BF16, INT8 calibrated on random samples), on
 every model of the extended corpus where it is fetched, and on the small models of each parse-time rule in
-tests/core/readiness/test_readiness_parser.py, both directions hold:
+tests/support/readiness.py (those tests/core/readiness/ checks the rules with), both directions hold:
 
 - the parser refuses ⇒ the check (trt_version "rtx") has an error finding on the node the parser names (on a
   node of the op the parser names, when it gives no node);
@@ -27,7 +27,8 @@ from app.core.measure.inputs import InputSource, make_samples, resolve_input_sha
 from app.core.model.tensors import graph_inputs, value_info_to_tensor_info
 from app.core.precision.plan import PrecisionPlan, node_keys
 from app.core.readiness import Report, check_model
-from benchmarks.shared import SHARED_SHAPES, corpus_shapes, shared_models
+from tests.support import readiness as rules
+from tests.support.shared import SHARED_SHAPES, corpus_shapes, shared_models
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("tensorrt_rtx_bindings") is None,
                                 reason='TensorRT for RTX is not installed (pip install "trtlab[tensorrt-rtx]"): '
@@ -133,21 +134,18 @@ def test_check_agrees_with_the_parser_on_every_model_and_variant(trt, path, shap
 # ------------------------------------------------------------------------------------------------ each rule
 
 def _rule_models() -> list:
-    """The small models of tests/core/readiness/test_readiness_parser.py and test_readiness.py's Q/DQ rules."""
+    """The small models of the readiness tests' parse-time rules (tests/support/readiness.py): Resize, mixed float
+    types, each Q/DQ rule, ScatterElements' reduction, NonZero."""
     import numpy as np
     from onnx import TensorProto
-
-    from tests.core.readiness import test_readiness as base
-    from tests.core.readiness import test_readiness_parser as rules
 
     out = [pytest.param(rules.resize_model(**kw), id=f"resize-{case}") for case, kw, _ in rules.RESIZE_CASES]
     f, h = TensorProto.FLOAT, TensorProto.FLOAT16
     out += [pytest.param(rules.mixed(op, types, **attrs), id=f"mixed-{op}") for op, types, attrs in (
         ("Add", (f, h), {}), ("Concat", (f, h), {"axis": 0}), ("Where", (TensorProto.BOOL, f, h), {}),
         ("Pow", (f, h), {}), ("Where", (TensorProto.BOOL, h, h), {}))]
-    out += [pytest.param(base.qdq(**kw), id=f"qdq-{code}")
-            for kw, code in base.test_each_qdq_rule.pytestmark[0].args[1]]
-    out.append(pytest.param(base.qdq(zp=np.int8(0)), id="qdq-conforming"))
+    out += [pytest.param(rules.qdq(**kw), id=f"qdq-{code}") for kw, code in rules.QDQ_CASES]
+    out.append(pytest.param(rules.qdq(zp=np.int8(0)), id="qdq-conforming"))
     out.append(pytest.param(rules.scatter_add(), id="scatter-elements-add"))
     out.append(pytest.param(rules.nonzero(), id="nonzero"))
     return out
@@ -163,7 +161,7 @@ def test_check_agrees_with_the_parser_on_each_rule(trt, model, tmp_path):
 def test_the_parser_sees_what_the_resize_cases_say(trt, tmp_path):
     """Each Resize case's expected answer is the parser's (not only the check's)."""
     from app.backends.trt_build import parse_only
-    from tests.core.readiness.test_readiness_parser import RESIZE_CASES, resize_model
+    from tests.support.readiness import RESIZE_CASES, resize_model
 
     for case, kwargs, refused in RESIZE_CASES:
         path = tmp_path / f"{case}.onnx"

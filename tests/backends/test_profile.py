@@ -175,6 +175,9 @@ def test_node_shares_split_fusions_and_devices_follow_them():
                total=0.5)
     doc["nodes"].append({"node": "801_nchwc", "op": "ReorderInput", "provider": CPU_EP, "ms": 0.1,
                          "model_node": False})
-    shares = node_shares(doc)
+    from app.core.results import ProfileResult
+
+    profile = ProfileResult.from_json(doc)
+    shares = node_shares(profile)
     assert shares == {"conv": 0.3 / 0.5 / 2, "relu": 0.3 / 0.5 / 2, "bn": 0.1 / 0.5}  # of all node time
-    assert node_devices(doc) == {"conv": CUDA, "relu": CUDA, "bn": CPU_EP}
+    assert node_devices(profile) == {"conv": CUDA, "relu": CUDA, "bn": CPU_EP}

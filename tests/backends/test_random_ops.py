@@ -11,7 +11,6 @@ import json
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 from app.backends.tasks import compare as compare_module
 from app.backends.tasks.compare import compare_task
@@ -19,28 +18,9 @@ from app.backends.tasks.specs import CompareSpec
 from app.core.measure import FLOOR_SLACK, InputSource, compare_samples, judge_by_floor
 from app.core.model.randomness import seed_for
 from tests.cli.runner import trtlab
-
-CHANNELS, FRAMES = 8, 256
-
-
-def vits_like_model() -> onnx.ModelProto:
-    """input [1, 8, 256] → Conv → + RandomNormalLike noise × scales[0] → output: the noise path of a VITS decoder."""
-    rng = np.random.default_rng(0)
-    w = (rng.standard_normal((CHANNELS, CHANNELS, 3)) * 0.1).astype(np.float32)
-    nodes = [
-        helper.make_node("Conv", ["input", "w"], ["conv"], name="/dec/conv", pads=[1, 1]),
-        helper.make_node("RandomNormalLike", ["conv"], ["noise"], name="/RandomNormalLike", dtype=TensorProto.FLOAT),
-        helper.make_node("Gather", ["scales", "zero"], ["noise_scale"], name="/Gather", axis=0),
-        helper.make_node("Mul", ["noise", "noise_scale"], ["scaled"], name="/Mul"),
-        helper.make_node("Add", ["conv", "scaled"], ["output"], name="/Add"),
-    ]
-    graph = helper.make_graph(
-        nodes, "vits_like",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, CHANNELS, FRAMES]),
-         helper.make_tensor_value_info("scales", TensorProto.FLOAT, [3])],
-        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, CHANNELS, FRAMES])],
-        initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array(0, np.int64), "zero")])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+from tests.support.models import VITS_CHANNELS as CHANNELS
+from tests.support.models import VITS_FRAMES as FRAMES
+from tests.support.models import vits_like_model
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +129,7 @@ def test_the_results_view_the_report_and_the_scorecard_say_how_the_draws_were_ma
     from app.core.measure import caveats
     from app.core.measure.results import ResultsState
     from app.core.project import ProjectResult
+    from app.core.results import CompareResult
     from app.jobs import run_inline
     from app.reports import build_report
 
@@ -158,11 +139,12 @@ def test_the_results_view_the_report_and_the_scorecard_say_how_the_draws_were_ma
     assert (tmp_path / "jobs").is_dir() and not list((tmp_path / "jobs").rglob("seeded/*.onnx"))
     assert result.data["random_ops"]["method"] == "same seeds" and result.data["candidates"][0]["passed"]
     state = ResultsState()
-    state.add_compare(result.data)
+    compare = CompareResult.from_json(result.data)
+    state.add_compare(compare)
     warnings = [w for w in state.warnings() if w.startswith("Random numbers: ")]
     assert len(warnings) == 1 and "seeded alike" in warnings[0] and "'scales'" in warnings[0]
     assert any(c.startswith("The model draws random numbers: every precision drew the same ones")
-               for c in caveats(result.data, {}))
+               for c in caveats(compare, {}))
     html = build_report([ProjectResult.make(spec.kind, spec.to_json(), result.data, "compare job")], None, {})
     assert "Random numbers: 1 RandomNormalLike node (/RandomNormalLike): the reference and every candidate drew" in html
 

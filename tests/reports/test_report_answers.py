@@ -14,6 +14,7 @@ import pytest
 
 from app.backends.tasks.specs import CompareSpec
 from app.core.project import Project, ProjectResult, load_project, save_project
+from app.core.results import OutputResult, Task
 from app.jobs import run_inline
 from app.reports import build_report, read_result_file
 from app.reports.answers import fmt_pct, fmt_share, scorecard_phrase, text_diff, verdict_words
@@ -200,7 +201,7 @@ def test_boxes_are_drawn_and_counted(yolo_compare):
     task = out["task"]
     html = build_report([yolo_compare], None, {})
     text = _text(_section(html, "answers"))
-    head, _ = verdict_words("yolo", task)
+    head, _ = verdict_words("yolo", Task.from_json(task))
     assert head in text
     if not task["missed"] and not task["extra"]:
         assert head == f"same boxes: {task['matched']} matched"
@@ -214,21 +215,23 @@ def test_boxes_are_drawn_and_counted(yolo_compare):
 
 
 def test_verdicts_in_words_per_kind():
-    assert verdict_words("detections", {"matched": 12, "missed": 0, "extra": 0, "mean_iou": 0.97,
-                                        "nms_boundary": 0})[0] == "same boxes: 12 matched"
-    head, detail = verdict_words("yolo", {"matched": 10, "missed": 2, "extra": 1, "mean_iou": 0.9,
-                                          "nms_boundary": 1})
+    def words(kind, task):
+        return verdict_words(kind, None if task is None else Task.from_json(task))
+
+    assert words("detections", {"matched": 12, "missed": 0, "extra": 0, "mean_iou": 0.97,
+                                "nms_boundary": 0})[0] == "same boxes: 12 matched"
+    head, detail = words("yolo", {"matched": 10, "missed": 2, "extra": 1, "mean_iou": 0.9, "nms_boundary": 1})
     assert head == "2 missed, 1 extra (10 matched)" and detail == "mean IoU 0.90 · 1 box at the NMS boundary"
-    assert verdict_words("image", {"mask_iou": 0.9941, "psnr_db": 40.4, "probability": True}) == (
+    assert words("image", {"mask_iou": 0.9941, "psnr_db": 40.4, "probability": True}) == (
         "mask IoU 0.99", "PSNR 40.4 dB")
-    assert verdict_words("image", {"mask_iou": None, "psnr_db": 31.25, "probability": False}) == ("PSNR 31.2 dB", "")
-    assert verdict_words("classes", {"top1": 1.0, "top5": None}) == ("top-1 agrees", "")
-    assert verdict_words("classes", {"top1": 0.6, "top5": 1.0})[0] == "top-1 agrees on 60 % of rows"
-    assert verdict_words("sequence", {"token_agreement": 0.95, "edit_distance": 3}) == (
+    assert words("image", {"mask_iou": None, "psnr_db": 31.25, "probability": False}) == ("PSNR 31.2 dB", "")
+    assert words("classes", {"top1": 1.0, "top5": None}) == ("top-1 agrees", "")
+    assert words("classes", {"top1": 0.6, "top5": 1.0})[0] == "top-1 agrees on 60 % of rows"
+    assert words("sequence", {"token_agreement": 0.95, "edit_distance": 3}) == (
         "text differs: edit distance 3", "95 % of steps agree")
-    assert verdict_words("sequence", {"token_agreement": 1.0, "edit_distance": 0})[0] == "same text"
-    assert verdict_words("tensor", None) == ("", "")
-    assert verdict_words("image", {"error": "no planes"})[0] == "not read as image"
+    assert words("sequence", {"token_agreement": 1.0, "edit_distance": 0})[0] == "same text"
+    assert words("tensor", None) == ("", "")
+    assert words("image", {"error": "no planes"})[0] == "not read as image"
     # never "1" or "100 %" short of 1, never rounded up
     assert (fmt_share(0.9999), fmt_pct(0.9999), fmt_pct(0.29), fmt_share(0.29), fmt_pct(0.004)) == (
         "0.99", "99 %", "29 %", "0.29", "< 1 %")
@@ -236,7 +239,7 @@ def test_verdicts_in_words_per_kind():
 
 def test_scorecard_phrases_per_kind():
     def out(kind, task, **kw):
-        return {"kind": kind, "task": task, **kw}
+        return OutputResult.from_json({"name": kind, "kind": kind, "task": task, **kw})
 
     assert scorecard_phrase([out("yolo", {"matched": 12, "missed": 0, "extra": 0})]) == "boxes unchanged: 12 matched"
     assert scorecard_phrase([out("detections", {"matched": 9, "missed": 2, "extra": 1})]) == \
@@ -244,9 +247,9 @@ def test_scorecard_phrases_per_kind():
     assert scorecard_phrase([out("image", {"mask_iou": 0.994})]) == "masks overlap 99 %"
     assert scorecard_phrase([out("classes", {"top1": 1.0})]) == "labels unchanged"
     assert scorecard_phrase([out("sequence", {"edit_distance": 0})]) == "text unchanged"
-    assert scorecard_phrase([out("classes", {"top1": 1.0}), {"kind": "tensor", "task": None, "cosine": 0.999}]) \
+    assert scorecard_phrase([out("classes", {"top1": 1.0}), out("tensor", None, cosine=0.999)]) \
         == "labels unchanged; other outputs cosine 0.9990"
-    assert scorecard_phrase([{"kind": "embedding", "task": None, "cosine": 0.99}]) is None  # the old wording stays
+    assert scorecard_phrase([out("embedding", None, cosine=0.99)]) is None  # the old wording stays
     assert scorecard_phrase([out("image", {"error": "not an image"})]) is None
 
 

@@ -9,6 +9,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TRTLAB_NO_CLOSE_PROMPT", "1")  # closing a window with unsaved results asks nothing
 
 import pytest  # noqa: E402
+import shiboken6  # noqa: E402
 from PySide6.QtCore import QSettings  # noqa: E402
 
 
@@ -27,7 +28,7 @@ def window(qtbot, tmp_path):
     w.loader.wait(20_000)
     w.close()
     w.deleteLater()
-    qtbot.wait(10)
+    qtbot.waitUntil(lambda: not shiboken6.isValid(w), timeout=10_000)  # deleted on the event loop's next turn
     # Collect the window's Qt wrappers here, on the GUI thread: left to a later collection they
     # may be freed from a loader thread, which Qt does not allow.
     gc.collect()

@@ -31,8 +31,9 @@ def test_a_detector_is_judged_by_its_boxes_and_a_kind_can_be_changed(qtbot, wind
     panel.samples.setValue(3)
     run_jobs_and_wait(qtbot, window, panel.compare_button.click)
     out = view.state.output_entry("ort-cpu:fp16", "dets")
-    assert out["kind"] == "detections" and out["task"]["missed"] == 0 and out["task"]["extra"] == 0
-    assert out["cosine"] < 0.999  # the rows reorder; the boxes do not change: it passes
+    assert out is not None and out.task is not None
+    assert out.kind == "detections" and out.task.missed == 0 and out.task.extra_boxes == 0
+    assert out.cosine is not None and out.cosine < 0.999  # the rows reorder; the boxes do not change: it passes
     assert view.scorecard.item(1, 1).text().startswith("✓") and "same boxes" in view.scorecard.item(1, 4).text()
     # The Answers tab shows the photo, FP32's boxes, and FP16's boxes over them, with pictures that are not blank.
     answers = view.answers_view
@@ -56,7 +57,7 @@ def test_a_detector_is_judged_by_its_boxes_and_a_kind_can_be_changed(qtbot, wind
     results = run_jobs_and_wait(qtbot, window, panel.compare_button.click)
     assert results[0].data["output_kinds"]["dets"]["user"] is True
     out = view.state.output_entry("ort-cpu:fp16", "dets")
-    assert out["kind"] == "tensor" and out["task"] is None and out["judged_by"] == ["cos:0.999"]
+    assert out is not None and out.kind == "tensor" and out.task is None and out.judged_by == ("cos:0.999",)
     assert "kind: tensor" in view.kind_label.text()
 
 

@@ -42,12 +42,12 @@ def test_the_matrix_shows_every_cell_with_its_verdict(qtbot, batch_folder):
     assert headers == ["ort-cpu:fp32", "ort-cpu:fp16", "ort-cpu:int8"]
     cells = {h: t.item(0, c) for c, h in enumerate(headers)}
     fp16 = cells["ort-cpu:fp16"].data(Qt.ItemDataRole.UserRole)
-    assert cells["ort-cpu:fp16"].text() == cell_text(fp16) and f"{fp16['speedup']:.2f}×" in cell_text(fp16)
-    assert f"cos {fp16['cosine']:.6f}" in cells["ort-cpu:fp16"].text() and fp16['cosine'] > 0.999
+    assert cells["ort-cpu:fp16"].text() == cell_text(fp16) and f"{fp16.speedup:.2f}×" in cell_text(fp16)
+    assert f"cos {fp16.cosine:.6f}" in cells["ort-cpu:fp16"].text() and fp16.cosine > 0.999
     # Green when faster than FP32, amber when slower (ONNX Runtime's CPU FP16 often is): never red, it passed.
-    assert cells["ort-cpu:fp16"].background().color() == (GOOD if fp16["speedup"] >= 1 else SLOWER)
+    assert cells["ort-cpu:fp16"].background().color() == (GOOD if fp16.speedup >= 1 else SLOWER)
     int8 = cells["ort-cpu:int8"]
-    assert int8.data(Qt.ItemDataRole.UserRole)["passed"] is False and int8.background().color() == BAD
+    assert int8.data(Qt.ItemDataRole.UserRole).passed is False and int8.background().color() == BAD
     assert "tolerance NOT met" in int8.toolTip()
     assert cells["ort-cpu:fp32"].text().startswith("1.00×")
     assert "1 model(s), 5 of 5 jobs done, 0 failed" in view.title.text()

@@ -3,33 +3,16 @@
 from __future__ import annotations
 
 import onnx
-from onnx import TensorProto, helper
 
 from app.ui.graph.item import LOD_BOXES, LOD_EDGE_TEXT, LOD_LABELS
+from tests.support.models import residual_chain
+from tests.support.ui import non_background_fraction
 from tests.ui.conftest import open_and_wait
-from tests.ui.test_main_window import _non_background_fraction
-
-
-def _residual_chain(blocks: int) -> onnx.ModelProto:
-    nodes, x = [], "x"
-    for i in range(blocks):
-        a, b, c, d = (f"{k}{i}" for k in "abcd")
-        nodes += [helper.make_node("Relu", [x], [a], name=f"relu{i}"),
-                  helper.make_node("Sigmoid", [x], [b], name=f"sig{i}"),
-                  helper.make_node("Add", [a, b], [c], name=f"add{i}"),
-                  # every 50th block also reads the graph input: long edges, as masks make in transformers
-                  helper.make_node("Mul", [c, "x" if i % 50 == 0 else x], [d], name=f"mul{i}")]
-        x = d
-    g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
-                          [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 16])])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 10
-    return m
 
 
 def test_ten_thousand_nodes(qtbot, window, tmp_path):
     path = tmp_path / "chain10k.onnx"
-    onnx.save(_residual_chain(2500), path)
+    onnx.save(residual_chain(2500), path)
     open_and_wait(qtbot, window, path, timeout=60_000)
     assert window.opened is not None, window.banner.text()
     view = window.view
@@ -41,7 +24,7 @@ def test_ten_thousand_nodes(qtbot, window, tmp_path):
         img = view.viewport().grab().toImage()
         # Far out a chain is a thin line: fewer coloured pixels, but never none.
         floor = 0.0005 if scale < LOD_BOXES else 0.002
-        assert _non_background_fraction(img) > floor, f"blank at scale {scale}"
+        assert non_background_fraction(img) > floor, f"blank at scale {scale}"
     # Finding the last node jumps there.
     window.open_find()
     window.graph_page.search.edit.setText("mul2499")

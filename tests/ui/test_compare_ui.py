@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from PySide6.QtCore import QRect
 from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication
 
 from app.core.precision import PrecisionPlan, build_variant
 from app.ui.common.screen_fit import fitted_rect
 from app.ui.graph.compare_window import STATUS_COLORS
+from tests.support.ui import assert_clear, centred_would_be_covered
 from tests.ui.conftest import open_and_wait
-from tests.ui.test_overlays_clear import assert_clear, centred_would_be_covered
 
 
 def _compare(qtbot, window, path):
@@ -22,6 +23,13 @@ def _compare(qtbot, window, path):
     qtbot.addWidget(win)
     qtbot.waitExposed(win)
     return win
+
+
+def _wait_for_follows(qtbot, win) -> None:
+    """Let the events a change posted run, then wait until no pane has a follow still to come (each pane follows
+    the other 40 ms after it is panned): what the panes show after that is what they keep."""
+    QApplication.processEvents()
+    qtbot.waitUntil(lambda: not any(t.isActive() for t in win._pan_timers), timeout=5_000)
 
 
 def test_a_model_against_its_fp16_variant(qtbot, window, model_paths, tmp_path):
@@ -34,7 +42,7 @@ def test_a_model_against_its_fp16_variant(qtbot, window, model_paths, tmp_path):
     assert window.menus.act_compare_model.shortcut().toString() == "Ctrl+Shift+K"
     win = _compare(qtbot, window, variant.path)
     counts = win.diff.counts()
-    assert counts["removed"] == 0 and counts["added"] == variant.report["half"]["casts_added"]
+    assert counts.removed == 0 and counts.added == variant.report["half"]["casts_added"]
     assert {n.op for n in win.diff.nodes if n.status == "added"} == {"Cast"}
     assert "only in B" in window.status_label.text()
     # B's graph: the added Casts drawn in the "added" colour; nothing on A's side is
@@ -43,7 +51,7 @@ def test_a_model_against_its_fp16_variant(qtbot, window, model_paths, tmp_path):
     assert all(b_fill[v].name() == STATUS_COLORS["added"].name() for v in added if v is not None)
     assert all(c.name() != STATUS_COLORS["added"].name() for c in win.a.view.item.node_fill)
     # the list: one row per difference; a row shows its pair on both sides
-    assert win.changes.count() == counts["changed"] + counts["added"]
+    assert win.changes.count() == counts.changed + counts.added
     conv = next(r for r in range(win.changes.count()) if " Conv " in win.changes.item(r).text())
     win.changes.setCurrentRow(conv)
     a_key, b_key = win.changes.item(conv).data(0x0100)
@@ -61,7 +69,7 @@ def test_a_model_against_its_fp16_variant(qtbot, window, model_paths, tmp_path):
     # the numbers: FP16 rounding only, so no pair falls below the 0.9999 cosine... or the first that does is named
     with qtbot.waitSignal(win.numericDone, timeout=120_000):
         win.numeric_button.click()
-    assert win.numeric is not None and win.numeric["compared"] > 50
+    assert win.numeric is not None and win.numeric.compared > 50 and len(win.numeric.rows) == win.numeric.compared
     text = win.numeric_label.text()
     assert "matched outputs compared" in text and ("agree everywhere" in text or "first disagree" in text)
     assert win.a.view.legend.title == "Numeric: B against A"
@@ -82,13 +90,17 @@ def test_the_compare_window_fits_the_screen_and_shows_changes_clear_of_the_minim
     variant = build_variant(src, PrecisionPlan(default="fp16"), cache_dir=tmp_path)
     open_and_wait(qtbot, window, src)
     win = _compare(qtbot, window, variant.path)
-    qtbot.wait(50)  # once laid out, a window bigger than asked is moved back inside the screen
     screen = window.screen() or QGuiApplication.primaryScreen()
     avail = screen.availableGeometry()
-    frame = win.frameGeometry()
-    assert avail.contains(frame), (frame, avail)
+
+    def inside_and_centred() -> None:
+        frame = win.frameGeometry()
+        assert avail.contains(frame), (frame, avail)
+        assert abs(frame.center().x() - avail.center().x()) <= 2 and abs(frame.center().y() - avail.center().y()) <= 2
+
+    # once laid out, a window bigger than asked is moved back inside the screen, centred with its frame
+    qtbot.waitUntil(inside_and_centred, timeout=5_000)
     assert win.width() <= 0.9 * avail.width() + 1 and win.height() <= 0.9 * avail.height() + 1
-    assert abs(frame.center().x() - avail.center().x()) <= 2 and abs(frame.center().y() - avail.center().y()) <= 2
     # The panes are narrow on a small screen, zoomed in here: every change the list shows stays clear of each side's
     # minimap, also once the panes have had time to follow each other.
     assert win.a.view.minimap.isVisible() and win.b.view.minimap.isVisible()
@@ -96,7 +108,7 @@ def test_the_compare_window_fits_the_screen_and_shows_changes_clear_of_the_minim
     would = 0
     for row in range(win.changes.count()):
         win.changes.setCurrentRow(row)
-        qtbot.wait(60)  # past the panes' 40 ms follow
+        _wait_for_follows(qtbot, win)
         for side in (win.a, win.b):
             node = side.view.selection.current
             if node is not None:

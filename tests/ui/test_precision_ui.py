@@ -32,7 +32,7 @@ def test_set_precision_on_selected_nodes_colours_table_and_undo(qtbot, window, m
     keys = [window.plan.key_of(int(window.graph_page.picture.graph.onnx_index[n])) for n in convs]
     assert window.plan.plan.overrides == {k: "fp16" for k in keys}
     # The graph switched to precision colours, with a legend that counts them.
-    assert window.precision.color_mode == "precision" and window.precision.color_actions["precision"].isChecked()
+    assert window.colors.color_mode == "precision" and window.colors.color_actions["precision"].isChecked()
     assert all(_fill(window, n) == PRECISION_COLORS["fp16"].name() for n in convs)
     other = _display_nodes(window, "Conv")[3]
     assert _fill(window, other) == PRECISION_COLORS["fp32"].name()
@@ -88,19 +88,19 @@ def test_plan_save_load_round_trip_and_bad_file(qtbot, window, model_paths, tmp_
     ctl.set_default("fp16")
     ctl.set_nodes([ctl.rows[0].key], "fp32")
     path = tmp_path / "p.plan.json"
-    assert window.precision.save_plan(path)
+    assert window.plan_files.save_plan(path)
     saved = json.loads(path.read_text())
     assert saved["default"] == "fp16" and saved["overrides"] == {ctl.rows[0].key: "fp32"}
     assert saved["model"] == "ppocr_cls_mobile_v2.onnx" and "•" not in window.windowTitle()
     ctl.clear_overrides()
     ctl.set_default("fp32")
-    assert window.precision.load_plan(path)
+    assert window.plan_files.load_plan(path)
     assert ctl.plan.default == "fp16" and ctl.plan.overrides == {ctl.rows[0].key: "fp32"}
     window.menus.act_undo.trigger()  # loading is one undo step
     assert ctl.plan.default == "fp32"
     bad = tmp_path / "bad.json"
     bad.write_text("{nope")
-    assert not window.precision.load_plan(bad)
+    assert not window.plan_files.load_plan(bad)
     assert window.banner.isVisible() and "not valid JSON" in window.banner.message
     assert ctl.plan.default == "fp32"  # nothing lost
 
@@ -118,10 +118,10 @@ def test_diagnose_the_plan_through_the_window(qtbot, window, tmp_path):
     """A planted overflow: FP16 turns one Mul's output into Inf; the heat-map and 'go to' find it."""
     import onnx
 
-    from tests.core.precision.test_diagnose import _overflow_model
+    from tests.support.models import overflow_model
 
     path = tmp_path / "overflow.onnx"
-    onnx.save(_overflow_model(), str(path))
+    onnx.save(overflow_model(), str(path))
     open_and_wait(qtbot, window, path)
     window.plan.set_default("fp16")
     # Set by name: FP16's range rule (which would keep this Mul FP32, its values reach 1e6) respects the choice.
@@ -136,11 +136,11 @@ def test_diagnose_the_plan_through_the_window(qtbot, window, tmp_path):
     assert result.status == "done", (result.error, result.log_tail)
     assert result.data["candidate"] == "ort-cpu:plan"
     doc = window.precision.diagnosis
-    assert doc["first_nonfinite"] is not None
-    assert window.precision.color_mode == "error" and window.precision_dock.isVisible()
+    assert doc is not None and doc.first_nonfinite is not None
+    assert window.colors.color_mode == "error" and window.precision_dock.isVisible()
     assert window.precision_panel.first_button.isEnabled() and window.precision.act_first_bad.isEnabled()
     g = window.graph_page.picture.graph
-    first_row = next(r for r in window.plan.rows if r.key == doc["first_nonfinite"])
+    first_row = next(r for r in window.plan.rows if r.key == doc.first_nonfinite)
     node = g.node_of_onnx(first_row.index)
     assert _fill(window, node) == NONFINITE.name()
     assert any(label == "NaN / Inf" for label, _ in window.view.legend.entries)
@@ -148,11 +148,11 @@ def test_diagnose_the_plan_through_the_window(qtbot, window, tmp_path):
     window.precision.go_first_nonfinite()
     assert window.view.selection.selected == frozenset({node})
     sel = window.precision_panel.selected_keys()
-    assert sel == [doc["first_nonfinite"]]
+    assert sel == [doc.first_nonfinite]
     # Back to precision colours and to error colours by the View actions.
-    window.precision.color_actions["precision"].trigger()
+    window.colors.color_actions["precision"].trigger()
     assert _fill(window, node) == PRECISION_COLORS["fp16"].name()
-    window.precision.color_actions["error"].trigger()
+    window.colors.color_actions["error"].trigger()
     assert _fill(window, node) == NONFINITE.name()
     relu = g.node_of_onnx(0)  # before the overflow: FP16 rounding only
     assert _fill(window, relu) in {band[2].name() for band in ERROR_BANDS[:3]}
@@ -173,11 +173,11 @@ def test_fallback_search_through_the_window_and_apply(qtbot, window, tmp_path):
     result = sig.args[1]
     assert result.status == "done", (result.error, result.log_tail)
     pp = window.precision_panel
-    assert pp.fallback["keep_high_precision"] == ["mm2"] and pp.fallback["met"]
+    assert pp.fallback is not None and pp.fallback.keep_high_precision == ("mm2",) and pp.fallback.met
     assert pp.apply_button.isVisible() and "target met" in pp.fallback_label.text()
     pp.apply_button.click()
     assert window.plan.plan.overrides == {"mm2": "fp32"} and window.plan.plan.default == "fp16"
-    assert window.precision.color_mode == "precision"
+    assert window.colors.color_mode == "precision"
     window.menus.act_undo.trigger()
     assert window.plan.plan.overrides == {}
 
@@ -240,7 +240,8 @@ def test_click_a_node_then_alt_2_makes_it_fp16(qtbot, window, model_paths):
     g = window.graph_page.picture.graph
     conv = _display_nodes(window, "Conv")[0]
     window.view.center_on_node(conv, select=False)
-    qtbot.wait(20)
+    qtbot.waitUntil(lambda: window.view.viewport().rect().contains(
+        window.view.mapFromScene(window.view.item.node_rect(conv).center())), timeout=5_000)
     pos = window.view.mapFromScene(window.view.item.node_rect(conv).center())
     qtbot.mouseClick(window.view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
     assert window.view.selection.selected == frozenset({conv})

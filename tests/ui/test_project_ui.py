@@ -19,6 +19,7 @@ import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
 
+from app.core.results import BuildResult
 from tests.ui.conftest import open_and_wait, run_jobs_and_wait
 
 SHAPES = {"x": (1, 3, 224, 224)}
@@ -153,26 +154,21 @@ def test_a_project_brings_back_the_whole_workspace(qtbot, window, new_window, mo
     assert "•" in other.windowTitle()
 
 
-def _fixture_model(tmp_path):
-    from tests.ui.test_engine_ui import _fixture_model
-
-    return _fixture_model(tmp_path)
-
-
 def test_a_build_result_is_restored_in_the_engine_panel(qtbot, window, new_window, tmp_path):
     """A build's result (the real report code on inspector JSON, as test_engine_ui makes it) comes back."""
     from app.backends.tasks.build import engine_report
     from app.backends.tasks.specs import BuildSpec
     from tests.core.engine.inspector_fixtures import fixture_graph, fixture_plan, load
+    from tests.support.models import fixture_model
 
-    path = _fixture_model(tmp_path)
+    path = fixture_model(tmp_path)
     open_and_wait(qtbot, window, path)
     graph = fixture_graph()
     report = engine_report(json.loads(load("engine_10x_detailed.json"), strict=False), graph, fixture_plan(), graph)
-    doc = {"model": str(path), "target": "trt:fp16", "engine": str(tmp_path / "x.engine"), "cached": False,
+    doc = {"model": str(path), "target": "trt:fp16", "ok": True, "engine": str(tmp_path / "x.engine"), "cached": False,
            "trt_version": "10.13.0", "gpu": "NVIDIA H100", "compute_capability": "9.0", "warnings": [], **report}
     spec = BuildSpec(model=str(path), target="trt:fp16", out=str(tmp_path / "x.engine"))
-    window.precision.set_engine(doc)
+    window.engine_results.set_engine(BuildResult.from_json(doc))
     window.project.record_result("build", spec.to_json(), doc, "Build TensorRT engine (trt:fp16)")
     assert window.project.session_results[0].command.startswith("trtlab build ")
     saved = tmp_path / "built.trtlab"
@@ -182,10 +178,11 @@ def test_a_build_result_is_restored_in_the_engine_panel(qtbot, window, new_windo
     assert gui_usage_error([str(saved)], {"QT_QPA_PLATFORM": "offscreen"}) is None  # `trtlab built.trtlab` opens it
     other = new_window()
     other.project.open_project(saved)
-    qtbot.waitUntil(lambda: other.precision.engine is not None, timeout=60_000)
-    assert other.precision.engine == json.loads(json.dumps(doc))
+    qtbot.waitUntil(lambda: other.engine_results.engine is not None, timeout=60_000)
+    restored = other.engine_results.engine
+    assert restored == BuildResult.from_json(doc) and restored.to_json() == json.loads(json.dumps(doc))
     assert other.engine_panel.table.rowCount() == window.engine_panel.table.rowCount() == len(report["layers"])
-    assert other.engine_dock.isVisible() and other.precision.color_mode == window.precision.color_mode
+    assert other.engine_dock.isVisible() and other.colors.color_mode == window.colors.color_mode
 
 
 def test_changed_and_missing_models_are_said_and_can_be_located(qtbot, window, new_window, model_paths, tmp_path):
@@ -349,9 +346,10 @@ def test_a_real_tensorrt_rtx_build_comes_back_with_the_project(qtbot, window, ne
     assert window.project.save_project_to(saved)
     other = new_window()
     other.project.open_project(saved)
-    qtbot.waitUntil(lambda: other.precision.engine is not None, timeout=60_000)
-    assert other.precision.engine["target"] == window.precision.engine["target"] == "trt-rtx:plan"
-    assert other.precision.engine["layers"] == window.precision.engine["layers"]
+    qtbot.waitUntil(lambda: other.engine_results.engine is not None, timeout=60_000)
+    restored, built = other.engine_results.engine, window.engine_results.engine
+    assert built is not None and restored.target == built.target == "trt-rtx:plan"
+    assert restored.layers == built.layers
     assert other.engine_panel.table.rowCount() == window.engine_panel.table.rowCount() > 0
     from app.core.project import load_project
 
@@ -387,10 +385,10 @@ def test_saving_uses_the_hash_the_loader_made_not_the_gui_thread(qtbot, window, 
     assert load_project(saved).model_sha256 == before
 
 
-def test_a_project_bomb_is_refused_at_once_and_the_window_keeps_working(qtbot, window, tmp_path):
+def test_a_project_bomb_is_refused_at_once_and_the_window_keeps_working(qtbot, window, tmp_path, monkeypatch):
     """A 1 MB project whose project.json inflates to 512 MB: before, the window read it whole on the GUI thread
-    (black for 15 s at 2 GB). Now it is read off the GUI thread, and refused from its declared size."""
-    import time
+    (black for 15 s at 2 GB). Now it is read off the GUI thread, and refused from its declared size: not a byte of
+    it is inflated."""
     import zipfile
 
     bomb = tmp_path / "bomb.trtlab"
@@ -399,9 +397,18 @@ def test_a_project_bomb_is_refused_at_once_and_the_window_keeps_working(qtbot, w
             for _ in range(32):
                 fh.write(b" " * (16 * 2**20))
     assert bomb.stat().st_size < 2 * 2**20
-    t0 = time.perf_counter()
+    inflated: list[int] = []
+    read = zipfile.ZipExtFile.read
+
+    def counted_read(self, n=-1):
+        data = read(self, n)
+        inflated.append(len(data))
+        return data
+
+    monkeypatch.setattr(zipfile.ZipExtFile, "read", counted_read)
     assert window.project.open_project(bomb) is False
-    assert time.perf_counter() - t0 < 1.0
+    assert sum(inflated) == 0, f"{sum(inflated):,} bytes of the bomb inflated before it was refused"
+    monkeypatch.undo()
     assert window.banner.isVisible() and "(to 512.0 MB): a ZIP bomb" in window.banner.message
     window.open_demo()  # the window still works
     qtbot.waitUntil(lambda: window.opened is not None and not window.loader.is_busy(), timeout=60_000)

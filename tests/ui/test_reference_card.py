@@ -3,12 +3,13 @@ blank."""
 
 from __future__ import annotations
 
+from app.core.results import Answers
 from app.ui.results.scorecard_answers import ReferenceCard
 
 
 def test_a_reference_card_without_pictures_says_why(qtbot):
-    answers = {"inputs": [None], "photos": False,
-               "outputs": {"scores": {"kind": "classes", "candidates": {"ort-cpu:fp16": {"cand": ["x"]}}}}}
+    answers = Answers.from_json({"inputs": [None], "photos": False, "outputs": {
+        "scores": {"kind": "classes", "candidates": {"ort-cpu:fp16": {"cand": ["x"]}}}}})
     card = ReferenceCard(answers, "ort-cpu:fp32")
     qtbot.addWidget(card)
     card.show()

@@ -9,6 +9,7 @@ from html import unescape
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
+from app.core.results import BenchResult
 from app.reports.words import fmt_cos
 from tests.ui.conftest import open_and_wait, run_jobs_and_wait
 
@@ -66,9 +67,10 @@ def test_a_report_the_person_does_not_open_is_only_saved(qtbot, window, tmp_path
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(tmp_path / "only.html"), ""))
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Close)
     monkeypatch.setattr(QDesktopServices, "openUrl", lambda url: opened.append(url) or True)
-    bench = {"backend": "ort-cpu:fp32", "mode": "end_to_end", "warmup": 1, "iterations": 3,
-             "latency_ms": {"min": 1.0, "mean": 1.1, "median": 1.05, "p90": 1.2, "p95": 1.25, "p99": 1.3, "max": 1.3,
-                            "std": 0.1}, "cov": 0.09, "throughput_per_s": 950.0, "notes": []}
+    bench = BenchResult.from_json({
+        "backend": "ort-cpu:fp32", "mode": "end_to_end", "warmup": 1, "iterations": 3,
+        "latency_ms": {"min": 1.0, "mean": 1.1, "median": 1.05, "p90": 1.2, "p95": 1.25, "p99": 1.3, "max": 1.3,
+                       "std": 0.1}, "cov": 0.09, "throughput_per_s": 950.0, "notes": []})
     window.results_view.set_bench("ort-cpu:fp32", bench)  # what the Results view shows, no project recorded
     window.menus.act_export_report.trigger()
     report = tmp_path / "only.html"

@@ -107,11 +107,14 @@ def test_menu_actions_and_docks_have_icons(window, qtbot):
         assert not window.menus.panel_actions[dock.objectName()].icon().isNull(), dock.windowTitle()
     window.open_demo()
     qtbot.waitUntil(lambda: window.opened is not None and not window.loader.is_busy(), timeout=30_000)
-    qtbot.wait(50)
-    # Docks sharing an area show their icons on their tabs.
-    tabs = {bar.tabText(i): bar.tabIcon(i) for bar in window.findChildren(QTabBar) if bar.isVisible()
-            for i in range(bar.count())}
-    assert {"Precision", "Readiness"} <= set(tabs), tabs
+
+    def tab_icons() -> dict:
+        return {bar.tabText(i): bar.tabIcon(i) for bar in window.findChildren(QTabBar) if bar.isVisible()
+                for i in range(bar.count())}
+
+    # Docks sharing an area show their icons on their tabs (once the model's docks are laid out).
+    qtbot.waitUntil(lambda: {"Precision", "Readiness"} <= set(tab_icons()), timeout=5_000)
+    tabs = tab_icons()
     assert not tabs["Precision"].isNull() and not tabs["Readiness"].isNull()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QRect, Qt
 
+from tests.support.ui import wait_for_dock_shown, wait_for_size
 from tests.ui.conftest import open_and_wait
 
 SIZES = [(1280, 800), (1600, 1000)]
@@ -23,10 +24,10 @@ def _open_sized(qtbot, window, models_dir, size, shapes: bool = True):
         window.shapes_panel.apply()
         qtbot.waitUntil(lambda: not window.loader.is_busy(), timeout=30_000)
     window.resize(*size)
-    qtbot.waitUntil(lambda: (window.width(), window.height()) == size, timeout=5_000)
+    wait_for_size(qtbot, window, size)
     window.run_dock.show()
     window.run_dock.raise_()
-    qtbot.wait(50)
+    wait_for_dock_shown(qtbot, window, window.run_dock)
 
 
 def _run(qtbot, window, button, jobs: int = 1):
@@ -56,12 +57,14 @@ def test_actions_and_refusals_in_sight(qtbot, window, models_dir, size):
     assert all(_in_window(window, b) for b in buttons)
     # The settings scroll inside the panel: scrolled to the end, the buttons stay where they were.
     before = [b.mapTo(window, b.rect().topLeft()) for b in buttons]
-    panel.settings_scroll.verticalScrollBar().setValue(panel.settings_scroll.verticalScrollBar().maximum())
-    qtbot.wait(20)
+    bar = panel.settings_scroll.verticalScrollBar()
+    bar.setValue(bar.maximum())
+    settings = panel.settings_scroll.widget()
+    qtbot.waitUntil(lambda: settings.y() == -bar.maximum(), timeout=5_000)  # the settings have scrolled
     assert [b.mapTo(window, b.rect().topLeft()) for b in buttons] == before
     # With the Results dock up the Run panel is short, and the buttons are still there.
     window.show_results()
-    qtbot.wait(50)
+    wait_for_dock_shown(qtbot, window, window.results_dock)
     assert all(_in_window(window, b) for b in buttons)
 
     # The batch dim is dynamic: refused next to the buttons and over the graph, naming the dim and the fix.
@@ -107,7 +110,7 @@ def test_empty_plots_say_what_to_run(qtbot, window, models_dir):
     _open_sized(qtbot, window, models_dir, SIZES[0])
     window.show_results()
     view = window.results_view
-    qtbot.wait(50)
+    wait_for_dock_shown(qtbot, window, window.results_dock)
     for key in ("abs_diff", "values", "scatter"):
         view.tabs.setCurrentWidget(view.cards[key])
         assert view.cards[key].hint.isVisible() and "Compare outputs (Ctrl+R)" in view.cards[key].hint.text()
@@ -158,11 +161,14 @@ def test_three_precisions_side_by_side_accumulate_and_clear(qtbot, window, model
 
     # Readable plots at 1280×800 with the Results dock up: every tab's plot at least 200 px tall, title inside.
     window.show_results()
-    qtbot.wait(100)
+    wait_for_dock_shown(qtbot, window, window.results_dock)
     for key, card in view.cards.items():
         view.tabs.setCurrentWidget(card)
-        qtbot.wait(20)
-        assert card.has_data and card.plot.isVisible() and card.plot.height() >= 200, (key, card.plot.height())
+
+        def plot_on_show(key=key, card=card) -> None:  # a tab's plot is laid out once its tab is in front
+            assert card.has_data and card.plot.isVisible() and card.plot.height() >= 200, (key, card.plot.height())
+
+        qtbot.waitUntil(plot_on_show, timeout=5_000)
         item = card.plot.getPlotItem()
         assert item.titleLabel.text == card.title
         # The title's and the axis labels' text (their natural size, not their layout cell) lies in the plot.

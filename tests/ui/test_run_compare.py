@@ -53,8 +53,8 @@ def test_compare_and_bench_through_the_window(qtbot, window, models_dir, tmp_pat
     assert view.output_combo.currentText() == "fetch_name_0" and "classes" in view.kind_label.text()
     # The Answers tab is in front: the photo, FP32's top labels and each candidate's, as pictures.
     assert view.tabs.currentWidget() is view.answers_view and view.answers_view.has_data
-    qtbot.wait(50)
-    assert _busy_pixels(view.values_plot.plot.grab().toImage()) > 0.01
+    # the values plot, drawn: its curves are laid out on its first paint after the data came
+    qtbot.waitUntil(lambda: _busy_pixels(view.values_plot.plot.grab().toImage()) > 0.01, timeout=5_000)
 
     panel.iterations.setText("8")
     with qtbot.waitSignal(window.jobs.finished, timeout=120_000) as sig:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from app.core.measure import InputSource
 from app.ui.run.requests import CompareRequest, JobSettings
 from tests.ui.conftest import open_and_wait
 
@@ -27,7 +28,7 @@ def _refusal_in_sight(window) -> str:
 def test_a_tensorrt_compare_with_one_name_two_sizes_is_refused(qtbot, window, model_paths):
     _open_with_shape(qtbot, window, model_paths["ppocr_cls_mobile_v2"], "1x3x48x192")
     window.run_dock.show()
-    settings = JobSettings(inputs={"kind": "random", "seed": 0}, samples=1)
+    settings = JobSettings(inputs=InputSource(kind="random", seed=0), samples=1)
     request = CompareRequest(settings, "ort-cpu:fp32", ("trt-rtx:fp32",))
     assert window.run_controller.start_compare(request) is None
     assert "'x' axis 2" in window.run_controller.last_refusal  # what the guided flow shows when it cannot start
@@ -35,8 +36,9 @@ def test_a_tensorrt_compare_with_one_name_two_sizes_is_refused(qtbot, window, mo
     assert "'x' axis 2" in text and "'x' axis 3" in text and "'?'" in text and "192" in text
     assert window.banner.title == "Input shapes needed" and "rename the dim_param" in window.banner.fix
     # ONNX Runtime takes the same shapes: nothing to refuse.
-    full = window.run_controller._base_params(replace(request, candidates=("ort-cpu:fp32",)).params())
-    assert full is not None and full["shapes"] == {"x": [1, 3, 48, 192]}
+    onnx_runtime = replace(request, candidates=("ort-cpu:fp32",))
+    base = window.run_controller._model_inputs(onnx_runtime.targets())
+    assert base is not None and onnx_runtime.spec(base).shapes == {"x": (1, 3, 48, 192)}
 
 
 def test_a_build_with_one_name_two_sizes_is_refused(qtbot, window, model_paths):

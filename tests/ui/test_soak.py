@@ -18,9 +18,10 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QImage, QPainter, QPainterPath, QPen, QPolygonF
 
 from app.ui.graph.item import LOD_EDGE_TEXT, LOD_LABELS
-from benchmarks.gui_soak import NoneLeak, give_back_none, soak
+from tests.support.soak import NoneLeak, give_back_none, soak
+from tests.support.synthetic_graphs import make
+from tests.support.ui import non_background_fraction
 from tests.ui.conftest import open_and_wait
-from tests.ui.test_main_window import _non_background_fraction
 
 NONE_IS_IMMORTAL = sys.version_info >= (3, 12)
 immortal_reason = "Python 3.12+ makes None immortal: its reference count neither falls nor can be measured"
@@ -94,7 +95,7 @@ def _check_alive(window, stats: dict[str, float]) -> None:
     view = window.view
     view.zoom_by(0.8)
     view.fit_all()
-    assert _non_background_fraction(view.viewport().grab().toImage()) > 0.002
+    assert non_background_fraction(view.viewport().grab().toImage()) > 0.002
     if not NONE_IS_IMMORTAL:
         give_back_none(-int(stats["none_delta"]))
         # Tens of thousands of painter calls happened: a leaking binding loses thousands of references here.
@@ -110,8 +111,6 @@ def test_soak_pan_and_zoom_u2netp(qtbot, window, models_dir):
 
 
 def test_soak_pan_and_zoom_10k_nodes(qtbot, window, tmp_path):
-    from benchmarks.synthetic_graphs import make
-
     path = tmp_path / "transformer10k.onnx"
     onnx.save(make("transformer", 10_000), path)
     open_and_wait(qtbot, window, path, timeout=90_000)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from app.core.model import ModelDoc, summarize
 from app.ui.model.summary_panel import summary_html
-from tests.backends.test_random_ops import vits_like_model
+from tests.support.models import vits_like_model
 
 
 def test_summary_has_a_random_numbers_line():

@@ -9,6 +9,7 @@ from PySide6.QtCore import QSettings
 from PySide6.QtGui import QStatusTipEvent
 from PySide6.QtWidgets import QApplication
 
+from tests.support.ui import delete_now, wait_for_dock_layout
 from tests.ui.conftest import open_and_wait
 
 
@@ -31,14 +32,12 @@ def test_view_menu_raises_a_tabbed_dock(qtbot, window, model_paths):
     for name in ("readiness", "run", "precision", "properties"):
         dock = getattr(window, f"{name}_dock")
         window.menus.panel_actions[name].trigger()
-        qtbot.wait(20)
-        assert _in_front(dock), name
+        qtbot.waitUntil(lambda d=dock: _in_front(d), timeout=5_000)
     # A closed panel comes back too.
     window.summary_dock.close()
     assert not window.summary_dock.isVisible()
     window.menus.panel_actions["summary"].trigger()
-    qtbot.wait(20)
-    assert _in_front(window.summary_dock)
+    qtbot.waitUntil(lambda: _in_front(window.summary_dock), timeout=5_000)
 
 
 def test_layout_and_geometry_survive_a_restart(qtbot, tmp_path, model_paths):
@@ -53,8 +52,7 @@ def test_layout_and_geometry_survive_a_restart(qtbot, tmp_path, model_paths):
     open_and_wait(qtbot, first, model_paths["u2netp"])
     first.summary_dock.close()
     first.workspace.show_dock(first.run_dock)
-    first.close()
-    qtbot.wait(10)
+    first.close()  # saves the layout, synchronously
     gc.collect()
 
     second = MainWindow(QSettings(ini, QSettings.Format.IniFormat))
@@ -73,8 +71,7 @@ def test_layout_and_geometry_survive_a_restart(qtbot, tmp_path, model_paths):
     assert _in_front(second.run_dock) and _in_front(second.precision_dock)
     # View ▸ Panels ▸ Reset Layout brings the default back.
     second.reset_layout()
-    qtbot.wait(20)
-    assert _in_front(second.summary_dock) and _in_front(second.properties_dock)
+    qtbot.waitUntil(lambda: _in_front(second.summary_dock) and _in_front(second.properties_dock), timeout=5_000)
     second.close()
 
 
@@ -116,18 +113,17 @@ def test_a_restored_layout_draws_no_tab_bar_of_hidden_panels(qtbot, tmp_path, mo
         w.resize(*size)
         w.show()  # and a model opened at once, before the window is first laid out (as `trtlab MODEL` does)
         open_and_wait(qtbot, w, model_paths["ppocr_cls_mobile_v2"])
-        qtbot.wait(600)  # the stray bar appeared once the layout had settled
+        wait_for_dock_layout(qtbot, w)  # the stray bar appeared once the layout had settled
         assert _stray_tab_bars(w) == [], size
         w.resize(size[0] - 200, size[1] - 100)
         w.workspace.show_dock(w.jobs_dock)
-        qtbot.wait(20)
-        assert w.precision_dock in w.tabifiedDockWidgets(w.jobs_dock)
+        qtbot.waitUntil(lambda w=w: w.precision_dock in w.tabifiedDockWidgets(w.jobs_dock), timeout=5_000)
         w.jobs_dock.hide()
-        qtbot.wait(20)
+        wait_for_dock_layout(qtbot, w)
         assert _stray_tab_bars(w) == [], size
         w.resize(*size)
         w.close()
-        qtbot.wait(10)
+        delete_now()
         gc.collect()
 
 

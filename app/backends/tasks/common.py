@@ -22,10 +22,11 @@ from app.backends import (
     get_engine_backend,
     get_ort_backend,
 )
-from app.backends.tasks.specs import JobInputs, PrecisionNotAvailable
+from app.backends.tasks.specs import JobInputs
 from app.core.errors import TrtlabError, VariantLoadError
 from app.core.model import graph_inputs, value_info_to_tensor_info
 from app.core.precision import PrecisionPlan
+from app.core.targets import require_plan
 
 if TYPE_CHECKING:
     from app.core.measure import CandidateReport, InputSource, OutputKind, Randomness
@@ -48,11 +49,9 @@ class Prepared:
 
 def target_plan(target: Target, spec: JobInputs) -> PrecisionPlan:
     """The plan a target runs: the spec's plan for `B:plan`, else every node in the target's precision."""
-    if target.precision == "plan":
-        if spec.plan is None:
-            raise PrecisionNotAvailable(f"{target.name} needs a precision plan, and none was given.",
-                                        fix="Pass --plan PLAN.json, or use a precision such as "
-                                            f"{target.backend}:fp16.")
+    if target.needs_plan:
+        require_plan([target], spec.plan)
+        assert spec.plan is not None  # require_plan refused a missing one
         return spec.plan
     return PrecisionPlan(default=target.precision)
 
@@ -124,7 +123,6 @@ def default_source(spec: JobInputs, model: onnx.ModelProto | None = None) -> Inp
         model_metadata,
         model_rate,
         not_photos,
-        parse_output_kinds,
         photo_source_for,
         resolve_input_shapes,
         speech_source_for,
@@ -138,8 +136,8 @@ def default_source(spec: JobInputs, model: onnx.ModelProto | None = None) -> Inp
         shapes = resolve_input_shapes(infos, dict(spec.shapes))
     except TrtlabError:
         return InputSource(kind="random", seed=spec.seed)
-    rate = model_rate(model) or next((k.rate for k in parse_output_kinds(dict(spec.output_kinds)).values()
-                                      if k.kind == "audio" and k.rate), None)
+    rate = model_rate(model) or next((k.rate for k in spec.output_kinds.values() if k.kind == "audio" and k.rate),
+                                     None)
     return (photo_source_for(infos, shapes, model_metadata(model)) or speech_source_for(infos, shapes, rate)
             or InputSource(kind="random", seed=spec.seed, note=not_photos(infos, shapes)))
 
@@ -171,7 +169,7 @@ def output_kinds(spec: JobInputs, prep: Prepared, reference_outputs: list[dict[s
 
     model = onnx.load(prep.model_path, load_external_data=False)
     dims = {k: list(np.shape(v)) for k, v in (reference_outputs[0] if reference_outputs else {}).items()}
-    kinds = infer_output_kinds(model, dims, {k: list(v) for k, v in prep.shapes.items()}, dict(spec.output_kinds))
+    kinds = infer_output_kinds(model, dims, {k: list(v) for k, v in prep.shapes.items()}, spec.output_kinds)
     return prove_kinds(kinds, reference_outputs)
 
 

@@ -8,7 +8,6 @@ import onnx
 
 from app.backends import Target
 from app.backends.tasks.common import (
-    PrecisionNotAvailable,
     Prepared,
     floor_rewrite,
     judge_draws,
@@ -23,7 +22,7 @@ from app.backends.tasks.common import (
     variant_path,
     workdir,
 )
-from app.backends.tasks.specs import DiagnoseSpec, JobInputs, takes
+from app.backends.tasks.specs import DiagnoseSpec, JobInputs, PrecisionNotAvailable, takes
 
 if TYPE_CHECKING:
     from app.core.measure import CandidateReport, Randomness

@@ -8,7 +8,6 @@ import numpy as np
 import onnx
 
 from app.backends.tasks.common import (
-    PrecisionNotAvailable,
     Prepared,
     calibration,
     cancel_check,
@@ -25,7 +24,7 @@ from app.backends.tasks.common import (
     workdir,
 )
 from app.backends.tasks.diagnose import floor_by_tensor, layer_errors, within_floor
-from app.backends.tasks.specs import FallbackSpec, takes
+from app.backends.tasks.specs import FallbackSpec, PrecisionNotAvailable, takes
 
 if TYPE_CHECKING:
     from app.core.measure import CandidateReport, OutputKind, Randomness, Tolerance
@@ -111,7 +110,7 @@ def _search(spec: FallbackSpec, ctx: JobContext, prep: Prepared, randomness: Ran
     ranked = _overflowing_first(rank_candidates(rows, plannable, graph=graph), graph, report)
     folder = workdir(ctx) / "fallback-variants"
 
-    def evaluate(keep: frozenset[str]):
+    def evaluate(keep: frozenset[str]) -> CandidateReport | dict[str, float | bool | None]:
         if not keep:  # the variant as planned: its outputs are already here
             return floor.judged(compare_samples(ref_out, cand_out, candidate.name, [target], kinds=kinds), target)
         try:

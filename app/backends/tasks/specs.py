@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
-from app.core.errors import InputError, TrtlabError
-from app.core.measure import InputSource, Tolerance, default_timing_mode, parse_output_kinds
-from app.core.targets import Target
+from app.core.errors import InputError
+from app.core.measure import InputSource, OutputKind, Tolerance, default_timing_mode, parse_output_kinds
+from app.core.targets import PrecisionNotAvailable, Target, require_plan  # noqa: F401 - the jobs' error, from here
 
 if TYPE_CHECKING:
     from app.core.precision import PrecisionPlan
@@ -37,10 +37,6 @@ OPTION_KEYS = ("tf32", "threads", "device_id", "workspace_mb", "opt_level", "pro
 class SpecError(InputError):
     """A job asked for with settings it cannot run."""
     title = "Invalid job settings"
-
-
-class PrecisionNotAvailable(TrtlabError):
-    title = "Precision not available"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,7 +55,7 @@ class JobInputs:
     calib_samples: int | None = None            # None: 16 random samples, or a folder's files up to 512
     calib_method: str = "minmax"
     cache_dir: str | None = None                # the variant cache; None: TRTLAB_CACHE_DIR or ~/.cache/trtlab
-    output_kinds: Mapping[str, str] = field(default_factory=dict)  # output -> kind (`image`, `yolo:v5`…); else inferred
+    output_kinds: Mapping[str, OutputKind] = field(default_factory=dict)  # output -> its kind, parsed; else inferred
 
     kind: ClassVar[str] = ""
     job: ClassVar[str] = ""                     # the job function, "module:function", that runs this spec
@@ -84,17 +80,16 @@ class JobInputs:
             raise SpecError(f"Unknown backend option(s) {', '.join(unknown)} for the {self.kind} job.",
                             fix=f"Backend options are {', '.join(OPTION_KEYS)}.")
         object.__setattr__(self, "options", dict(self.options))
-        object.__setattr__(self, "output_kinds", _output_kinds(self.output_kinds))
+        if not _parsed(self.output_kinds):  # parsed where the user's text entered, or by from_json
+            raise SpecError(f"output_kinds {self.output_kinds!r} are not parsed kinds.",
+                            fix="Parse the user's text once (parse_output_kinds), or read the spec with from_json.")
+        object.__setattr__(self, "output_kinds", dict(self.output_kinds))
         if self.plan is not None:
             from app.core.precision import PrecisionPlan
 
-            plan = self.plan.to_json() if isinstance(self.plan, PrecisionPlan) else dict(self.plan)
-            object.__setattr__(self, "plan", PrecisionPlan.from_json(plan))  # checked, and the spec's own copy
-        for target in self.targets():
-            if target.precision == "plan" and self.plan is None:
-                raise PrecisionNotAvailable(f"{target.name} needs a precision plan, and none was given.",
-                                            fix="Pass --plan PLAN.json, or use a precision such as "
-                                                f"{target.backend}:fp16.")
+            if not isinstance(self.plan, PrecisionPlan):  # its JSON: checked; a plan is a value, shared as it is
+                object.__setattr__(self, "plan", PrecisionPlan.from_json(dict(self.plan)))
+        require_plan(self.targets(), self.plan)
 
     def targets(self) -> list[Target]:
         """Every target the job runs, reference first (here: its one `target`, where it has one)."""
@@ -119,7 +114,8 @@ class JobInputs:
             value = getattr(self, f.name)
             out[f.name] = (value.to_json() if isinstance(value, InputSource) else [_text(v) for v in value]
                            if isinstance(value, tuple) else {k: list(v) for k, v in value.items()}
-                           if f.name == "shapes" else dict(value) if f.name == "output_kinds" else _text(value))
+                           if f.name == "shapes" else {k: v.text() for k, v in value.items()}
+                           if f.name == "output_kinds" else _text(value))
         return out
 
     @classmethod
@@ -139,6 +135,8 @@ class JobInputs:
         if unknown := sorted(set(d) - set(names)):
             raise SpecError(f"The {cls.kind} job has no setting {', '.join(repr(k) for k in unknown)}.",
                             fix=f"Its settings are: {', '.join(names)}.")
+        if isinstance(kinds := d.get("output_kinds"), Mapping | list) and not _parsed(kinds):  # to_json's text
+            d["output_kinds"] = parse_output_kinds(kinds)
         return cls(**d)  # targets, tolerances and input sources are parsed from their text in __post_init__
 
     def job_spec(self, title: str = "") -> JobSpec:
@@ -366,9 +364,8 @@ def _text(value: object) -> object:  # a field's JSON: targets and tolerances as
     return to_json() if callable(to_json) else value
 
 
-def _output_kinds(kinds: Mapping[str, str] | Sequence[str]) -> dict[str, str]:
-    """{output: kind} in canonical spelling (each checked: `yolo:v5`, `detections:cxcywh`…)."""
-    return {name: kind.text() for name, kind in parse_output_kinds(kinds or {}).items()}
+def _parsed(kinds: object) -> bool:  # {output: OutputKind}, as a spec holds its kinds
+    return isinstance(kinds, Mapping) and all(isinstance(k, OutputKind) for k in kinds.values())
 
 
 def _count(value: object, what: str) -> int:

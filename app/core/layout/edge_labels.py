@@ -12,7 +12,7 @@ Pure numpy and Python (text widths come from a callable), so it is cheap to test
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,7 +85,7 @@ class _Grid:
         self.cells = {key: id_list[a:b] for key, a, b in zip(keys, bounds[:-1], bounds[1:], strict=True)}
 
     @staticmethod
-    def _keys(x0: float, y0: float, x1: float, y1: float):
+    def _keys(x0: float, y0: float, x1: float, y1: float) -> Iterator[tuple[int, int]]:
         for cx in range(int(x0 // _CELL), int(x1 // _CELL) + 1):
             for cy in range(int(y0 // _CELL), int(y1 // _CELL) + 1):
                 yield cx, cy
@@ -217,7 +217,7 @@ def place_edge_labels(points: np.ndarray, offsets: np.ndarray, edges: np.ndarray
 
 
 def _spots(points: np.ndarray, offsets: np.ndarray, edges: np.ndarray, group: list[int],
-           by0: np.ndarray, by1: np.ndarray, w: float, h: float):
+           by0: np.ndarray, by1: np.ndarray, w: float, h: float) -> Iterator[tuple[float, float, int]]:
     """Top-left corners to try for one tensor's label, best first, each with the edge it sits on."""
     one = len(group) == 1
     # A tensor read by several nodes is labelled once, below its source; its straightest edge first.

@@ -39,6 +39,7 @@ from app.core.measure.audio import DEFAULT_TOLERANCES as AUDIO_TOLERANCES
 from app.core.measure.audio import judge_audio
 from app.core.measure.audio import words as audio_words
 from app.core.measure.kinds import OutputKind
+from app.core.results import OutputResult, SampleFacts, Task
 
 SCORE_THRESHOLD = 0.25
 MATCH_IOU = 0.5
@@ -73,9 +74,9 @@ def mark_empty(task: dict[str, object], empty: int, samples: int, why: str) -> N
         task["empty_reason"] = f"{why} on any of the {samples} samples" if samples > 1 else f"{why} on the sample"
 
 
-def empty_reference(output: dict | None) -> bool:
-    """Whether an output's (JSON) task had nothing to judge: the reference's answer was empty on every sample."""
-    return bool(((output or {}).get("task") or {}).get("empty_reference"))
+def empty_reference(output: OutputResult | None) -> bool:
+    """Whether an output's task had nothing to judge: the reference's answer was empty on every sample."""
+    return output is not None and output.empty_reference
 
 
 @dataclass
@@ -418,63 +419,65 @@ def judge(kind: OutputKind, ref: list[np.ndarray], cand: list[np.ndarray]) -> Ta
     return None
 
 
-def task_words(output: dict | None) -> str:
+def task_words(output: OutputResult | None) -> str:
     """An output's answer verdict in words, from its task metrics ("" for outputs judged element-wise)."""
-    task = (output or {}).get("task") or {}
-    if task.get("empty_reference"):
-        return f"no answer to compare: {task.get('empty_reason', 'the reference answer is empty')}"
-    words = _task_words(output or {}, task)
-    empty, samples = task.get("empty_samples") or 0, task.get("samples") or 0
-    if words and isinstance(empty, int) and empty:
-        words += f"; {empty} of {samples} sample(s) hold no answer to compare"
+    task = output.task if output is not None else None
+    if output is None or task is None:
+        return ""
+    if task.empty_reference:
+        return f"no answer to compare: {task.empty_reason or 'the reference answer is empty'}"
+    words = _task_words(output.kind, task)
+    if words and task.empty_samples:
+        words += f"; {task.empty_samples} of {task.samples} sample(s) hold no answer to compare"
     return words
 
 
-def _task_words(output: dict, task: dict) -> str:
-    kind = output.get("kind")
-    if not task or "error" in task:
-        return str(task.get("error", ""))
+def _task_words(kind: str, task: Task) -> str:
+    if task.failed_to_read:
+        return task.error
     if kind in ("detections", "yolo"):
-        missed, extra = task.get("missed") or 0, task.get("extra") or 0
+        missed, extra, matched = task.missed or 0, task.extra_boxes or 0, task.matched or 0
         if not missed and not extra:
-            iou = task.get("mean_iou")
-            return f"same boxes: {task.get('matched', 0)} matched" + (f", IoU {iou:.3f}" if iou is not None else "")
-        return f"{missed} box(es) missed, {extra} extra ({task.get('matched', 0)} matched)"
+            iou = task.mean_iou
+            return f"same boxes: {matched} matched" + (f", IoU {iou:.3f}" if iou is not None else "")
+        return f"{missed} box(es) missed, {extra} extra ({matched} matched)"
     if kind == "image":
-        if task.get("mask_iou") is not None:
-            return f"masks overlap {task['mask_iou']:.1%} (worst IoU)"
-        return f"PSNR {task.get('psnr_db', 0):.1f} dB (worst)" if task.get("psnr_db") is not None else ""
+        if task.mask_iou is not None:
+            return f"masks overlap {task.mask_iou:.1%} (worst IoU)"
+        return f"PSNR {task.psnr_db:.1f} dB (worst)" if task.psnr_db is not None else ""
     if kind == "classes":
-        top1 = task.get("top1")
+        top1 = task.top1
         return "" if top1 is None else ("top-1 label unchanged" if top1 >= 1 else f"top-1 agrees on {top1:.0%}")
     if kind == "sequence":
-        dist = task.get("edit_distance") or 0
-        agree = task.get("token_agreement")
+        dist = task.edit_distance or 0
+        agree = task.token_agreement
         return "same text" if not dist else f"text differs: edit distance {dist}" + (
             f" ({agree:.1%} of steps agree)" if agree is not None else "")
     if kind == "audio":
-        return audio_words(task)
+        return audio_words(task.audio_snr_db, task.lsd_db)
     return ""
 
 
-def sample_words(kind: str, answer: dict | None) -> str:
+def sample_words(kind: str, answer: SampleFacts | None) -> str:
     """One sample's answer verdict in words (its per-sample facts from a judge), "" when there are none."""
-    a = answer or {}
-    if a.get("ref_empty"):
+    a = answer
+    if a is None:
+        return ""
+    if a.ref_empty:
         return "this sample: the reference found nothing to compare"
-    if kind in ("detections", "yolo") and "matched" in a:
-        if not a.get("missed") and not a.get("extra"):
-            return f"this sample: same boxes ({a['matched']} matched)"
-        return f"this sample: {a.get('missed', 0)} missed, {a.get('extra', 0)} extra ({a['matched']} matched)"
-    if kind == "image" and a.get("mask_iou") is not None:
-        return f"this sample: masks overlap {a['mask_iou']:.1%}"
-    if kind == "image" and a.get("psnr_db") is not None:
-        return f"this sample: PSNR {a['psnr_db']:.1f} dB"
-    if kind == "classes" and "top1" in a:
-        return "this sample: same top-1 label" if a["top1"] else "this sample: the top-1 label changed"
-    if kind == "sequence" and "edit_distance" in a:
-        return "this sample: same text" if not a["edit_distance"] else \
-            f"this sample: text differs (edit distance {a['edit_distance']})"
-    if kind == "audio" and a.get("audio_snr_db") is not None:
-        return "this sample: " + audio_words(a)
+    if kind in ("detections", "yolo") and a.matched is not None:
+        if not a.missed and not a.extra_boxes:
+            return f"this sample: same boxes ({a.matched} matched)"
+        return f"this sample: {a.missed or 0} missed, {a.extra_boxes or 0} extra ({a.matched} matched)"
+    if kind == "image" and a.mask_iou is not None:
+        return f"this sample: masks overlap {a.mask_iou:.1%}"
+    if kind == "image" and a.psnr_db is not None:
+        return f"this sample: PSNR {a.psnr_db:.1f} dB"
+    if kind == "classes" and a.top1 is not None:
+        return "this sample: same top-1 label" if a.top1 else "this sample: the top-1 label changed"
+    if kind == "sequence" and a.edit_distance is not None:
+        return "this sample: same text" if not a.edit_distance else \
+            f"this sample: text differs (edit distance {a.edit_distance})"
+    if kind == "audio" and a.audio_snr_db is not None:
+        return "this sample: " + audio_words(a.audio_snr_db, a.lsd_db)
     return ""

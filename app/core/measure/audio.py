@@ -271,12 +271,11 @@ def judge_audio(ref: Sequence[np.ndarray], cand: Sequence[np.ndarray], rate: int
     return task, {"audio_snr_db": snr, "lsd_db": lsd}, answers
 
 
-def words(task: Mapping[str, object]) -> str:
+def words(snr: float | None, lsd: float | None) -> str:
     """"sound: SNR 34.2 dB, LSD 0.8 dB" ("" without the metrics)."""
-    snr, lsd = task.get("audio_snr_db"), task.get("lsd_db")
-    if not isinstance(snr, int | float):
+    if snr is None:
         return ""
-    return f"sound: SNR {fmt_db(float(snr))}" + (f", LSD {float(lsd):.1f} dB" if isinstance(lsd, int | float) else "")
+    return f"sound: SNR {fmt_db(float(snr))}" + (f", LSD {float(lsd):.1f} dB" if lsd is not None else "")
 
 
 def fmt_db(v: float) -> str:
@@ -285,10 +284,9 @@ def fmt_db(v: float) -> str:
     return f"{v:.1f} dB"
 
 
-def perfect(task: Mapping[str, object]) -> bool:
+def perfect(snr: float | None) -> bool:
     """Whether no one would hear a change: SNR ≥ 40 dB (an error 1 % of the signal's amplitude)."""
-    snr = task.get("audio_snr_db")
-    return isinstance(snr, int | float) and snr >= 40
+    return snr is not None and snr >= 40
 
 
 # --------------------------------------------------------------------------------------------- pictures and sound

@@ -54,7 +54,7 @@ def emulation(backend: str, precision: str) -> Emulation | None:
 def target_emulations(target: str, plan_precisions: Iterable[str] = ()) -> list[Emulation]:
     """The emulated precisions of a `B:P` target; for `B:plan`, of the precisions the plan uses."""
     t = Target.read(target)
-    wanted = sorted(set(plan_precisions)) if t.precision == "plan" else [t.precision]
+    wanted = sorted(set(plan_precisions)) if t.needs_plan else [t.precision]
     found = (emulation(t.backend, p) for p in wanted)
     return [e for e in found if e is not None]
 

@@ -107,7 +107,7 @@ def split_heads(outputs: Mapping[str, Sequence[int | None]], image: tuple[int, i
 
 def infer_output_kinds(model: onnx.ModelProto, output_dims: Mapping[str, Sequence[int | None]] | None = None,
                        input_dims: Mapping[str, Sequence[int | None]] | None = None,
-                       user: Mapping[str, OutputKind | str] | None = None) -> dict[str, OutputKind]:
+                       user: Mapping[str, OutputKind] | None = None) -> dict[str, OutputKind]:
     """Every graph output's kind (``app.core.measure.kinds.infer_output_kinds``), with the outputs of a split
     detection head read together (the user's kinds are never regrouped)."""
     out = per_output.infer_output_kinds(model, output_dims, input_dims, user)

@@ -390,12 +390,13 @@ def producers(graph: onnx.GraphProto) -> dict[str, onnx.NodeProto]:
 
 def infer_output_kinds(model: onnx.ModelProto, output_dims: Mapping[str, Sequence[int | None]] | None = None,
                        input_dims: Mapping[str, Sequence[int | None]] | None = None,
-                       user: Mapping[str, OutputKind | str] | None = None) -> dict[str, OutputKind]:
-    """Every graph output's kind: the user's where given, else inferred from the graph and the output's dims
-    (``output_dims``: concrete dims from a run; declared dims otherwise). Unknown names in ``user`` are refused."""
+                       user: Mapping[str, OutputKind] | None = None) -> dict[str, OutputKind]:
+    """Every graph output's kind: the user's where given (parsed where they entered: `parse_output_kinds`), else
+    inferred from the graph and the output's dims (``output_dims``: concrete dims from a run; declared dims
+    otherwise). Unknown names in ``user`` are refused."""
     graph = model.graph
     names = [o.name for o in graph.output]
-    chosen = {k: (v if isinstance(v, OutputKind) else OutputKind.parse(v)) for k, v in (user or {}).items()}
+    chosen = dict(user or {})
     unknown = [k for k in chosen if k not in names]
     if unknown:
         raise OutputKindError(f"The model has no output named {', '.join(repr(k) for k in unknown)}.",

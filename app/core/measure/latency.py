@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.core.errors import TrtlabError
+from app.core.results import BenchResult
 from app.core.targets import Target
 
 COV_WARN = 0.025  # trtexec's threshold: a coefficient of variation above 2.5 % makes results unreliable
@@ -186,13 +187,13 @@ def speedup(reference: LatencyStats, candidate: LatencyStats) -> float:
     return reference.median / candidate.median
 
 
-def median_ms(bench: Mapping | None) -> float | None:
+def median_ms(bench: BenchResult | None) -> float | None:
     """A bench result's median latency in ms (None when it has none)."""
-    value = ((bench or {}).get("latency_ms") or {}).get("median")
+    value = bench.latency_ms.median if bench is not None else None
     return float(value) if value else None
 
 
-def speed_reference(benches: Mapping[str, Mapping], compare_reference: str = "", bench_reference: str = "") -> str:
+def speed_reference(benches: Mapping[str, BenchResult], compare_reference: str = "", bench_reference: str = "") -> str:
     """The one rule for what speed-ups are relative to (the Results table, the scorecard and the report all use it):
     the comparisons' reference when it was benchmarked; else the reference the benchmarks were run against; else the
     first FP32 benchmark; else the first benchmark ("" with none)."""
@@ -202,7 +203,7 @@ def speed_reference(benches: Mapping[str, Mapping], compare_reference: str = "",
     return next((t for t in benches if Target.read(t).precision == "fp32"), next(iter(benches), ""))
 
 
-def speedups(benches: Mapping[str, Mapping], reference: str) -> dict[str, float | None]:
+def speedups(benches: Mapping[str, BenchResult], reference: str) -> dict[str, float | None]:
     """Each benchmarked target's median-latency ratio to `reference`'s (> 1: faster); None where either median is
     unknown. The one place speed-ups are computed: the Results table, the scorecard and the report all read it (each
     then says what a ratio means where the precision is only emulated)."""

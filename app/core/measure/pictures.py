@@ -20,6 +20,7 @@ from app.core.measure.answers import planes
 from app.core.measure.audio import SOUND_SAMPLES, audio_pictures, sounds
 from app.core.measure.images import ImagePreprocess
 from app.core.measure.kinds import OutputKind
+from app.core.results import Answers
 
 MAX_SIDE = 320            # pictures are at most this many pixels on their longer side
 MAX_SAMPLES = 6           # samples drawn per output
@@ -269,20 +270,20 @@ def strip(pictures: Sequence[tuple[str, str]], height: int = MAX_SIDE) -> Image.
     return out
 
 
-def answer_strips(answers: Mapping[str, Any]) -> dict[tuple[str, int], Image.Image]:
-    """Per (output, sample): the input, the reference and every candidate side by side (|difference| maps after).
-    `answers`: the compare JSON's "answers" ({"inputs": [URI…], "outputs": {name: {"ref": […], "candidates": …}}})."""
+def answer_strips(answers: Answers | None) -> dict[tuple[str, int], Image.Image]:
+    """Per (output, sample): the input, the reference and every candidate side by side (|difference| maps after)."""
     out: dict[tuple[str, int], Image.Image] = {}
-    inputs = list(answers.get("inputs") or [])
-    for name, entry in (answers.get("outputs") or {}).items():
-        ref = entry.get("ref") or []
-        n = max([len(ref)] + [len(c.get("cand") or []) for c in entry["candidates"].values()])
+    if answers is None:
+        return out
+    inputs = list(answers.inputs)
+    for name, entry in answers.outputs.items():
+        ref = list(entry.ref or ())
+        n = max([len(ref)] + [len(c.cand) for c in entry.candidates.values()])
         for s in range(n):
             row = [("input", inputs[s])] if s < len(inputs) and inputs[s] else []
             row += [("reference", ref[s])] if s < len(ref) else []
-            row += [(cand, c["cand"][s]) for cand, c in entry["candidates"].items() if s < len(c.get("cand") or [])]
-            row += [(f"|{cand} - reference|", c["diff"][s]) for cand, c in entry["candidates"].items()
-                    if s < len(c.get("diff") or [])]
+            row += [(cand, c.cand[s]) for cand, c in entry.candidates.items() if s < len(c.cand)]
+            row += [(f"|{cand} - reference|", c.diff[s]) for cand, c in entry.candidates.items() if s < len(c.diff)]
             if row:
                 out[(name, s)] = strip(row)
     return out

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from app.core.results import ProfileResult
+
 CPU = "CPUExecutionProvider"
 SLOWER = 1.10        # a node (or op type) counts as slower from 10 % more time
 SMALL_KERNEL_MS = 0.02  # kernels this short are dominated by their launch on a GPU
@@ -21,27 +23,27 @@ def _parts(name: str) -> list[str]:
     return [p for p in name.split(" + ") if p]
 
 
-def node_shares(doc: Mapping) -> dict[str, float]:
+def node_shares(doc: ProfileResult) -> dict[str, float]:
     """{model node key: its share of the run's node time} (0–1), a fusion's time split evenly between its nodes."""
-    nodes = [n for n in doc.get("nodes") or [] if n.get("model_node", True)]
-    total = sum(float(n["ms"]) for n in doc.get("nodes") or []) or 0.0
+    nodes = [n for n in doc.nodes if n.model_node]
+    total = sum(float(n.ms) for n in doc.nodes) or 0.0
     out: dict[str, float] = {}
     if total <= 0:
         return out
     for n in nodes:
-        parts = _parts(str(n["node"]))
+        parts = _parts(n.node)
         for p in parts:
-            out[p] = out.get(p, 0.0) + float(n["ms"]) / total / len(parts)
+            out[p] = out.get(p, 0.0) + float(n.ms) / total / len(parts)
     return out
 
 
-def node_devices(doc: Mapping) -> dict[str, str]:
+def node_devices(doc: ProfileResult) -> dict[str, str]:
     """{model node key: the execution provider that ran it} (every node of a fusion where the fusion ran)."""
     out: dict[str, str] = {}
-    for n in doc.get("nodes") or []:
-        if n.get("model_node", True):
-            for p in _parts(str(n["node"])):
-                out[p] = str(n.get("provider") or "")
+    for n in doc.nodes:
+        if n.model_node:
+            for p in _parts(n.node):
+                out[p] = n.provider
     return out
 
 

@@ -8,12 +8,26 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from app.core.measure.answers import empty_reference, task_words
 from app.core.measure.compute import Emulation, target_emulations
 from app.core.measure.latency import speed_reference, speedups
+from app.core.results import (
+    AnswerPictures,
+    Answers,
+    BenchResult,
+    CandidateResult,
+    CompareResult,
+    KindInfo,
+    OutputAnswers,
+    OutputResult,
+    Placement,
+    PlotData,
+    RandomOps,
+)
+from app.core.targets import Target
 
 RANDOM_CALIBRATION = "CALIBRATED ON RANDOM DATA"
 RANDOM_NOTE = "random numbers: "      # a compare note on the model's random nodes (random_draws.py)
@@ -61,17 +75,19 @@ class ResultsState:
 
     def clear(self) -> None:
         self.reference: str | None = None              # the comparisons' reference
-        self.candidates: dict[str, dict] = {}          # candidate name -> its entry of the compare JSON
-        self.plots: dict[str, dict] = {}               # candidate name -> output -> plot data
+        self.candidates: dict[str, CandidateResult] = {}     # candidate name -> its result
+        self.plots: dict[str, Mapping[str, PlotData]] = {}   # candidate name -> output -> plot data
         self.random: dict[str, bool] = {}              # candidate name -> compared on random input data
         self.samples: dict[str, int] = {}              # candidate name -> samples compared
         self.notes: dict[str, list[str]] = {}          # target -> notes of its runs
-        self.bench: dict[str, dict] = {}               # target -> bench JSON
+        self.bench: dict[str, BenchResult] = {}        # target -> its benchmark
         self.bench_reference: str | None = None        # the reference of the latest benchmark
         self.plan_precisions: dict[str, frozenset[str]] = {}  # `B:plan` target -> precisions its plan used
-        self.answers: dict = {}                        # the compare JSON's "answers", merged over comparisons
+        self.answers: Answers | None = None            # the comparisons' answers as pictures, merged
         self.inputs_text: dict[str, str] = {}          # candidate name -> what its inputs were, in words
-        self.kinds: dict[str, dict] = {}               # output -> its kind (the compare JSON's "output_kinds")
+        self.kinds: dict[str, KindInfo] = {}           # output -> its kind (the compare result's `output_kinds`)
+        self.random_ops: RandomOps | None = None       # the latest comparison's random nodes
+        self.placement: dict[str, Placement] = {}      # target -> where its nodes ran in the comparison
         self._colors: dict[str, int] = {}
 
     @property
@@ -79,68 +95,73 @@ class ResultsState:
         return not self.candidates and not self.bench
 
     # ----------------------------------------------------------------- data in
-    def add_compare(self, doc: dict, plan_precisions: Iterable[str] = ()) -> list[str]:
-        """Adds a compare JSON; returns the candidates dropped because they had another reference."""
-        ref = str(doc.get("reference") or "")
+    def add_compare(self, doc: CompareResult, plan_precisions: Iterable[str] = ()) -> list[str]:
+        """Adds a comparison; returns the candidates dropped because they had another reference."""
+        ref = doc.reference
         dropped: list[str] = []
         if self.reference is not None and ref != self.reference:
             dropped = list(self.candidates)
             self.candidates, self.plots, self.random, self.samples = {}, {}, {}, {}
         self.reference = ref
-        plots = doc.get("plots") or {}
-        for c in doc.get("candidates", []):
-            name = c["name"]
+        for c in doc.candidates:
+            name = c.name
             self.candidates[name] = c  # a dict keeps the first position of a key: a re-run stays in its row
-            self.plots[name] = plots.get(name, {})
-            self.random[name] = bool(doc.get("random_data"))
-            self.samples[name] = int(doc.get("samples") or 0)
-            self.inputs_text[name] = str(doc.get("inputs") or "")
+            self.plots[name] = doc.plots.get(name, {})
+            self.random[name] = doc.random_data
+            self.samples[name] = doc.samples
+            self.inputs_text[name] = doc.inputs
             self._color(name)
-        self._remember_plan([c["name"] for c in doc.get("candidates", [])], plan_precisions)
-        self.notes.update({k: list(v) for k, v in (doc.get("notes") or {}).items()})
-        self._merge_answers(doc.get("answers") or {}, dropped)
-        self.kinds.update(doc.get("output_kinds") or {})
+        self._remember_plan([c.name for c in doc.candidates], plan_precisions)
+        self.notes.update({k: list(v) for k, v in doc.notes.items()})
+        self._merge_answers(doc.answers, dropped)
+        self.kinds.update(doc.output_kinds)
+        self.random_ops = doc.random_ops
+        self.placement.update(doc.placement)
         return dropped
 
-    def _merge_answers(self, answers: dict, dropped: list[str]) -> None:
+    def _merge_answers(self, answers: Answers | None, dropped: list[str]) -> None:
         """A comparison's pictures: its inputs replace earlier ones when they differ (earlier pictures then go)."""
-        if not answers:
+        if answers is None:
             return
-        if dropped or answers.get("inputs") != self.answers.get("inputs"):
-            self.answers = {"inputs": answers.get("inputs") or [], "outputs": {}}
-        outs = self.answers.setdefault("outputs", {})
-        for name, entry in (answers.get("outputs") or {}).items():
-            mine = outs.setdefault(name, {"kind": entry.get("kind"), "ref": entry.get("ref"), "candidates": {}})
-            mine["ref"] = entry.get("ref") or mine.get("ref")
-            if entry.get("ref_sound"):  # audio outputs: the reference's sound
-                mine["ref_sound"] = entry["ref_sound"]
-            mine["candidates"].update(entry.get("candidates") or {})
+        if dropped or self.answers is None or answers.inputs != self.answers.inputs:
+            self.answers = answers.replace(outputs={})
+        outs: dict[str, OutputAnswers] = dict(self.answers.outputs)
+        for name, entry in answers.outputs.items():
+            mine = outs.get(name)
+            if mine is None:
+                outs[name] = entry
+                continue
+            merged: dict[str, AnswerPictures] = {**mine.candidates, **entry.candidates}
+            outs[name] = mine.replace(ref=entry.ref or mine.ref, ref_sound=entry.ref_sound or mine.ref_sound,
+                                      candidates=merged)
+        self.answers = self.answers.replace(outputs=outs, photos=answers.photos)
 
     def kind_of(self, output: str) -> str:
-        return str((self.kinds.get(output) or {}).get("kind") or "")
+        info = self.kinds.get(output)
+        return info.kind if info is not None else ""
 
-    def output_entry(self, candidate: str, output: str) -> dict | None:
-        """A candidate's entry for one output in the compare JSON."""
-        return next((o for o in (self.candidates.get(candidate) or {}).get("outputs") or [] if o["name"] == output),
-                    None)
+    def output_entry(self, candidate: str, output: str) -> OutputResult | None:
+        """A candidate's result for one output."""
+        c = self.candidates.get(candidate)
+        return c.output(output) if c is not None else None
 
-    def add_bench(self, doc: dict, reference: str | None = None, plan_precisions: Iterable[str] = ()) -> None:
-        """Adds one target's bench JSON; ``reference``: the target the speed-ups of its benchmark are
-        relative to (the first benchmarked one when not said)."""
-        target = str(doc["backend"])
+    def add_bench(self, doc: BenchResult, reference: str | None = None, plan_precisions: Iterable[str] = ()) -> None:
+        """Adds one target's benchmark; ``reference``: the target the speed-ups of its benchmark are relative to
+        (the first benchmarked one when not said)."""
+        target = doc.backend
         self.bench[target] = doc
         if reference:
             self.bench_reference = reference
         elif self.bench_reference is None:
             self.bench_reference = target
-        self.notes[target] = list(doc.get("notes") or [])
+        self.notes[target] = list(doc.notes)
         self._remember_plan([target], plan_precisions)
         self._color(target)
 
     def _remember_plan(self, targets: list[str], precisions: Iterable[str]) -> None:
         got = frozenset(precisions)
         for t in targets:
-            if t.endswith(":plan"):
+            if Target.read(t).needs_plan:
                 self.plan_precisions[t] = got
 
     def _color(self, target: str) -> int:
@@ -181,30 +202,30 @@ class ResultsState:
             self._speed_cells(row)
         return out
 
-    def _compare_row(self, label: str, name: str, c: dict) -> Row:
-        outputs = c.get("outputs") or []
-        worst = min(outputs, key=lambda o: o["cosine"] if o.get("cosine") is not None else -2) if outputs else None
-        row = Row(label, name, passed=bool(c.get("passed")))
-        row.verdict = "✓ Same answers" if c.get("passed") else "✗ Answers differ"
-        tasks = [o for o in outputs if o.get("task") and "error" not in o["task"]]
+    def _compare_row(self, label: str, name: str, c: CandidateResult) -> Row:
+        outputs = c.outputs
+        worst = min(outputs, key=lambda o: o.cosine if o.cosine is not None else -2) if outputs else None
+        row = Row(label, name, passed=c.passed)
+        row.verdict = "✓ Same answers" if c.passed else "✗ Answers differ"
+        tasks = [o for o in outputs if o.judged_by_answer]
         if tasks and all(empty_reference(o) for o in tasks):  # nothing to judge by the answer: the values decided
-            row.verdict = ("✓ Values close" if c.get("passed") else "✗ Values differ") + " (no answer to compare)"
+            row.verdict = ("✓ Values close" if c.passed else "✗ Values differ") + " (no answer to compare)"
         if self.emulations(name):
             row.verdict += " (indicative)"
-        judged = [o for o in outputs if o.get("task")]
+        judged = [o for o in outputs if o.task is not None]
         if judged:
-            bad = next((o for o in judged if not o.get("passed", True)), judged[0])
-            row.worst = task_words(bad) + (f" ({bad['name']})" if len(outputs) > 1 else "")
-            row.worst_tip = (f"Output {bad['name']} ({bad.get('kind')}): {task_words(bad)}; cosine "
-                             f"{_fmt(bad.get('cosine'), 6)}, max |Δ| {_fmt(bad.get('max_abs'), 6)}")
-            row.nan = f"{sum(o.get('nan', 0) for o in outputs)} / {sum(o.get('inf', 0) for o in outputs)}"
+            bad = next((o for o in judged if not o.passed), judged[0])
+            row.worst = task_words(bad) + (f" ({bad.name})" if len(outputs) > 1 else "")
+            row.worst_tip = (f"Output {bad.name} ({bad.kind}): {task_words(bad)}; cosine "
+                             f"{_fmt(bad.cosine, 6)}, max |Δ| {_fmt(bad.max_abs, 6)}")
+            row.nan = f"{sum(o.nan for o in outputs)} / {sum(o.inf for o in outputs)}"
         elif worst is not None:
-            cos = "—" if worst.get("cosine") is None else f"{worst['cosine']:.6f}"
-            row.worst = f"cos {cos} · max |Δ| {_fmt(worst.get('max_abs'))}"
-            row.worst_tip = f"Worst output: {worst['name']}, cosine {cos}, max |Δ| {_fmt(worst.get('max_abs'), 6)}"
+            cos = "—" if worst.cosine is None else f"{worst.cosine:.6f}"
+            row.worst = f"cos {cos} · max |Δ| {_fmt(worst.max_abs)}"
+            row.worst_tip = f"Worst output: {worst.name}, cosine {cos}, max |Δ| {_fmt(worst.max_abs, 6)}"
             if len(outputs) > 1:
-                row.worst += f" ({worst['name']})"
-            row.nan = f"{sum(o.get('nan', 0) for o in outputs)} / {sum(o.get('inf', 0) for o in outputs)}"
+                row.worst += f" ({worst.name})"
+            row.nan = f"{sum(o.nan for o in outputs)} / {sum(o.inf for o in outputs)}"
         return row
 
     def _speed_cells(self, row: Row) -> None:
@@ -216,10 +237,10 @@ class ResultsState:
         if doc is None:
             row.note = "; ".join(notes)
             return
-        median = (doc.get("latency_ms") or {}).get("median")
+        median = doc.latency_ms.median
         row.latency = f"{median:.3f} ms" if median is not None else "—"
-        if doc.get("unstable") and doc.get("cov") is not None:
-            notes.append(f"latency unstable (CoV {doc['cov']:.1%})")
+        if doc.unstable and doc.cov is not None:
+            notes.append(f"latency unstable (CoV {doc.cov:.1%})")
         row.note = "; ".join(notes)
         speed = self.speedups()
         ref = self.speed_reference()
@@ -235,17 +256,17 @@ class ResultsState:
         else:
             s = speed[t]
             row.speed = f"{s:.2f}× faster" if s >= 1 else f"{1 / s:.2f}× slower"
-            row.speed_tip = f"Median latency {ref}: {self.bench[ref]['latency_ms']['median']:.3f} ms, {t}: " \
-                            f"{median:.3f} ms (ratio {s:.3f})."
-            ref_mode = self.bench[ref].get("mode")
-            if ref_mode and doc.get("mode") and doc["mode"] != ref_mode:
-                row.speed_tip += (f" Timed {doc['mode'].replace('_', '-')} against the reference's "
+            row.speed_tip = f"Median latency {ref}: {self.bench[ref].latency_ms.median or 0:.3f} ms, {t}: " \
+                            f"{median or 0:.3f} ms (ratio {s:.3f})."
+            ref_mode = self.bench[ref].mode
+            if ref_mode and doc.mode and doc.mode != ref_mode:
+                row.speed_tip += (f" Timed {doc.mode.replace('_', '-')} against the reference's "
                                   f"{ref_mode.replace('_', '-')}: not like for like.")
 
     def headline(self) -> str:
         parts = []
         if self.candidates:
-            ok = sum(bool(c.get("passed")) for c in self.candidates.values())
+            ok = sum(c.passed for c in self.candidates.values())
             n = len(self.candidates)
             parts.append(f"{ok} of {n} candidate{'s' if n != 1 else ''} give{'s' if n == 1 else ''} the same answers "
                          f"as {self.reference}")
@@ -292,7 +313,7 @@ class ResultsState:
         other: dict[str, list[str]] = {}    # warning -> targets
         limit = ""
         for t, d in self.bench.items():
-            text = str(d.get("warning") or "")
+            text = d.warning
             m = _JITTER.search(text)
             if m:
                 jitter.setdefault(m.group(3), []).append(f"{t} {m.group(1)}")
@@ -307,15 +328,17 @@ class ResultsState:
         """Output names, in the model's order, of every compared candidate."""
         names: list[str] = []
         for c in self.candidates.values():
-            names += [o["name"] for o in c.get("outputs") or [] if o["name"] not in names]
+            names += [o.name for o in c.outputs if o.name not in names]
         return names
 
-    def compare_doc(self) -> dict | None:
-        """The gathered comparisons in the compare JSON's shape (None before any)."""
+    def compare_doc(self) -> CompareResult | None:
+        """The gathered comparisons as one compare result (None before any)."""
         if not self.candidates:
             return None
-        return {"reference": self.reference, "candidates": list(self.candidates.values()), "plots": dict(self.plots),
-                "notes": dict(self.notes), "random_data": any(self.random.values()), "answers": dict(self.answers),
-                "samples": max(self.samples.values(), default=0),
-                "inputs": next((t for t in self.inputs_text.values() if t), ""),
-                "output_kinds": dict(self.kinds)}
+        return CompareResult(reference=self.reference or "", candidates=tuple(self.candidates.values()),
+                             plots=dict(self.plots), notes={k: tuple(v) for k, v in self.notes.items()},
+                             random_data=any(self.random.values()), answers=self.answers,
+                             samples=max(self.samples.values(), default=0),
+                             inputs=next((t for t in self.inputs_text.values() if t), ""),
+                             output_kinds=dict(self.kinds), random_ops=self.random_ops,
+                             placement=dict(self.placement))

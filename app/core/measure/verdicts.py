@@ -1,9 +1,10 @@
 """The guided comparison's scorecard in words: per precision, how much faster than FP32 and whether the answers
-changed (`card_facts`, from the compare and bench JSON exactly as the jobs returned them), and the caveats to read
+changed (`card_facts`, from the typed compare and bench results), and the caveats to read
 before trusting the cards. The window draws them (app.ui.results.scorecard)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from app.core.measure.answers import EMPTY_ADVICE, empty_reference, task_words
@@ -12,6 +13,7 @@ from app.core.measure.compute import PRECISION_WORDS, target_emulations
 from app.core.measure.latency import median_ms, speed_reference, speedups
 from app.core.measure.profile_diff import slower_reasons
 from app.core.measure.results import RANDOM_CALIBRATION
+from app.core.results import BenchResult, CompareResult, OutputResult
 from app.core.targets import Target
 
 # The answer verdict's thresholds, on the cosine similarity of the worst output to FP32's, in one place.
@@ -75,22 +77,22 @@ def speed_verdict(ratio: float) -> tuple[str, str]:
     return f"{1 / ratio:.1f}× slower", BAD
 
 
-def card_facts(compare: dict, bench: dict[str, dict], reference: str) -> list[CardFacts]:
+def card_facts(compare: CompareResult | None, bench: Mapping[str, BenchResult], reference: str) -> list[CardFacts]:
     """One card per compared candidate, in the order compared; `bench`: target -> its bench JSON. Speed-ups are
     relative to `speed_reference` (the comparison's `reference` wherever it was benchmarked)."""
     reference = speed_reference(bench, reference)
     ref_median = median_ms(bench.get(reference))
     ratios = speedups(bench, reference)
     out = []
-    for c in compare.get("candidates", []):
-        target = str(c["name"])
+    for c in compare.candidates if compare is not None else ():
+        target = c.name
         precision = Target.read(target).precision
-        outputs = c.get("outputs") or []
-        worst = min(outputs, key=lambda o: -2.0 if o.get("cosine") is None else o["cosine"]) if outputs else {}
-        cosine = worst.get("cosine")
-        nonfinite = sum(int(o.get("new_nonfinite") or 0) for o in outputs)
+        outputs = c.outputs
+        worst = min(outputs, key=lambda o: -2.0 if o.cosine is None else o.cosine) if outputs else None
+        cosine = worst.cosine if worst is not None else None
+        nonfinite = sum(o.new_nonfinite for o in outputs)
         answers, answers_tone = answer_verdict(cosine, nonfinite)
-        tops = [o["top1"] for o in outputs if o.get("top1") is not None]
+        tops = [o.top1 for o in outputs if o.top1 is not None]
         top1 = min(tops) if tops else None
         parts = ["cosine " + cosine_text(cosine)]
         judged = task_verdict(outputs, nonfinite)
@@ -116,88 +118,93 @@ def card_facts(compare: dict, bench: dict[str, dict], reference: str) -> list[Ca
         else:
             speed, speed_tone = speed_verdict(ratio)
             speed_detail = f"{median:.3f} ms per run, FP32 {ref_median:.3f} ms (medians)"
-            why = slower_because(bench.get(reference) or {}, bench.get(target) or {}) if ratio < 1 - SAME_SPEED \
+            ref_bench, cand_bench = bench.get(reference), bench.get(target)
+            why = slower_because(ref_bench, cand_bench) if ratio < 1 - SAME_SPEED and ref_bench and cand_bench \
                 else ""
             if why:
                 speed_detail += f". Slower because {why}"
         out.append(CardFacts(target, precision, speed, speed_tone, speed_detail, ratio, answers, answers_tone,
-                             " · ".join(parts), cosine, top1, str(worst.get("name", ""))))
+                             " · ".join(parts), cosine, top1, worst.name if worst is not None else ""))
     return out
 
 
-def caveats(compare: dict, bench: dict[str, dict]) -> list[str]:
+def caveats(compare: CompareResult | None, bench: Mapping[str, BenchResult]) -> list[str]:
     """What the audience should know before trusting the cards, in a few words each."""
     out = []
-    if compare.get("random_data"):
+    if compare is not None and compare.random_data:
         out.append("Compared on random inputs: real data may differ (give a folder of your own inputs to measure it).")
-    notes = [n for ns in (compare.get("notes") or {}).values() for n in ns]
-    notes += [n for d in bench.values() for n in d.get("notes") or []]
+    notes = [n for ns in (compare.notes.values() if compare is not None else ()) for n in ns]
+    notes += [n for d in bench.values() for n in d.notes]
     if any(RANDOM_CALIBRATION in n for n in notes):
         out.append("INT8 was calibrated on random data: calibrated on real data, its answers usually change less.")
-    random_ops = compare.get("random_ops") or {}
-    if random_ops.get("method"):
+    random_ops = compare.random_ops if compare is not None else None
+    if random_ops is not None and random_ops.method:
         out.append("The model draws random numbers: " + ("every precision drew the same ones (the same seeds)."
-                                                         if random_ops["method"] == "same seeds" else
+                                                         if random_ops.method == "same seeds" else
                                                          "some targets draw their own, judged against the noise "
                                                          "floor (the reference run again with other seeds)."))
-    gpu_cpu = sorted({t for t, d in bench.items() if (d.get("placement") or {}).get("fallback_nodes")}
-                     | {t for t, p in (compare.get("placement") or {}).items() if p.get("fallback_nodes")})
+    placements = compare.placement if compare is not None else {}
+    gpu_cpu = sorted({t for t, d in bench.items() if d.placement is not None and d.placement.fallback_nodes}
+                     | {t for t, p in placements.items() if p.fallback_nodes})
     if gpu_cpu:
         out.append(f"{', '.join(gpu_cpu)}: some nodes ran on the CPU, not the GPU (trtlab profile names them).")
-    empty = sorted({str(o.get("name")) for c in compare.get("candidates", []) for o in c.get("outputs") or []
+    empty = sorted({o.name for c in (compare.candidates if compare is not None else ()) for o in c.outputs
                     if empty_reference(o)})
     if empty:
-        what = "photos" if not compare.get("random_data") else "inputs"
+        what = "photos" if compare is not None and not compare.random_data else "inputs"
         out.append(f"The reference found nothing to compare on these {what} ({', '.join(empty)}): {EMPTY_ADVICE}.")
-    if any(d.get("unstable") for d in bench.values()):
+    if any(d.unstable for d in bench.values()):
         out.append("Run times varied between runs (other programs were busy): small speed differences may be "
                    "noise.")
     return out
 
 
-def slower_because(reference: dict, candidate: dict) -> str:
+def slower_because(reference: BenchResult, candidate: BenchResult) -> str:
     """What the profiler saw that makes a candidate slower than its reference, in words ("" when it saw nothing):
     nodes on the CPU in a GPU session and their copies, casts added, or more kernels to launch
     (`slower_reasons`, on the placement compare and bench record)."""
-    if not candidate.get("placement"):
+    if candidate.placement is None:
         return ""
-    return "; ".join(slower_reasons(reference.get("placement") or {}, candidate.get("placement") or {}))
+    ref = reference.placement.to_json() if reference.placement is not None else {}
+    return "; ".join(slower_reasons(ref, candidate.placement.to_json()))
 
 
-def _perfect(o: dict) -> bool:
+def _perfect(o: OutputResult) -> bool:
     """Whether a task output's answer is unchanged, not merely within its tolerance."""
-    t, kind = o.get("task") or {}, o.get("kind")
+    t, kind = o.task, o.kind
+    if t is None:
+        return True
     if kind in ("detections", "yolo"):
-        return not t.get("missed") and not t.get("extra")
+        return not t.missed and not t.extra_boxes
     if kind == "image":
-        return (t["mask_iou"] >= 0.98) if t.get("mask_iou") is not None else (t.get("psnr_db") or 0) >= 40
+        return (t.mask_iou >= 0.98) if t.mask_iou is not None else (t.psnr_db or 0) >= 40
     if kind == "classes":
-        return (t.get("top1") or 0) >= 1
+        return (t.top1 or 0) >= 1
     if kind == "sequence":
-        return not t.get("edit_distance")
+        return not t.edit_distance
     if kind == "audio":
-        return audio_perfect(t)
+        return audio_perfect(t.audio_snr_db)
     return True
 
 
-def task_verdict(outputs: list[dict], nonfinite: int = 0) -> tuple[str, str, str] | None:
+def task_verdict(outputs: Sequence[OutputResult], nonfinite: int = 0) -> tuple[str, str, str] | None:
     """The answers' verdict from the outputs judged by what they mean (boxes, masks, labels, text); None when no
     output has task metrics. Failing its tolerance is "a lot"; within it but not identical, "a little"."""
-    judged = [o for o in outputs if o.get("task") and "error" not in o["task"] and not empty_reference(o)]
+    judged = [o for o in outputs if o.judged_by_answer and not empty_reference(o)]
     if not judged:
         empty = [o for o in outputs if empty_reference(o)]
         if not empty:
             return None
         # Nothing to judge by the answer: said so, and the element-wise verdict (cosine) decides the tone.
-        shown = next((o for o in empty if not o.get("passed", True)), empty[0])
-        reason = str((shown.get("task") or {}).get("empty_reason") or task_words(shown))
-        words = reason + (f" ({shown['name']})" if len(outputs) > 1 else "") + "; the values decide"
-        bad = nonfinite or any(not o.get("passed", True) for o in outputs)
+        shown = next((o for o in empty if not o.passed), empty[0])
+        reason = (shown.task.empty_reason if shown.task is not None else "") or task_words(shown)
+        words = reason + (f" ({shown.name})" if len(outputs) > 1 else "") + "; the values decide"
+        bad = nonfinite or any(not o.passed for o in outputs)
         return "No answer to compare", BAD if bad else NEUTRAL, words
     # An output with nothing to judge by its answer still fails by its element-wise verdict.
-    failed = [o for o in outputs if o.get("task") and "error" not in o["task"] and not o.get("passed", True)]
+    failed = [o for o in outputs if o.judged_by_answer and not o.passed]
     shown = failed[0] if failed else next((o for o in judged if not _perfect(o)), judged[0])
-    words = task_words(shown) + (f" ({shown['name']})" if len(outputs) > 1 else "")
+    words = task_words(shown) + (f" ({shown.name})" if len(outputs) > 1 else "")
     if failed or nonfinite:
         return "Answers changed a lot", BAD, words
     if all(_perfect(o) for o in judged):

@@ -12,6 +12,7 @@ start to differ.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -20,6 +21,7 @@ import onnx
 from onnx import numpy_helper
 
 from app.core.model.onnx_walk import dtype_name, graph_constants, node_keys
+from app.core.results import ChangedNode, DiffCounts, DiffNode, DiffResult
 
 MAX_VALUES = 50_000_000  # weights larger than this are compared by dtype and shape only
 _INSERTED = frozenset({"Cast", "QuantizeLinear", "DequantizeLinear"})  # what precision transforms put in between
@@ -34,9 +36,9 @@ class NodeDiff:
     changes: list[str] = field(default_factory=list)
     matched_by: str = ""             # name | structure
 
-    def to_json(self) -> dict:
-        return {"status": self.status, "a": self.a, "b": self.b, "op": self.op, "changes": self.changes,
-                "matched_by": self.matched_by}
+    def result(self) -> DiffNode:
+        return DiffNode(status=self.status, a=self.a, b=self.b, op=self.op, changes=tuple(self.changes),
+                        matched_by=self.matched_by)
 
 
 @dataclass
@@ -46,26 +48,25 @@ class ModelDiff:
     outputs: list[str]
     opsets: list[str]
 
-    def counts(self) -> dict[str, int]:
-        out = {"same": 0, "changed": 0, "added": 0, "removed": 0, "folded": 0}
-        for n in self.nodes:
-            out[n.status] += 1
-        return out
+    def counts(self) -> DiffCounts:
+        return DiffCounts.from_json(Counter(n.status for n in self.nodes))
 
     @property
     def identical(self) -> bool:
         return not (self.inputs or self.outputs or self.opsets) and all(n.status == "same" for n in self.nodes)
 
-
-    def to_json(self, *, all_nodes: bool = False) -> dict:
+    def result(self, *, all_nodes: bool = False) -> DiffResult:
+        """The diff as `trtlab diff` writes it (without the files, which the caller names): the nodes that are the
+        same, and the folded Constants, only with `all_nodes`."""
         counts = self.counts()
-        return {"summary": counts, "identical": self.identical, "inputs": self.inputs, "outputs": self.outputs,
-                "opsets": self.opsets,
-                "matched": counts["same"] + counts["changed"] + counts["folded"], "same": counts["same"],
-                "changed": [{"a": n.a, "b": n.b, "what": n.changes} for n in self.nodes if n.status == "changed"],
-                "added": [n.b for n in self.nodes if n.status == "added"],
-                "removed": [n.a for n in self.nodes if n.status == "removed"],
-                "nodes": [n.to_json() for n in self.nodes if all_nodes or n.status not in ("same", "folded")]}
+        return DiffResult(
+            summary=counts, identical=self.identical, inputs=tuple(self.inputs), outputs=tuple(self.outputs),
+            opsets=tuple(self.opsets), matched=counts.same + counts.changed + counts.folded, same=counts.same,
+            changed=tuple(ChangedNode(a=n.a, b=n.b, what=tuple(n.changes)) for n in self.nodes
+                          if n.status == "changed"),
+            added=tuple(n.b for n in self.nodes if n.status == "added" and n.b is not None),
+            removed=tuple(n.a for n in self.nodes if n.status == "removed" and n.a is not None),
+            nodes=tuple(n.result() for n in self.nodes if all_nodes or n.status not in ("same", "folded")))
 
 
 def _io(kind: str, a: Iterable[onnx.ValueInfoProto], b: Iterable[onnx.ValueInfoProto]) -> list[str]:

@@ -14,9 +14,9 @@ within a budget of boxes, so a transformer opens as its layers, not as its Gathe
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -184,7 +184,7 @@ class _Through(Mapping):
         value = self._base[key]
         return value if self._value_of is None else self._value(self._value_of, value)
 
-    def __iter__(self):  # noqa: ANN204
+    def __iter__(self) -> Iterator[Any]:
         if self._key_of is None:
             return iter(self._base)
         back = {int(f): v for v, f in enumerate(self._key_of.tolist()) if f >= 0}

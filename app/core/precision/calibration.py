@@ -9,7 +9,8 @@ sample's intermediate tensors at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ def check_method(method: str) -> str:
     return method
 
 
-def ort_method(method: str):  # -> onnxruntime.quantization.CalibrationMethod
+def ort_method(method: str) -> Any:  # onnxruntime.quantization.CalibrationMethod
     from onnxruntime.quantization import CalibrationMethod
 
     return {"minmax": CalibrationMethod.MinMax, "entropy": CalibrationMethod.Entropy,
@@ -101,7 +102,7 @@ class SampleReader:
             out[n] = arr.astype(want) if want is not None and arr.dtype != want else arr
         return out
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
         return self
 
     def __next__(self) -> dict[str, np.ndarray]:

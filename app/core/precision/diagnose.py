@@ -14,6 +14,7 @@ import onnx
 
 from app.core.model import ModelDiff
 from app.core.precision.plan import node_keys
+from app.core.results import MatchedOutput, NumericDiff
 
 FLOAT_ELEM = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
 
@@ -139,7 +140,7 @@ RELATIVE = 1e-3    # …or whose max |Δ| passes this fraction of A's largest |v
 
 
 def diff_numerically(a: onnx.ModelProto, b: onnx.ModelProto, result: ModelDiff, shapes: dict | None = None,
-                     seed: int = 0) -> dict:
+                     seed: int = 0) -> NumericDiff:
     """Both models on one seeded random sample, the first output of every matched pair of a diff
     (:func:`app.core.model.diff_models`) compared in B's order: where two exports of one network start to disagree.
     `shapes` fixes dynamic input sizes ({input: dims})."""
@@ -153,9 +154,9 @@ def diff_numerically(a: onnx.ModelProto, b: onnx.ModelProto, result: ModelDiff, 
     nodes_b = dict(zip(node_keys(b.graph), b.graph.node, strict=True))
     pairs = [(n.a, nodes_a[n.a].output[0], n.b, nodes_b[n.b].output[0]) for n in result.nodes
              if n.a and n.b and nodes_a[n.a].output and nodes_b[n.b].output]
-    rows = compare_matched(a, b, pairs, feeds)
-    first = next((r for r in rows if r["shape_differs"] or (r["cosine"] is not None and r["cosine"] < DISAGREE)
-                  or (r["relative"] is not None and r["relative"] > RELATIVE)), None)
-    worst = sorted((r for r in rows if r["cosine"] is not None), key=lambda r: r["cosine"])[:10]
-    return {"compared": len(rows), "threshold": DISAGREE, "first_disagreement": first, "worst": worst,
-            "rows": rows, "inputs": f"random data (seed {seed})"}
+    rows = tuple(MatchedOutput.from_json(r) for r in compare_matched(a, b, pairs, feeds))
+    first = next((r for r in rows if r.shape_differs or (r.cosine is not None and r.cosine < DISAGREE)
+                  or (r.relative is not None and r.relative > RELATIVE)), None)
+    worst = sorted((r for r in rows if r.cosine is not None), key=lambda r: r.cosine or 0.0)[:10]
+    return NumericDiff(compared=len(rows), threshold=DISAGREE, first_disagreement=first, worst=tuple(worst),
+                       rows=rows, inputs=f"random data (seed {seed})")

@@ -384,8 +384,7 @@ def run_onnxruntime_cpu(model: onnx.ModelProto, samples: Sequence[Feeds]) -> lis
 
 def with_high_precision(plan: PrecisionPlan, keep: Iterable[str], precision: str = "fp32") -> PrecisionPlan:
     """A copy of the plan with the given nodes overridden to ``precision``."""
-    return PrecisionPlan(default=plan.default, op_rules=dict(plan.op_rules),
-                         overrides={**plan.overrides, **{k: precision for k in keep}}, model_name=plan.model_name)
+    return plan.with_overrides(keep, precision)
 
 
 def diagnose_half(model: onnx.ModelProto, variant: onnx.ModelProto, feeds: Feeds, run: RunFn) -> list[LayerError]:

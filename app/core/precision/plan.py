@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 import onnx
 
@@ -159,18 +160,59 @@ class GraphFacts:
 PLAN_FILE_LIMIT = 64 * 2**20
 
 
-@dataclass
+PlanKey = tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
+
+
+def _no_rules() -> Mapping[str, str]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, eq=False)
 class PrecisionPlan:
-    """What precision each node should compute in; pure data, observable by whoever edits it."""
+    """What precision each node should compute in: a value. Its mappings cannot be changed; each edit
+    (`with_overrides`, `with_op_rule`, `with_default`…) returns a new plan and leaves this one as it was, so a
+    plan can be shared (an undo step, a job's spec, the project's last saved plan) without copying it.
+
+    Two plans are equal when they ask the same of every node and have the same model name; `key` is what they
+    ask without the name (what a variant is made from), usable as a cache key."""
 
     default: str = "fp32"
-    op_rules: dict[str, str] = field(default_factory=dict)
-    overrides: dict[str, str] = field(default_factory=dict)
+    op_rules: Mapping[str, str] = field(default_factory=_no_rules)    # op type -> precision
+    overrides: Mapping[str, str] = field(default_factory=_no_rules)   # node key -> precision
     model_name: str = ""
+    _key: PlanKey = field(init=False, repr=False, compare=False)  # set once, from the value
 
     def __post_init__(self) -> None:
-        for p in (self.default, *self.op_rules.values(), *self.overrides.values()):
+        rules, overrides = _pairs(self.op_rules, "op_rules"), _pairs(self.overrides, "overrides")
+        for p in (self.default, *(p for _, p in rules), *(p for _, p in overrides)):
             _check(p)
+        # Read-only views of private sorted copies: the caller's dicts stay the caller's.
+        object.__setattr__(self, "op_rules", MappingProxyType(dict(rules)))
+        object.__setattr__(self, "overrides", MappingProxyType(dict(overrides)))
+        object.__setattr__(self, "model_name", str(self.model_name))
+        object.__setattr__(self, "_key", (self.default, rules, overrides))
+
+    # ----------------------------------------------------------------- value
+    @property
+    def key(self) -> PlanKey:
+        """What the plan asks (default, op rules, overrides; sorted), without its model name: equal keys make
+        the same variant."""
+        return self._key
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PrecisionPlan):
+            return NotImplemented
+        return self.key == other.key and self.model_name == other.model_name
+
+    def __hash__(self) -> int:
+        return hash((self.key, self.model_name))
+
+    def __reduce__(self) -> tuple[Any, ...]:  # read-only mappings do not pickle; their contents do
+        return (PrecisionPlan, (self.default, dict(self.op_rules), dict(self.overrides), self.model_name))
+
+    def precisions(self) -> set[str]:
+        """Every precision the plan names (its default, rules and overrides)."""
+        return {self.default, *self.op_rules.values(), *self.overrides.values()}
 
     # ----------------------------------------------------------------- queries
     def planned(self, key: str, op_type: str) -> str:
@@ -229,27 +271,51 @@ class PrecisionPlan:
         keys = set(node_keys(graph))
         return sorted(k for k in self.overrides if k not in keys)
 
-    # ----------------------------------------------------------------- edits (each returns what it replaced)
-    def set_nodes(self, keys: Iterable[str], precision: str | None) -> dict[str, str | None]:
-        """Override some nodes (None removes their overrides); returns their previous overrides (for undo)."""
-        if precision is not None:
-            _check(precision)
-        before = {}
+    # ----------------------------------------------------------------- edits (each returns a new plan)
+    def with_overrides(self, keys: Iterable[str], precision: str | None) -> PrecisionPlan:
+        """The plan with these nodes overridden to `precision` (None: their overrides removed)."""
+        overrides = dict(self.overrides)
         for k in keys:
-            before[k] = self.overrides.get(k)
             if precision is None:
-                self.overrides.pop(k, None)
+                overrides.pop(k, None)
             else:
-                self.overrides[k] = precision
-        return before
+                overrides[k] = precision
+        return replace(self, overrides=overrides)
 
-    def set_op_rule(self, op_type: str, precision: str | None) -> str | None:
-        before = self.op_rules.get(op_type)
+    def with_override(self, key: str, precision: str | None) -> PrecisionPlan:
+        """The plan with one node overridden to `precision` (None: its override removed)."""
+        return self.with_overrides([key], precision)
+
+    def without_override(self, key: str) -> PrecisionPlan:
+        """The plan without this node's override (the node follows its op rule or the default)."""
+        return self.with_overrides([key], None)
+
+    def with_op_rule(self, op_type: str, precision: str | None) -> PrecisionPlan:
+        """The plan with every `op_type` node in `precision` unless overridden (None: the rule removed)."""
+        rules = dict(self.op_rules)
         if precision is None:
-            self.op_rules.pop(op_type, None)
+            rules.pop(op_type, None)
         else:
-            self.op_rules[op_type] = _check(precision)
-        return before
+            rules[op_type] = precision
+        return replace(self, op_rules=rules)
+
+    def without_op_rule(self, op_type: str) -> PrecisionPlan:
+        return self.with_op_rule(op_type, None)
+
+    def with_default(self, precision: str) -> PrecisionPlan:
+        """The plan with another default precision (nodes without a rule or an override follow it)."""
+        return replace(self, default=precision)
+
+    def with_model_name(self, model_name: str) -> PrecisionPlan:
+        return replace(self, model_name=model_name)
+
+    def with_rules_of(self, other: PrecisionPlan) -> PrecisionPlan:
+        """What `other` asks (default, op rules, overrides) under this plan's model name: loading a plan."""
+        return replace(other, model_name=self.model_name)
+
+    def cleared(self) -> PrecisionPlan:
+        """The plan without overrides and op rules (its default and name kept)."""
+        return replace(self, op_rules={}, overrides={})
 
     # ----------------------------------------------------------------- persistence
     def to_json(self) -> dict:
@@ -318,6 +384,14 @@ class PlannedNode:
     def kept(self) -> bool:
         """Planned FP16/BF16/INT8, kept FP32 by the transform."""
         return self.differs and self.precision == "fp32"
+
+
+def _pairs(mapping: Mapping[str, str], what: str) -> tuple[tuple[str, str], ...]:
+    """A mapping's (key, value) pairs sorted by key; refused when it is not a mapping of names."""
+    if not isinstance(mapping, Mapping):
+        raise PlanError(f"The plan's {what} are not a mapping ({type(mapping).__name__}).",
+                        fix=f"Write {what} as {{\"name\": \"fp16\"}}.")
+    return tuple(sorted((str(k), v) for k, v in mapping.items()))
 
 
 def _check(precision: str) -> str:

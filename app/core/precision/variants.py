@@ -73,8 +73,7 @@ def precisions_used(model: onnx.ModelProto, plan: PrecisionPlan) -> set[str]:
 
 
 def variant_key(model_digest: str, plan: PrecisionPlan, calib_digest: str = "", method: str = "") -> str:
-    doc = {k: v for k, v in plan.to_json().items() if k != "model"}
-    text = json.dumps({"model": model_digest, "plan": doc, "calib": calib_digest, "method": method,
+    text = json.dumps({"model": model_digest, "plan": plan.key, "calib": calib_digest, "method": method,
                        "transform": TRANSFORM_VERSION}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
@@ -317,8 +316,7 @@ def with_overrides(plan: PrecisionPlan, keep: dict[str, str]) -> PrecisionPlan:
     """The plan with the given nodes kept FP32."""
     if not keep:
         return plan
-    return PrecisionPlan(default=plan.default, op_rules=dict(plan.op_rules),
-                         overrides={**plan.overrides, **{k: "fp32" for k in keep}}, model_name=plan.model_name)
+    return plan.with_overrides(keep, "fp32")
 
 
 def _range_rule(model: onnx.ModelProto, plan: PrecisionPlan, samples: list, random_calib: bool, model_path: str,

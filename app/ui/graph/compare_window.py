@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.model import DisplayGraph, ModelDiff, OpenedModel, node_keys, regroup
+from app.core.results import NumericDiff
 from app.ui.common.screen_fit import fit_window
 from app.ui.common.task_thread import Task, run_task
 from app.ui.graph.node_colors import ERROR_BANDS, NONFINITE, NOT_AN_OP, NOT_MEASURED, error_band
@@ -150,7 +151,7 @@ class CompareWindow(QMainWindow):
                 self.a.status_of[self.a.index[n.a]] = n.status
             if n.b:
                 self.b.status_of[self.b.index[n.b]] = n.status
-        self.numeric: dict | None = None
+        self.numeric: NumericDiff | None = None
         self._syncing = False
         self._task: Task | None = None
         self._pan_timers: list[QTimer] = []  # per pane: the other follows a moment after it is panned
@@ -160,10 +161,10 @@ class CompareWindow(QMainWindow):
         panes.addWidget(self.b)
         counts = diff.counts()
         self.summary = QLabel(
-            f"{counts['same']:,} the same · <span style='color:#b26b00'>{counts['changed']:,} changed</span> · "
-            f"<span style='color:#2b8a3e'>{counts['added']:,} only in B</span> · "
-            f"<span style='color:#c92a2a'>{counts['removed']:,} only in A</span>"
-            + (f" · {counts['folded']:,} Constants now weights" if counts["folded"] else "")
+            f"{counts.same:,} the same · <span style='color:#b26b00'>{counts.changed:,} changed</span> · "
+            f"<span style='color:#2b8a3e'>{counts.added:,} only in B</span> · "
+            f"<span style='color:#c92a2a'>{counts.removed:,} only in A</span>"
+            + (f" · {counts.folded:,} Constants now weights" if counts.folded else "")
             + "".join(f"<br>{html.escape(line)}" for line in (*diff.inputs, *diff.outputs, *diff.opsets)))
         self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.summary.setWordWrap(True)  # long input or opset lines must not make the window wider than the screen
@@ -244,9 +245,9 @@ class CompareWindow(QMainWindow):
     def _numeric_colors(self, side: _Side) -> tuple[list[QColor], dict, list]:
         assert self.numeric is not None
         by_key = {}
-        for r in self.numeric["rows"]:
-            band = len(ERROR_BANDS) if r["shape_differs"] else error_band(r["cosine"], False)
-            by_key[r["a"] if side is self.a else r["b"]] = band
+        for r in self.numeric.rows:
+            band = len(ERROR_BANDS) if r.shape_differs else error_band(r.cosine, False)
+            by_key[r.a if side is self.a else r.b] = band
         status: list[int | None] = [None] * len(side.keys)
         for k, band in by_key.items():
             status[side.index[k]] = band
@@ -367,20 +368,20 @@ class CompareWindow(QMainWindow):
         self._task = run_task(self, lambda: diff_numerically(a_model, b_model, self.diff, self.shapes),
                               self._numeric_done, self._numeric_failed)
 
-    def _numeric_done(self, doc: dict) -> None:
-        self.numeric = doc
+    def _numeric_done(self, numeric: NumericDiff) -> None:
+        self.numeric = numeric
         self.numeric_button.setEnabled(True)
-        first = self.numeric["first_disagreement"] if self.numeric else None
-        head = f"{self.numeric['compared']:,} matched outputs compared on {self.numeric['inputs']}"
+        first = numeric.first_disagreement
+        head = f"{numeric.compared:,} matched outputs compared on {numeric.inputs}"
         if first is None:
             self.numeric_label.setText(head + ": they agree everywhere (cosine ≥ 0.9999).")
         else:
-            what = ("shapes differ" if first["shape_differs"] else
-                    f"cosine {first['cosine']:.6f}, max |Δ| {first['max_abs']:.3g}"
-                    + (f" ({100 * first['relative']:.2g} % of the largest value)" if first["relative"] else ""))
-            self.numeric_label.setText(f"{head}: they first disagree at <b>{html.escape(first['b'])}</b> "
-                                       f"(A: {html.escape(first['a'])}), {what}.")
-            self._show_pair(first["a"], first["b"])
+            what = ("shapes differ" if first.shape_differs else
+                    f"cosine {first.cosine:.6f}, max |Δ| {first.max_abs:.3g}"
+                    + (f" ({100 * first.relative:.2g} % of the largest value)" if first.relative else ""))
+            self.numeric_label.setText(f"{head}: they first disagree at <b>{html.escape(first.b)}</b> "
+                                       f"(A: {html.escape(first.a)}), {what}.")
+            self._show_pair(first.a, first.b)
         self._colour(self.a)
         self._colour(self.b)
         self.numericDone.emit()

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 from PySide6.QtGui import QColor
 
 from app.core.model import DisplayGraph
+from app.core.results import EngineLayer, LayerTiming
 from app.ui.common.style import PRECISION_COLORS, PRECISION_LABELS
 
 NOT_AN_OP = QColor("#eef0f3")       # graph inputs/outputs: no precision of their own
@@ -153,16 +154,16 @@ TIME_BANDS = (  # (lowest share of the time, label, colour), slowest first
 )
 
 
-def node_time_shares(layers: list[dict], times: dict[str, dict]) -> dict[str, float]:
+def node_time_shares(layers: Sequence[EngineLayer], times: Mapping[str, LayerTiming]) -> dict[str, float]:
     """Each ONNX node's share of the engine's time: a fused layer's share split evenly among its nodes."""
     out: dict[str, float] = {}
     for layer in layers:
-        t = times.get(layer["name"])
-        nodes = layer.get("onnx_nodes") or []
+        t = times.get(layer.name)
+        nodes = layer.onnx_nodes
         if t is None or not nodes:
             continue
         for key in nodes:
-            out[key] = out.get(key, 0.0) + float(t["share"]) / len(nodes)
+            out[key] = out.get(key, 0.0) + float(t.share) / len(nodes)
     return out
 
 

@@ -25,7 +25,10 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.errors import TrtlabError
+from app.core.measure import InputSource
 from app.core.model import OpenedModel
+from app.core.results import BenchResult, CompareResult, ResultFormatError
+from app.core.targets import Target
 from app.jobs import JobResult
 from app.ui.common.style import pass_font
 from app.ui.graph.view import GraphView
@@ -119,8 +122,8 @@ class GuidedFlow(QWidget):
         self.covered = False                     # the flow or its scorecard fills the window
         self._await: str | None = None          # "model" | "shapes": a load the flow started and waits for
         self.mine: set[str] = set()              # ids of the jobs this run started
-        self.compare: dict | None = None
-        self.bench: dict[str, dict] = {}
+        self.compare: CompareResult | None = None
+        self.bench: dict[str, BenchResult] = {}
         self.targets: list[str] = []
         self.done = 0                            # jobs of this run finished
         paint_background(self, PAGE_BACKGROUND)
@@ -351,7 +354,7 @@ class GuidedFlow(QWidget):
         folder, opened = self.folder(), self.w.opened
         if folder and opened is not None:
             # Prepared as the sample photos would be for this input: the source the step's words describe.
-            inputs: dict | None = job_source(opened, folder).to_json()
+            inputs: InputSource | None = job_source(opened, folder)
         else:
             inputs = None  # the job's own choice: trtlab's sample photos for an image model, else random data
         return JobSettings(inputs=inputs, samples=self.samples, tf32=False, calib_method="minmax")
@@ -369,7 +372,7 @@ class GuidedFlow(QWidget):
         if not precisions:
             show_error(step.error, "Tick at least one precision to compare with FP32.")
             return
-        self.targets = [f"{BACKEND}:{p}" for p in precisions]
+        self.targets = [Target(BACKEND, p).name for p in precisions]
         self.compare, self.bench, self.mine, self.done = None, {}, set(), 0
         self.running, self.cancelling = True, False
         step.set_running(True)
@@ -422,12 +425,17 @@ class GuidedFlow(QWidget):
             error = result.error or "The job failed."
             self._stop(f"{error} {result.fix} (Open the full window: the Jobs panel has the log.)")
             return
-        data = result.data or {}
-        if "candidates" in data and self.compare is None:
-            self.compare = data
-            self._start_bench()
+        try:  # the comparison comes first; the benchmarks start once it is in
+            if self.compare is None:
+                self.compare = CompareResult.from_json(result.data or {})
+                self._start_bench()
+                return
+            bench = BenchResult.from_json(result.data or {})
+        except ResultFormatError as exc:
+            self._stop(f"The job's result could not be read ({exc}). (Open the full window: the Jobs panel has the "
+                       "log.)")
             return
-        self.bench[str(data.get("backend", ""))] = data
+        self.bench[bench.backend] = bench
         remaining = [t for t in [REFERENCE, *self.targets] if t not in self.bench]
         if remaining:
             self._say(f"Timing {remaining[0].partition(':')[2].upper()}…")
@@ -445,7 +453,7 @@ class GuidedFlow(QWidget):
         self.precisions_step.set_running(False)
         self._say("")
         model = str(self.w.opened.path) if self.w.opened is not None else ""
-        self.scorecard.show_results(model, self.compare or {}, self.bench, REFERENCE)
+        self.scorecard.show_results(model, self.compare, self.bench, REFERENCE)
         self.w.stack.setCurrentWidget(self.scorecard)
         self.covered = True
         for dock in self.w.model_docks():

@@ -1,43 +1,43 @@
-"""What the precision work needs from the window it shows in, as protocols: the window has all of it, and the
-panels of other features (the Engine and Profile docks, the Run panel) are named by what is used of them.
+"""What the precision controllers need of the rest of the window, as protocols: the panels of other features (the
+Engine and Profile docks, the Run panel) named by what is used of them, the docks, and the window's parts that the
+readiness check shows in.
 
 Signals are read off instances, so they are `SignalInstance`s here. The other features' panels are read-only
 properties: the window's are richer classes than these protocols, which a settable member would not accept."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
-from PySide6.QtCore import QSettings, Qt, SignalInstance
-from PySide6.QtWidgets import QDockWidget, QLabel, QWidget
+from PySide6.QtCore import SignalInstance
+from PySide6.QtWidgets import QDockWidget, QWidget
 
-from app.core import errors
 from app.core.model import DisplayGraph, OpenedModel
-from app.ui.common.error_banner import ErrorBanner
+from app.core.results import BuildResult, LayerTiming, ProfileResult
 from app.ui.graph.page import GraphPage
 from app.ui.graph.view import GraphView
 from app.ui.model.readiness_panel import ReadinessPanel
-from app.ui.precision.panel import PrecisionPanel
 from app.ui.precision.plan_controller import PlanController
 
-COLOR_MODES = (("op", "&Op Type", "Ctrl+Shift+1"), ("precision", "&Planned Precision", "Ctrl+Shift+2"),
-               ("error", "Diagnosis &Error", "Ctrl+Shift+3"),
-               ("engine", "Precision That Ran in the &Engine", "Ctrl+Shift+4"),
-               ("time", "Node &Time (Profile or Engine)", "Ctrl+Shift+5"),
-               ("device", "&Where Each Node Ran (Profile)", "Ctrl+Shift+6"))
+
+class Docks(Protocol):
+    """The window's docks, by name (`app.ui.common.docks`), as the controllers bring them forward."""
+
+    def raise_dock(self, name: str, at_least: float = 0.0, share: float = 0.0) -> None: ...
 
 
 class EngineView(Protocol):
     """The Engine dock, as the colours and the build's result use it (app.ui.results.engine_panel)."""
 
-    times: dict[str, dict]
+    times: dict[str, LayerTiming]
     times_at: float
     nodeActivated: SignalInstance
     saveRequested: SignalInstance
 
-    def set_build(self, doc: dict | None) -> None: ...
+    def set_build(self, doc: BuildResult | None) -> None: ...
 
-    def set_times(self, times: dict) -> None: ...
+    def set_times(self, times: Mapping[str, LayerTiming]) -> None: ...
 
 
 class ProfileView(Protocol):
@@ -49,7 +49,7 @@ class ProfileView(Protocol):
 
     def has(self, mode: str) -> bool: ...
 
-    def set_profile(self, doc: dict | None) -> None: ...
+    def set_profile(self, doc: ProfileResult | None) -> None: ...
 
     def colors(self, mode: str, graph: DisplayGraph, keys: list[str], mix: dict | None = None,
                notes: dict | None = None) -> tuple[list, list, str]: ...
@@ -72,36 +72,17 @@ class ProfileSource(Protocol):
     def rtx_target_list(self) -> list[str]: ...
 
 
-class PrecisionHost(Protocol):
-    """The window's parts this controller shows in."""
+class ReadinessHost(Protocol):
+    """The window's parts the readiness check reads and shows in."""
 
     opened: OpenedModel | None
-    settings: QSettings
     plan: PlanController
     graph_page: GraphPage
     view: GraphView
-    banner: ErrorBanner
-    status_label: QLabel
-    precision_panel: PrecisionPanel
-    precision_dock: QDockWidget
     readiness_panel: ReadinessPanel
     readiness_dock: QDockWidget
-    engine_dock: QDockWidget
-    profile_dock: QDockWidget
-
-    @property
-    def engine_panel(self) -> EngineView: ...
-
-    @property
-    def profile_panel(self) -> ProfileView: ...
 
     @property
     def run_panel(self) -> ProfileSource: ...
 
     def window(self) -> QWidget: ...
-
-    def height(self) -> int: ...
-
-    def resizeDocks(self, docks: list, sizes: list, orientation: Qt.Orientation) -> None: ...  # noqa: N802
-
-    def show_error(self, error: errors.TrtlabError) -> None: ...

@@ -5,6 +5,7 @@ diagnosis) its error, and the diagnosis' "go to" buttons."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from functools import partial
 
 from PySide6.QtCore import (
@@ -32,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.precision import PRECISIONS
+from app.core.results import DiagnoseResult, FallbackResult, LayerError
 from app.ui.common.style import PRECISION_COLORS, PRECISION_LABELS
 from app.ui.graph.node_colors import ERROR_BANDS, NONFINITE, error_band
 from app.ui.precision.plan_controller import PlanController, differs_note, row_label
@@ -51,18 +53,18 @@ class NodeError:
         self.cosine, self.max_abs, self.nonfinite, self.tensor = cosine, max_abs, nonfinite, tensor
 
 
-def node_errors(layers: list[dict]) -> dict[str, NodeError]:
+def node_errors(layers: Iterable[LayerError]) -> dict[str, NodeError]:
     """Diagnosis rows (one per tensor) reduced to one per node: its lowest cosine, largest |Δ|, new NaN/Inf."""
     out: dict[str, NodeError] = {}
     for r in layers:
-        new_bad = max(0, (r.get("nan", 0) + r.get("inf", 0)) - (r.get("ref_nan", 0) + r.get("ref_inf", 0)))
-        e = out.get(r["node"])
-        cos, mx = r.get("cosine"), r.get("max_abs")
+        new_bad = max(0, (r.nan + r.inf) - (r.ref_nan + r.ref_inf))
+        e = out.get(r.node)
+        cos, mx = r.cosine, r.max_abs
         if e is None:
-            out[r["node"]] = NodeError(cos, mx, new_bad, r.get("tensor", ""))
+            out[r.node] = NodeError(cos, mx, new_bad, r.tensor)
             continue
         if cos is not None and (e.cosine is None or cos < e.cosine):
-            e.cosine, e.tensor = cos, r.get("tensor", "")
+            e.cosine, e.tensor = cos, r.tensor
         if mx is not None and (e.max_abs is None or mx > e.max_abs):
             e.max_abs = mx
         e.nonfinite += new_bad
@@ -213,7 +215,7 @@ class PrecisionPanel(QWidget):
     goFirstNonfinite = Signal()
     goWorst = Signal()
     fallbackRequested = Signal()
-    applyFallback = Signal(dict)
+    applyFallback = Signal(object)           # the FallbackResult on show
 
     def __init__(self, ctl: PlanController, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -281,11 +283,11 @@ class PrecisionPanel(QWidget):
         self.fallback_label.setWordWrap(True)
         self.apply_button = QPushButton("Apply to plan")
         self.apply_button.setToolTip("Keep these nodes in FP32 in the plan (Ctrl+Z undoes)")
-        self.apply_button.clicked.connect(lambda: self.applyFallback.emit(self.fallback or {}))
+        self.apply_button.clicked.connect(self._apply_fallback)
         fb.addWidget(self.fallback_label, 1)
         fb.addWidget(self.apply_button)
         col.addLayout(fb)
-        self.fallback: dict | None = None
+        self.fallback: FallbackResult | None = None
         self.show_fallback(None)
         self.first_button.setEnabled(False)
         self.worst_button.setEnabled(False)
@@ -359,41 +361,45 @@ class PrecisionPanel(QWidget):
             self.table.selectRow(idx.row())
             self.table.scrollTo(idx, QAbstractItemView.ScrollHint.PositionAtCenter)
 
-    def show_fallback(self, doc: dict | None) -> None:
+    def _apply_fallback(self) -> None:
+        if self.fallback is not None:
+            self.applyFallback.emit(self.fallback)
+
+    def show_fallback(self, doc: FallbackResult | None) -> None:
         """A fallback search's result, with the button that applies it."""
         self.fallback = doc
         self.fallback_label.setVisible(doc is not None)
-        self.apply_button.setVisible(bool(doc and doc.get("keep_high_precision")))
+        self.apply_button.setVisible(bool(doc and doc.keep_high_precision))
         if doc is None:
             return
-        metric = doc["target"].split(":")[0]
-        before, after = doc["before"].get(metric), doc["after"].get(metric)
-        keep = doc["keep_high_precision"]
+        metric = doc.metric
+        before, after = doc.before.get(metric), doc.after.get(metric)
+        keep = doc.keep_high_precision
         fmt = (lambda v: "—" if v is None else f"{v:.6g}")
-        verdict = ("<span style='color:#2b8a3e'><b>target met</b></span>" if doc["met"] else
+        verdict = ("<span style='color:#2b8a3e'><b>target met</b></span>" if doc.met else
                    f"<span style='color:#b3261e'><b>target not met</b></span>"
-                   f"{' (' + doc['stopped'] + ')' if doc.get('stopped') else ''}")
+                   f"{' (' + doc.stopped + ')' if doc.stopped else ''}")
         names = ", ".join(keep[:6]) + (f" and {len(keep) - 6} more" if len(keep) > 6 else "")
         self.fallback_label.setText(
-            f"Fallback for <b>{doc['candidate']}</b>, {doc['target']}: {verdict} — keep {len(keep)} node"
+            f"Fallback for <b>{doc.candidate}</b>, {doc.target}: {verdict} — keep {len(keep)} node"
             f"{'s' if len(keep) != 1 else ''} in FP32{': ' + names if keep else ''}. {metric} {fmt(before)} → "
-            f"{fmt(after)}; {doc['evaluations']} evaluations in {doc['seconds']:.1f} s"
-            + (" · <span style='color:#b3261e'>random inputs</span>" if doc.get("random_data") else ""))
+            f"{fmt(after)}; {doc.evaluations} evaluations in {doc.seconds:.1f} s"
+            + (" · <span style='color:#b3261e'>random inputs</span>" if doc.random_data else ""))
 
     # ----------------------------------------------------------------- diagnosis
-    def set_diagnosis(self, doc: dict | None) -> None:
-        if not doc:
+    def set_diagnosis(self, doc: DiagnoseResult | None) -> None:
+        if doc is None:
             self.model.set_errors({})
             self.diag_label.setText("No diagnosis yet: Run ▸ Diagnose measures every layer's error.")
             self.first_button.setEnabled(False)
             self.worst_button.setEnabled(False)
             return
-        self.model.set_errors(node_errors(doc.get("layers", [])))
-        first, worst = doc.get("first_nonfinite"), doc.get("worst")
-        text = (f"<b>{doc.get('candidate', '')}</b> vs {doc.get('reference', '')}: "
-                f"{doc.get('tensors_compared', 0):,} tensors · first NaN/Inf: <b>{first or 'none'}</b> · "
+        self.model.set_errors(node_errors(doc.layers))
+        first, worst = doc.first_nonfinite, doc.worst
+        text = (f"<b>{doc.candidate}</b> vs {doc.reference}: "
+                f"{doc.tensors_compared:,} tensors · first NaN/Inf: <b>{first or 'none'}</b> · "
                 f"worst: <b>{worst or '—'}</b>")
-        if doc.get("random_data"):
+        if doc.random_data:
             text += " · <span style='color:#b3261e'>random inputs</span>"
         self.diag_label.setText(text)
         self.first_button.setEnabled(bool(first))

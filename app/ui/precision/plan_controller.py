@@ -38,19 +38,20 @@ def differs_note(row: PlannedNode) -> str:
 
 
 class _PlanEdit(QUndoCommand):
-    """One edit, stored as the whole plan before and after: plans are small, and this cannot drift."""
+    """One edit, stored as the whole plan before and after: plans are values that no edit changes, so the step
+    keeps both (no copies), and this cannot drift."""
 
     def __init__(self, ctl: PlanController, text: str, after: PrecisionPlan) -> None:
         super().__init__(text)
         self.ctl = ctl
-        self.before = ctl.plan.to_json()
-        self.after = after.to_json()
+        self.before = ctl.plan
+        self.after = after
 
     def redo(self) -> None:
-        self.ctl._replace(PrecisionPlan.from_json(self.after))
+        self.ctl._replace(self.after)
 
     def undo(self) -> None:
-        self.ctl._replace(PrecisionPlan.from_json(self.before))
+        self.ctl._replace(self.before)
 
 
 class PlanController(QObject):
@@ -100,13 +101,13 @@ class PlanController(QObject):
         self.changed.emit()
 
     def _replace(self, plan: PrecisionPlan) -> None:
+        """The one place the current plan changes: the holder replaces its plan, then tells the window."""
         self.plan = plan
         self._resolve()
 
-    def _edit(self, text: str, mutate: Callable[[PrecisionPlan], object]) -> None:
-        after = PrecisionPlan.from_json(self.plan.to_json())
-        mutate(after)
-        if after.to_json() != self.plan.to_json():
+    def _edit(self, text: str, edit: Callable[[PrecisionPlan], PrecisionPlan]) -> None:
+        after = edit(self.plan)
+        if after != self.plan:
             self.undo_stack.push(_PlanEdit(self, text, after))
 
     # ----------------------------------------------------------------- edits
@@ -116,31 +117,25 @@ class PlanController(QObject):
             return
         what = f"{len(keys)} nodes" if len(keys) > 1 else keys[0]
         text = f"Set {what} to {precision.upper()}" if precision else f"{what}: use the default"
-        self._edit(text, lambda p: p.set_nodes(keys, precision))
+        self._edit(text, lambda p: p.with_overrides(keys, precision))
 
     def set_op_rule(self, op_type: str, precision: str | None) -> None:
         text = f"All {op_type} nodes: {precision.upper()}" if precision else f"All {op_type} nodes: no rule"
-        self._edit(text, lambda p: p.set_op_rule(op_type, precision))
+        self._edit(text, lambda p: p.with_op_rule(op_type, precision))
 
     def set_default(self, precision: str) -> None:
-        self._edit(f"Default precision {precision.upper()}", lambda p: setattr(p, "default", precision))
+        self._edit(f"Default precision {precision.upper()}", lambda p: p.with_default(precision))
 
     def load(self, plan: PrecisionPlan, name: str = "plan") -> None:
-        def take(p: PrecisionPlan) -> None:
-            p.default = plan.default
-            p.op_rules.clear()
-            p.op_rules.update(plan.op_rules)
-            p.overrides.clear()
-            p.overrides.update(plan.overrides)
-
-        self._edit(f"Load {name}", take)
+        """Take what `plan` asks (the current plan's model name kept), as one undo step."""
+        self._edit(f"Load {name}", lambda p: p.with_rules_of(plan))
 
     def clear_overrides(self) -> None:
-        def clear(p: PrecisionPlan) -> None:
-            p.overrides.clear()
-            p.op_rules.clear()
+        self._edit("Clear overrides and rules", PrecisionPlan.cleared)
 
-        self._edit("Clear overrides and rules", clear)
+    def name_model(self, model_name: str) -> None:
+        """The model the plan is for, as its file says; not an edit (nothing to undo, nothing resolved again)."""
+        self.plan = self.plan.with_model_name(model_name)
 
     # ----------------------------------------------------------------- queries
     def key_of(self, onnx_index: int) -> str | None:

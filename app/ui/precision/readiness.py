@@ -11,7 +11,7 @@ from PySide6.QtCore import QObject, QTimer
 from app.core import errors
 from app.core.readiness import Report, ScanCache
 from app.ui.model.readiness_panel import SEVERITY_COLORS
-from app.ui.precision.host import PrecisionHost
+from app.ui.precision.host import ReadinessHost
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 class ReadinessCheck(QObject):
     """Runs the readiness check and shows its report (`report`: the latest, None before a model is open)."""
 
-    def __init__(self, host: PrecisionHost) -> None:
+    def __init__(self, host: ReadinessHost) -> None:
         super().__init__(host.window())
         self.w = host
         self.report: Report | None = None

@@ -67,7 +67,7 @@ class BatchResults:
         self.w.settings.setValue("paths/batch_dir", str(Path(folder).parent))
         self.dock.show()
         self.dock.raise_()
-        n = len({c["model"] for c in view.summary.get("cells", [])})
+        n = len({c.model for c in view.summary.cells})
         self.w.status_label.setText(
             f"Batch results of {n} model(s) from {Path(folder).name}: double-click a cell to open its model with them.")
         return view

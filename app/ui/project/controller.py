@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from PySide6.QtCore import QObject, QSettings, Signal
 from PySide6.QtWidgets import QFileDialog, QLabel, QMessageBox, QWidget
@@ -26,6 +26,18 @@ from app.core.project import (
     environment,
     save_project,
 )
+from app.core.results import (
+    BenchResult,
+    BuildResult,
+    CompareResult,
+    DiagnoseResult,
+    FallbackResult,
+    ProfileResult,
+    Record,
+    ResultFormatError,
+)
+from app.ui.precision.colors import GraphColors
+from app.ui.precision.engine_results import EngineResults
 from app.ui.precision.panel import PrecisionPanel
 from app.ui.precision.plan_controller import PlanController
 from app.ui.precision.work import PrecisionWork
@@ -41,6 +53,8 @@ log = logging.getLogger(__name__)
 
 PROJECT_FILTER = "trtlab projects (*.trtlab);;All files (*)"
 
+R = TypeVar("R", bound=Record)
+
 
 class ProjectHost(Protocol):
     """The window's parts a project saves and restores."""
@@ -49,6 +63,8 @@ class ProjectHost(Protocol):
     settings: QSettings
     plan: PlanController
     precision: PrecisionWork
+    colors: GraphColors
+    engine_results: EngineResults
     precision_panel: PrecisionPanel
     engine_panel: EnginePanel
     run_panel: RunPanel
@@ -148,10 +164,11 @@ class ProjectController(QObject):
         opened = self.w.opened
         assert opened is not None
         state = self.w.results_view.state
-        settings = {**panel_settings(self.w.run_panel), "color_mode": self.w.precision.color_mode,
+        settings = {**panel_settings(self.w.run_panel), "color_mode": self.w.colors.color_mode,
                     "bench_reference": state.bench_reference,
                     "plan_precisions": {t: sorted(p) for t, p in state.plan_precisions.items()}}
-        gpu = (self.w.precision.engine or {}).get("gpu")
+        engine = self.w.engine_results.engine
+        gpu = (engine.gpu or None) if engine is not None else None  # None: not known
         return Project(model=str(opened.path.resolve()), model_sha256=opened.sha256,
                        shapes={k: list(v) for k, v in (opened.input_shapes or {}).items()},
                        profiles=self.w.run_panel.profile_args(), plan=self.w.plan.plan.to_json(),
@@ -325,34 +342,40 @@ class ProjectController(QObject):
         if project.plan:
             try:
                 plan = PrecisionPlan.from_json(project.plan)
-                if plan.to_json() != self.w.plan.plan.to_json():
+                if plan != self.w.plan.plan:
                     self.w.plan.load(plan, "the project's plan")
             except PlanError as exc:
                 self.w.show_error(exc)
         s = project.settings or {}
         apply_settings(self.w.run_panel, s, project.profiles)
         self.session_results = list(project.results)
-        latest = {r.kind: r.data for r in project.results}
+        latest = {r.kind: r for r in project.results}
         work = self.w.precision
-        work.set_diagnosis(latest.get("diagnose"))
-        self.w.precision_panel.show_fallback(latest.get("fallback"))
-        work.set_engine(latest.get("build"))
-        work.set_profile(latest.get("profile"))
-        entries = [(r.kind, r.data) for r in project.results if r.kind in ("compare", "bench")]
+        work.set_diagnosis(read_result(latest.get("diagnose"), DiagnoseResult))
+        self.w.precision_panel.show_fallback(read_result(latest.get("fallback"), FallbackResult))
+        engine_results = self.w.engine_results
+        engine_results.set_engine(read_result(latest.get("build"), BuildResult))
+        engine_results.set_profile(read_result(latest.get("profile"), ProfileResult))
+        entries: list[CompareResult | BenchResult] = []
+        for r in project.results:
+            doc = read_result(r, CompareResult) if r.kind == "compare" else \
+                read_result(r, BenchResult) if r.kind == "bench" else None
+            if doc is not None:
+                entries.append(doc)
         self.w.results_view.set_model(str(opened.path))
         self.w.results_view.restore(entries, s.get("bench_reference"),
                                   {t: frozenset(p) for t, p in (s.get("plan_precisions") or {}).items()})
-        engine = work.engine or {}
-        timed = [d for k, d in entries if k == "bench" and d.get("layer_times")
-                 and d.get("backend") == engine.get("target")]
+        engine = engine_results.engine
+        timed = [d for d in entries if isinstance(d, BenchResult) and d.layer_times
+                 and engine is not None and d.backend == engine.target]
         if timed:
-            self.w.engine_panel.set_times(timed[-1]["layer_times"])
+            self.w.engine_panel.set_times(timed[-1].layer_times)
         if project.layout:
             self.w.restore_dock_state(project.layout)
         if entries:
             self.w.show_results()
-        if s.get("color_mode") in work.color_actions:
-            work.set_color_mode(s["color_mode"])
+        if s.get("color_mode") in self.w.colors.color_actions:
+            self.w.colors.set_color_mode(s["color_mode"])
         self.w.plan.undo_stack.setClean()
         self.project_dirty = False
         n = len(project.results)
@@ -415,6 +438,18 @@ class ProjectController(QObject):
             self.autosave.write()
         self.autosave.closed_cleanly()
         return True
+
+
+def read_result(result: ProjectResult | None, kind: type[R]) -> R | None:
+    """A saved result, typed (the project keeps each job's JSON as it came); None for none, or for one that does
+    not read as its kind (a file edited by hand): the rest of the project still opens."""
+    if result is None:
+        return None
+    try:
+        return kind.from_json(result.data)
+    except ResultFormatError as exc:
+        log.warning("a saved %s result was left out: %s", result.kind, exc)
+        return None
 
 
 def _same_file(a: str | Path, b: str | Path) -> bool:

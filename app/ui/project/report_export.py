@@ -14,6 +14,7 @@ from app.core.errors import TrtlabError
 from app.core.fileio import atomic_write_text
 from app.core.model import OpenedModel
 from app.core.project import Project
+from app.ui.precision.engine_results import EngineResults
 from app.ui.precision.panel import PrecisionPanel
 from app.ui.precision.work import PrecisionWork
 from app.ui.project.controller import ProjectController
@@ -30,6 +31,7 @@ class ReportHost(Protocol):
     status_label: QLabel
     project: ProjectController
     precision: PrecisionWork
+    engine_results: EngineResults
     precision_panel: PrecisionPanel
     results_view: ResultsView
 
@@ -46,11 +48,12 @@ def window_results(window: ReportHost) -> tuple[list[object], Project | None]:
         return list(project.results), project
     results: list[object] = []
     view = window.results_view
-    if view.compare:
-        results.append({"kind": "compare", "data": view.compare})
+    compare = view.compare
+    if compare is not None:
+        results.append({"kind": "compare", "data": compare})
     results += [{"kind": "bench", "data": doc} for doc in view.bench.values()]
     for kind, doc in (("diagnose", window.precision.diagnosis), ("fallback", window.precision_panel.fallback),
-                      ("build", window.precision.engine)):
+                      ("build", window.engine_results.engine)):
         if doc:
             results.append({"kind": kind, "data": doc})
     return results, None

@@ -1,7 +1,7 @@
 """The answers as pictures: for one output, the input photo, the reference's answer and each candidate's side by
 side (masks with their |difference| maps, boxes on the photo, top-k bars, decoded text), one sample at a time.
 
-The pictures come ready-made in the compare JSON ("answers", app.core.measure.pictures); this view only lays them
+The pictures come ready-made in the comparison's `answers` (app.core.measure.pictures); this view only lays them
 out, so the window, exported PNGs and the HTML report show the same images."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.measure import ResultsState, sample_words, task_words
+from app.core.results import OutputAnswers
 from app.ui.results.sound import SoundPlayer
 
 
@@ -132,15 +133,15 @@ class AnswersView(QWidget):
 
     def samples(self) -> int:
         entry = self._entry()
-        if not entry:
+        if entry is None:
             return 0
-        counts = [len(c.get("cand") or []) for c in entry["candidates"].values()]
-        return max(counts + [len(entry.get("ref") or [])])
+        counts = [len(c.cand) for c in entry.candidates.values()]
+        return max(counts + [len(entry.ref or ())])
 
-    def _entry(self) -> dict | None:
-        if self.state is None:
+    def _entry(self) -> OutputAnswers | None:
+        if self.state is None or self.state.answers is None:
             return None
-        return (self.state.answers.get("outputs") or {}).get(self.output)
+        return self.state.answers.outputs.get(self.output)
 
     def show_output(self, state: ResultsState, output: str) -> None:
         self.state, self.output = state, output
@@ -175,10 +176,10 @@ class AnswersView(QWidget):
         self._clear()
         entry = self._entry()
         n = self.samples()
-        self.hint.setVisible(not entry)
+        self.hint.setVisible(entry is None)
         for w in (self.prev_button, self.next_button):
             w.setEnabled(n > 1)
-        if not entry or self.state is None:
+        if entry is None or self.state is None or self.state.answers is None:
             self.sample_label.setText("")
             if self.state is not None and self.state.candidates and self.output:
                 self.hint.setText(f"Output '{self.output}' is judged element-wise (kind "
@@ -187,32 +188,32 @@ class AnswersView(QWidget):
                 self.hint.setVisible(True)
             return
         s = self.sample
-        self.sample_label.setText(f"Sample {s + 1} of {n} · output '{self.output}' ({entry.get('kind')})")
-        inputs = self.state.answers.get("inputs") or []
+        self.sample_label.setText(f"Sample {s + 1} of {n} · output '{self.output}' ({entry.kind})")
+        inputs = self.state.answers.inputs
         col = 0
         columns: list[tuple[str, str | None, str | None]] = []
         if s < len(inputs) and inputs[s]:
             columns.append(("Input", inputs[s], None))
-        ref = entry.get("ref") or []
+        ref = entry.ref or ()
         if s < len(ref):
             columns.append((f"{self.state.reference or 'reference'} (reference)", ref[s], None))
-        for name, pics in entry["candidates"].items():
-            cand = pics.get("cand") or []
-            if s < len(cand):
-                diff = (pics.get("diff") or [None] * (s + 1))[s] if pics.get("diff") else None
-                columns.append((name, cand[s], diff))
+        for name, drawn in entry.candidates.items():
+            if s < len(drawn.cand):
+                diff = drawn.diff[s] if s < len(drawn.diff) else None
+                columns.append((name, drawn.cand[s], diff))
         has_diff = any(diff for _, _, diff in columns)
         self.diff_box.setVisible(has_diff)
         for title, uri, diff in columns:
             # The caption above each picture: whose answer, and (for a candidate) its verdict in words.
-            overall = task_words(self.state.output_entry(title, self.output)) if title in entry["candidates"] else ""
-            per_sample = (entry["candidates"].get(title, {}).get("per_sample") or [])
-            verdict = sample_words(str(entry.get("kind")), per_sample[s] if s < len(per_sample) else None) or overall
-            text = entry["candidates"].get(title, {}).get("text") or []
+            pics = entry.candidates.get(title)
+            overall = task_words(self.state.output_entry(title, self.output)) if pics is not None else ""
+            per_sample = pics.per_sample if pics is not None else ()
+            verdict = sample_words(entry.kind, per_sample[s] if s < len(per_sample) else None) or overall
+            text = pics.text if pics is not None else ()
             if s < len(text):
-                verdict = (verdict + "\n" if verdict else "") + f"reads: {text[s]['cand'][:60]}"
+                verdict = (verdict + "\n" if verdict else "") + f"reads: {(text[s].cand or '')[:60]}"
             if diff and self.diff_box.isChecked():
-                dmax = (entry["candidates"].get(title, {}).get("diff_max") or [None] * (s + 1))[s]
+                dmax = pics.diff_max[s] if pics is not None and s < len(pics.diff_max) else None
                 verdict = (verdict + "\n" if verdict else "") + (
                     f"|difference|, brightest = {dmax:.3g}" if dmax is not None else "|difference|")
                 uri = diff
@@ -228,14 +229,14 @@ class AnswersView(QWidget):
             col += 1
 
     # ----------------------------------------------------------------------------------------- sound (audio outputs)
-    def _sound(self, entry: dict, title: str, s: int) -> str | None:
+    def _sound(self, entry: OutputAnswers, title: str, s: int) -> str | None:
         """The WAV data URI of a column's sound on sample `s` ("" when the result carries none for it), None for
         outputs that are not audio."""
-        if entry.get("kind") != "audio":
+        if entry.kind != "audio":
             return None
-        sounds = (entry["candidates"].get(title) or {}).get("sound") if title in entry["candidates"] else \
-            entry.get("ref_sound")
-        return sounds[s] if isinstance(sounds, list) and s < len(sounds) and isinstance(sounds[s], str) else ""
+        pics = entry.candidates.get(title)
+        sounds = pics.sound if pics is not None else entry.ref_sound
+        return sounds[s] if s < len(sounds) and isinstance(sounds[s], str) else ""
 
     def _play_button(self, title: str, sound: str) -> QPushButton:
         button = QPushButton()

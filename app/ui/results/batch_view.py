@@ -4,6 +4,7 @@ Activating a cell (double-click or Enter) asks the window to open that model wit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -18,34 +19,36 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.results import BatchCell, BatchSummary, ResultFormatError
+
 GOOD, SLOWER, BAD, EMPTY = QColor("#dff3e3"), QColor("#fff2cc"), QColor("#fbe0dd"), QColor("#f2f2f2")
 CELL_ROLE = Qt.ItemDataRole.UserRole
 
 
-def cell_text(cell: dict) -> str:
+def cell_text(cell: BatchCell) -> str:
     """A cell in a few words: '1.84× · cos 0.99998', 'engine built', 'FAILED bench'."""
-    if cell.get("failed"):
-        return "FAILED " + ", ".join(f["kind"] for f in cell["failed"])
+    if cell.failed:
+        return "FAILED " + ", ".join(f.kind for f in cell.failed)
     parts = []
-    if cell.get("speedup") is not None:
-        parts.append(f"{cell['speedup']:.2f}×")
-    elif cell.get("median_ms") is not None:
-        parts.append(f"{cell['median_ms']:.2f} ms")
-    if cell.get("cosine") is not None:
-        parts.append(f"cos {cell['cosine']:.6f}")
-    if cell.get("built"):
+    if cell.speedup is not None:
+        parts.append(f"{cell.speedup:.2f}×")
+    elif cell.median_ms is not None:
+        parts.append(f"{cell.median_ms:.2f} ms")
+    if cell.cosine is not None:
+        parts.append(f"cos {cell.cosine:.6f}")
+    if cell.built:
         parts.append("engine built")
     if not parts:
-        return "not run" if any(j["status"] == "not run" for j in cell.get("jobs", {}).values()) else "reference"
+        return "not run" if cell.not_run else "reference"
     return " · ".join(parts)
 
 
-def cell_colour(cell: dict) -> QColor:
-    if cell.get("failed") or cell.get("passed") is False:
+def cell_colour(cell: BatchCell) -> QColor:
+    if cell.failed or cell.passed is False:
         return BAD
-    if any(j["status"] == "not run" for j in cell.get("jobs", {}).values()):
+    if cell.not_run:
         return EMPTY
-    if cell.get("speedup") is not None and cell["speedup"] < 1.0:
+    if cell.speedup is not None and cell.speedup < 1.0:
         return SLOWER
     return GOOD
 
@@ -58,7 +61,7 @@ class BatchView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.folder: Path | None = None
-        self.summary: dict = {}
+        self.summary = BatchSummary()
         self.title = QLabel("Open a batch's results folder (File ▸ Open Batch Results…) to see its matrix here.")
         self.title.setWordWrap(True)
         self.table = QTableWidget(0, 0)
@@ -87,22 +90,27 @@ class BatchView(QWidget):
                               fix="Choose the folder `trtlab batch` wrote (its -o, or MATRIX-results).") from None
         except (OSError, ValueError) as exc:
             raise TrtlabError(f"Cannot read {path}: {exc}.", fix="Run the batch again to rewrite it.") from exc
-        if not isinstance(summary, dict) or not isinstance(summary.get("cells"), list):
+        shaped = isinstance(summary, Mapping) and isinstance(summary.get("cells"), list)
+        try:
+            read = BatchSummary.from_json(summary) if shaped else None
+        except ResultFormatError:
+            read = None
+        if read is None:
             raise TrtlabError(f"{path} is not a batch summary.", fix="Run the batch again to rewrite it.")
-        self.folder, self.summary = folder, summary
+        self.folder, self.summary = folder, read
         self._fill()
 
     def columns(self) -> list[tuple[str, str, str]]:
         cols: list[tuple[str, str, str]] = []
-        for c in self.summary.get("cells", []):
-            key = (c["backend"], c["precision"], c.get("gpu") or "")
+        for c in self.summary.cells:
+            key = (c.backend, c.precision, c.gpu or "")
             if key not in cols:
                 cols.append(key)
         return cols
 
     def _fill(self) -> None:
-        cells = self.summary.get("cells", [])
-        models = list(dict.fromkeys(c["model"] for c in cells))
+        cells = self.summary.cells
+        models = list(dict.fromkeys(c.model for c in cells))
         cols = self.columns()
         self.table.clear()
         self.table.setRowCount(len(models))
@@ -115,31 +123,30 @@ class BatchView(QWidget):
             item.setData(CELL_ROLE, c)
             item.setToolTip(_tooltip(c))
             item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
-            self.table.setItem(models.index(c["model"]), cols.index((c["backend"], c["precision"], c.get("gpu") or "")),
-                               item)
-        counts = self.summary.get("jobs", {})
+            self.table.setItem(models.index(c.model), cols.index((c.backend, c.precision, c.gpu or "")), item)
+        counts = self.summary.jobs
         self.title.setText(f"<b>{self.folder.name if self.folder else ''}</b> — {len(models)} model(s), "
-                           f"{counts.get('done', 0)} of {counts.get('total', 0)} jobs done, "
-                           f"{counts.get('failed', 0)} failed. Speed-up is against FP32 on the same backend; "
+                           f"{counts.done} of {counts.total} jobs done, "
+                           f"{counts.failed} failed. Speed-up is against FP32 on the same backend; "
                            "double-click a cell to open the model with its results.")
 
     def _activated(self, row: int, column: int) -> None:
         item = self.table.item(row, column)
         cell = item.data(CELL_ROLE) if item is not None else None
-        if cell:
-            model = cell["model"]
-            self.modelRequested.emit(model, [c for c in self.summary.get("cells", []) if c["model"] == model])
+        if isinstance(cell, BatchCell):
+            model = cell.model
+            self.modelRequested.emit(model, [c for c in self.summary.cells if c.model == model])
 
 
-def _tooltip(c: dict) -> str:
-    lines = [f"{Path(c['model']).name} — {c['backend']}:{c['precision']}" + (f" on {c['gpu']}" if c.get("gpu") else "")]
-    if c.get("cosine") is not None:
-        lines.append(f"worst cosine {c['cosine']:.6f}, max |Δ| {c.get('max_abs') or 0:.4g}"
-                     + ("" if c.get("passed") is not False else " — tolerance NOT met"))
-    if c.get("median_ms") is not None:
-        lines.append(f"median {c['median_ms']:.3f} ms" + (f", {c['speedup']:.2f}× FP32" if c.get("speedup") else ""))
-    if c.get("worst_layer"):
-        lines.append(f"worst layer {c['worst_layer']}")
-    for f in c.get("failed", []):
-        lines.append(f"{f['kind']} failed: {f.get('error', '')} {f.get('exit_reason', '')}".strip())
+def _tooltip(c: BatchCell) -> str:
+    lines = [f"{Path(c.model).name} — {c.backend}:{c.precision}" + (f" on {c.gpu}" if c.gpu else "")]
+    if c.cosine is not None:
+        lines.append(f"worst cosine {c.cosine:.6f}, max |Δ| {c.max_abs or 0:.4g}"
+                     + ("" if c.passed is not False else " — tolerance NOT met"))
+    if c.median_ms is not None:
+        lines.append(f"median {c.median_ms:.3f} ms" + (f", {c.speedup:.2f}× FP32" if c.speedup else ""))
+    if c.worst_layer:
+        lines.append(f"worst layer {c.worst_layer}")
+    for f in c.failed:
+        lines.append(f"{f.kind} failed: {f.error} {f.exit_reason}".strip())
     return "\n".join(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import time
+from collections.abc import Mapping
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -19,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.core.results import BuildResult, LayerTiming
 from app.ui.common.num_item import NumItem
 
 COLUMNS = ("Engine layer", "Type", "Ran in", "Time (ms)", "Share", "Tactic", "ONNX nodes")
@@ -30,8 +32,8 @@ class EnginePanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.doc: dict | None = None
-        self.times: dict[str, dict] = {}
+        self.doc: BuildResult | None = None
+        self.times: dict[str, LayerTiming] = {}
         self.times_at = 0.0
         col = QVBoxLayout(self)
         col.setContentsMargins(4, 4, 4, 4)
@@ -61,54 +63,53 @@ class EnginePanel(QWidget):
         self.table.cellDoubleClicked.connect(self._activated)
         col.addWidget(self.table, 1)
 
-    def set_build(self, doc: dict | None) -> None:
+    def set_build(self, doc: BuildResult | None) -> None:
         """A build result (`app.backends.tasks.build:build_task`)."""
         self.doc = doc
         self.times = {}  # times belong to one engine
         self.times_at = 0.0
-        self.save_button.setEnabled(bool(doc and doc.get("engine")))
-        if not doc:
+        self.save_button.setEnabled(doc is not None and bool(doc.engine))
+        if doc is None:
             self.summary.setText("No engine yet: Run ▸ Build TensorRT Engine (Ctrl+Shift+B) builds the plan's variant.")
             self.mismatches.hide()
             self.table.setRowCount(0)
             return
-        layers = doc.get("layers", [])
+        layers = doc.layers
         counts: dict[str, int] = {}
         for layer in layers:
-            counts[layer["precision"]] = counts.get(layer["precision"], 0) + 1
+            counts[layer.precision] = counts.get(layer.precision, 0) + 1
         mix = ", ".join(f"{n} {p.upper()}" for p, n in sorted(counts.items(), key=lambda kv: -kv[1]))
-        rtx = doc.get("flavour") == "rtx"
+        rtx = doc.flavour == "rtx"
         product = "TensorRT for RTX" if rtx else "TensorRT"
-        where = (f"for {html.escape(str(doc.get('gpu', '?')))}, compute capability "
-                 f"{doc.get('compute_capability', '?')}" if rtx else
-                 f"on {html.escape(str(doc.get('gpu', '?')))} (sm {doc.get('compute_capability', '?')})")
-        source = " · layers from the builder's log" if doc.get("layer_source") == "builder log" else ""
+        gpu, cc = html.escape(str(doc.gpu or "?")), doc.compute_capability or "?"
+        where = f"for {gpu}, compute capability {cc}" if rtx else f"on {gpu} (sm {cc})"
+        source = " · layers from the builder's log" if doc.layer_source == "builder log" else ""
         self.summary.setText(
-            f"<b>{html.escape(str(doc.get('target', '')))}</b>: {product} {doc.get('trt_version', '?')} {where}"
-            f"{' · from the engine cache' if doc.get('cached') else ''} · "
+            f"<b>{html.escape(doc.target)}</b>: {product} {doc.trt_version or '?'} {where}"
+            f"{' · from the engine cache' if doc.cached else ''} · "
             f"{len(layers)} engine layers ({mix or 'no layer information'}){source}")
-        if not doc.get("ok", True):
-            errs = doc.get("parse_errors", [])
+        if not doc.ok:
+            errs = doc.parse_errors
             self.summary.setText(f"<b>TensorRT's ONNX parser refused the graph</b> ({len(errs)} error(s)); the nodes "
                                  "are marked on the graph. Double-click a row to show its node.")
-            self.mismatches.setText("<br>".join(f"✗ {e['node'] or '?'} ({e['op'] or '?'}): {e['message']} "
-                                                f"<i>Fix: {e['fix']}</i>" for e in errs[:8]))
+            self.mismatches.setText("<br>".join(f"✗ {e.node or '?'} ({e.op or '?'}): {e.message} "
+                                                f"<i>Fix: {e.fix}</i>" for e in errs[:8]))
             self.mismatches.show()
             self.table.setSortingEnabled(False)
             self.table.setRowCount(len(errs))
             for r, e in enumerate(errs):
-                first = QTableWidgetItem(e["node"] or "?")
-                first.setData(Qt.ItemDataRole.UserRole, [e["node"]] if e["node"] else [])
-                cells = [first, QTableWidgetItem(e.get("op") or ""), QTableWidgetItem("refused"), QTableWidgetItem(""),
-                         QTableWidgetItem(""), QTableWidgetItem(e.get("code") or ""), QTableWidgetItem(e["message"])]
+                first = QTableWidgetItem(e.node or "?")
+                first.setData(Qt.ItemDataRole.UserRole, [e.node] if e.node else [])
+                cells = [first, QTableWidgetItem(e.op), QTableWidgetItem("refused"), QTableWidgetItem(""),
+                         QTableWidgetItem(""), QTableWidgetItem(e.code), QTableWidgetItem(e.message)]
                 for c, item in enumerate(cells):
                     self.table.setItem(r, c, item)
             self.table.setSortingEnabled(True)
             return
-        warn = [m for m in doc.get("mismatches", []) if m.get("severity") == "warning"]
-        extra = [f"TensorRT: {w}" for w in doc.get("warnings", [])[:5]]
+        warn = [m for m in doc.mismatches if m.severity == "warning"]
+        extra = [f"TensorRT: {w}" for w in doc.warnings[:5]]
         if warn or extra:
-            lines = [f"⚠ {m['message']}" for m in warn[:8]] + extra
+            lines = [f"⚠ {m.message}" for m in warn[:8]] + extra
             if len(warn) > 8:
                 lines.append(f"…and {len(warn) - 8} more nodes that did not run as planned.")
             self.mismatches.setText("<br>".join(lines))
@@ -117,26 +118,26 @@ class EnginePanel(QWidget):
             self.mismatches.hide()
         self._fill()
 
-    def set_times(self, times: dict[str, dict]) -> None:
-        """Per engine layer timing from a trt benchmark (`layer_times`)."""
+    def set_times(self, times: Mapping[str, LayerTiming]) -> None:
+        """Per engine layer timing from a trt benchmark (its `layer_times`)."""
         self.times = dict(times or {})
         self.times_at = time.monotonic()  # the graph's "time" colours show the newer of these and a profile
         self._fill()
 
     def _fill(self) -> None:
-        layers = (self.doc or {}).get("layers", [])
+        layers = self.doc.layers if self.doc is not None else ()
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(layers))
         for r, layer in enumerate(layers):
-            t = self.times.get(layer["name"])
-            nodes = layer.get("onnx_nodes", [])
-            cells = [QTableWidgetItem(layer["name"]), QTableWidgetItem(layer.get("type", "")),
-                     QTableWidgetItem(layer.get("precision", "").upper()),
-                     NumItem("" if t is None else f"{t['mean_ms']:.4f}", -1.0 if t is None else t["mean_ms"]),
-                     NumItem("" if t is None else f"{100 * t['share']:.1f} %", -1.0 if t is None else t["share"]),
-                     QTableWidgetItem(str(layer.get("tactic", ""))), QTableWidgetItem(", ".join(nodes))]
+            t = self.times.get(layer.name)
+            nodes = list(layer.onnx_nodes)
+            cells = [QTableWidgetItem(layer.name), QTableWidgetItem(layer.type),
+                     QTableWidgetItem(layer.precision.upper()),
+                     NumItem("" if t is None else f"{t.mean_ms:.4f}", -1.0 if t is None else t.mean_ms),
+                     NumItem("" if t is None else f"{100 * t.share:.1f} %", -1.0 if t is None else t.share),
+                     QTableWidgetItem(str(layer.tactic)), QTableWidgetItem(", ".join(nodes))]
             cells[0].setData(Qt.ItemDataRole.UserRole, nodes)
-            cells[0].setToolTip(layer["name"])
+            cells[0].setToolTip(layer.name)
             cells[6].setToolTip("\n".join(nodes))
             for c, item in enumerate(cells):
                 self.table.setItem(r, c, item)

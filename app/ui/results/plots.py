@@ -147,7 +147,8 @@ def draw_abs_diff(card: PlotCard, state: ResultsState, output: str) -> None:
     plot.setLogMode(x=True, y=False)
     identical, drawn = [], 0
     for cand, per_output in state.plots.items():
-        data = per_output.get(output, {}).get("abs_diff")
+        drawn_data = per_output.get(output)
+        data = drawn_data.abs_diff if drawn_data is not None else None
         if not data:
             continue
         edges, counts = (np.asarray(a, dtype=np.float64) for a in data)
@@ -187,14 +188,16 @@ def draw_values(card: PlotCard, state: ResultsState, output: str) -> None:
     plot = card.plot
     ref_drawn = False
     for cand, per_output in state.plots.items():
-        data = per_output.get(output, {}).get("values") or {}
-        if not ref_drawn and "ref" in data:
-            e, c = (np.asarray(a, dtype=np.float64) for a in data["ref"])
+        drawn_data = per_output.get(output)
+        data = drawn_data.values if drawn_data is not None else None
+        ref, mine = (data.ref, data.cand) if data is not None else (None, None)
+        if not ref_drawn and ref is not None:
+            e, c = (np.asarray(a, dtype=np.float64) for a in ref)
             plot.plot(e, c, stepMode="center", pen=pg.mkPen(REFERENCE_COLOR, width=2.5),
                       name=f"{state.reference} (reference)")
             ref_drawn = True
-        if "cand" in data:
-            e, c = (np.asarray(a, dtype=np.float64) for a in data["cand"])
+        if mine is not None:
+            e, c = (np.asarray(a, dtype=np.float64) for a in mine)
             plot.plot(e, c, stepMode="center", name=cand,
                       pen=pg.mkPen(color_of(state, cand), width=1.5, style=Qt.PenStyle.DashLine))
     if not ref_drawn:
@@ -215,7 +218,8 @@ def draw_scatter(card: PlotCard, state: ResultsState, output: str) -> None:
     plot = card.plot
     lo, hi, drawn = np.inf, -np.inf, 0
     for cand, per_output in state.plots.items():
-        data = per_output.get(output, {}).get("scatter")
+        drawn_data = per_output.get(output)
+        data = drawn_data.scatter if drawn_data is not None else None
         if not data:
             continue
         x, y = (np.asarray(a, dtype=np.float64) for a in data)
@@ -241,18 +245,17 @@ def draw_latency(card: PlotCard, state: ResultsState) -> None:
         card.show_hint()
         return
     plot = card.plot
-    times = {t: np.asarray(d.get("times_ms") or [d["latency_ms"]["median"]], dtype=np.float64)
-             for t, d in state.bench.items()}
+    times = {t: np.asarray(d.times_ms or [d.latency_ms.median], dtype=np.float64) for t, d in state.bench.items()}
     every = np.concatenate(list(times.values()))
     lo, hi = float(every.min()), float(every.max())
     edges = np.linspace(lo * 0.97, hi * 1.03 + 1e-9, 50)
     for t, d in state.bench.items():
         counts, _ = np.histogram(times[t], bins=edges)
         color = color_of(state, t)
-        label = f"{t} · median {d['latency_ms']['median']:.3f} ms"
+        label = f"{t} · median {d.latency_ms.median:.3f} ms"
         plot.plot(edges, counts, stepMode="center", fillLevel=0, brush=pg.mkBrush(color + "40"),
                   pen=pg.mkPen(color, width=2), name=label)
-    modes = sorted({str(d.get("mode", "")).replace("_", "-") for d in state.bench.values()})
+    modes = sorted({d.mode.replace("_", "-") for d in state.bench.values()})
     plot.setLabel("bottom", f"latency per run (ms, {' / '.join(modes)})")
     plot.setLabel("left", "runs")
     plot.enableAutoRange()

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from app.core.measure import device_word, node_devices, node_shares
 from app.core.model import DisplayGraph
+from app.core.results import NodeDelta, ProfileResult
 from app.ui.common.num_item import NumItem
 from app.ui.graph.node_colors import device_colors, time_colors
 
@@ -39,7 +40,7 @@ class ProfilePanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.doc: dict | None = None
+        self.doc: ProfileResult | None = None
         self.doc_at = 0.0  # when it was set: the graph's "time" colours show the newer of it and engine times
         col = QVBoxLayout(self)
         col.setContentsMargins(4, 4, 4, 4)
@@ -75,37 +76,37 @@ class ProfilePanel(QWidget):
         col.addWidget(self.table, 1)
 
     # ------------------------------------------------------------------ state
-    def set_profile(self, doc: dict | None) -> None:
+    def set_profile(self, doc: ProfileResult | None) -> None:
         """A profile job's result (`app.backends.tasks.profile:profile_task`), or None to clear."""
-        self.doc = doc or None
+        self.doc = doc
         self.doc_at = time.monotonic()
         self.show_reference.setChecked(False)
-        self.show_reference.setVisible(bool(doc and doc.get("against")))
-        if not doc:
+        self.show_reference.setVisible(doc is not None and doc.against is not None)
+        if doc is None:
             self.summary.setText(EMPTY)
             self.why.hide()
             self.table.setRowCount(0)
             return
         self.summary.setText(self._summary(doc))
         warn = []
-        if doc.get("fallback_nodes"):
-            names = doc["fallback_nodes"]
+        if doc.fallback_nodes:
+            names = doc.fallback_nodes
             warn.append(f"⚠ {len(names)} compute node(s) ran on the CPU in a GPU session: "
                         f"{html.escape(', '.join(names[:6]))}{' …' if len(names) > 6 else ''}")
-        if doc.get("slower_because"):
-            against = doc["against"]
-            warn.append(f"<b>{html.escape(doc['backend'])} is slower than {html.escape(against['backend'])}</b> "
-                        f"({against.get('total_ms', 0):.3f} → {doc.get('total_ms', 0):.3f} ms) because:")
-            warn += [f"• {html.escape(r)}" for r in doc["slower_because"]]
+        if doc.slower_because and doc.against is not None:
+            against = doc.against
+            warn.append(f"<b>{html.escape(doc.backend)} is slower than {html.escape(against.backend)}</b> "
+                        f"({against.total_ms or 0:.3f} → {doc.total_ms or 0:.3f} ms) because:")
+            warn += [f"• {html.escape(r)}" for r in doc.slower_because]
         self.why.setText("<br>".join(warn))
         self.why.setVisible(bool(warn))
         self._fill()
 
-    def shown(self) -> dict | None:
+    def shown(self) -> ProfileResult | None:
         """The profile the table (and the graph's time and device colours) show: the candidate's, or the
         reference's when the box is ticked."""
-        if self.doc and self.show_reference.isChecked() and self.doc.get("against"):
-            return self.doc["against"]
+        if self.doc is not None and self.show_reference.isChecked() and self.doc.against is not None:
+            return self.doc.against
         return self.doc
 
     def _on_show_reference(self, _on: bool) -> None:
@@ -114,76 +115,76 @@ class ProfilePanel(QWidget):
 
     def has(self, mode: str) -> bool:
         """Whether the profile on show can colour the graph by `mode` ("time" or "device")."""
-        doc = self.shown() or {}
-        return any(n.get("model_node", True) for n in doc.get("nodes") or []) and mode in ("time", "device")
+        doc = self.shown() or ProfileResult()
+        return any(n.model_node for n in doc.nodes) and mode in ("time", "device")
 
     def colors(self, mode: str, graph: DisplayGraph, keys: list[str], mix: dict | None = None, notes: dict | None = None
                ) -> tuple[list, list, str]:
         """The graph's colours, legend and legend title for `mode`; `keys` are the model's node keys by index;
         `mix` receives group boxes' colours by share, `notes` their share of the time."""
-        doc = self.shown() or {}
-        name = doc.get("backend", "")
+        doc = self.shown() or ProfileResult()
+        name = doc.backend
         if mode == "time":
             shares = node_shares(doc)
             colors, legend = time_colors(graph, [shares.get(k) for k in keys], "not timed (folded or fused away)",
                                          notes)
             return colors, legend, f"Share of {name}'s node time"
         devices = node_devices(doc)
-        fallback = {p for n in doc.get("fallback_nodes") or [] for p in str(n).split(" + ")}
-        gpu = any(not p.startswith("CPU") for p in (doc.get("placement") or {}))
+        fallback = {p for n in doc.fallback_nodes for p in n.split(" + ")}
+        gpu = any(not p.startswith("CPU") for p in doc.placement)
         colors, legend = device_colors(graph, [devices.get(k) for k in keys], [k in fallback for k in keys], gpu,
                                        mix)
         return colors, legend, f"Where {name} ran each node"
 
     @staticmethod
-    def _summary(doc: dict) -> str:
-        total = doc.get("total_ms")
-        place = ", ".join(f"{device_word(p)} {n}" for p, n in (doc.get("placement") or {}).items())
-        outside = doc.get("outside_kernels_share")
-        text = (f"<b>{html.escape(doc['backend'])}</b>: {'—' if total is None else f'{total:.3f}'} ms per run "
-                f"(median of {doc.get('runs')}), {doc.get('node_count')} nodes · ran on {html.escape(place)}"
+    def _summary(doc: ProfileResult) -> str:
+        total = doc.total_ms
+        place = ", ".join(f"{device_word(p)} {n}" for p, n in doc.placement.items())
+        outside = doc.outside_kernels_share
+        text = (f"<b>{html.escape(doc.backend)}</b>: {'—' if total is None else f'{total:.3f}'} ms per run "
+                f"(median of {doc.runs}), {doc.node_count} nodes · ran on {html.escape(place)}"
                 + (f" · {100 * outside:.0f} % of the run outside kernels" if outside is not None else "")
-                + (f" · {doc['casts']} Casts ({doc.get('cast_ms') or 0:.3f} ms)" if doc.get("casts") else "")
-                + (f" · {doc['copies']} host↔device copies" if doc.get("copies") else ""))
-        if doc.get("against"):
-            a = doc["against"]
-            text += (f"<br>against <b>{html.escape(a['backend'])}</b>: {a.get('total_ms') or 0:.3f} ms, "
-                     f"{a.get('node_count')} nodes")
-        if doc.get("random_data"):
+                + (f" · {doc.casts} Casts ({doc.cast_ms or 0:.3f} ms)" if doc.casts else "")
+                + (f" · {doc.copies} host↔device copies" if doc.copies else ""))
+        if doc.against is not None:
+            a = doc.against
+            text += (f"<br>against <b>{html.escape(a.backend)}</b>: {a.total_ms or 0:.3f} ms, "
+                     f"{a.node_count} nodes")
+        if doc.random_data:
             text += "<br><i>Profiled on random inputs.</i>"
         return text
 
     # ------------------------------------------------------------------ table
     def _fill(self) -> None:
-        doc = self.shown() or {}
-        delta = None if self.show_reference.isChecked() else {
-            n["node"]: n for n in (self.doc or {}).get("delta", {}).get("nodes", [])}
+        doc = self.shown() or ProfileResult()
+        compared = None if self.show_reference.isChecked() or self.doc is None else self.doc.delta
+        delta: dict[str, NodeDelta] = {n.node: n for n in compared.nodes} if compared is not None else {}
         columns = COLUMNS + (AGAINST_COLUMNS if delta else ())
-        nodes = list(doc.get("nodes") or [])
-        total = sum(float(n["ms"]) for n in nodes) or 1.0
-        fallback = set(doc.get("fallback_nodes") or [])
+        nodes = list(doc.nodes)
+        total = sum(float(n.ms) for n in nodes) or 1.0
+        fallback = set(doc.fallback_nodes)
         self.table.setSortingEnabled(False)
         self.table.clear()
         self.table.setColumnCount(len(columns))
         self.table.setHorizontalHeaderLabels(columns)
         self.table.setRowCount(len(nodes))
         for r, n in enumerate(nodes):
-            ms = float(n["ms"])
-            where = device_word(str(n.get("provider", "")))
-            cells = [QTableWidgetItem(n["node"]), QTableWidgetItem(n["op"]),
-                     QTableWidgetItem(where + (" (fell back)" if n["node"] in fallback else "")),
+            ms = float(n.ms)
+            where = device_word(n.provider)
+            cells = [QTableWidgetItem(n.node), QTableWidgetItem(n.op),
+                     QTableWidgetItem(where + (" (fell back)" if n.node in fallback else "")),
                      NumItem(f"{ms:.4f}", ms), NumItem(f"{100 * ms / total:.1f} %", ms)]
             if delta:
-                d = delta.get(n["node"])
+                d = delta.get(n.node)
                 if d is None:  # only the candidate runs it: a Cast, a copy
                     cells += [NumItem("", -1.0), NumItem("new", ms)]
                 else:
-                    cells += [NumItem(f"{d['reference_ms']:.4f}", d["reference_ms"]),
-                              NumItem(f"{d['delta_ms']:+.4f}", d["delta_ms"])]
-            keys = [p for p in str(n["node"]).split(" + ") if p] if n.get("model_node", True) else []
+                    cells += [NumItem(f"{d.reference_ms:.4f}", d.reference_ms),
+                              NumItem(f"{d.delta_ms:+.4f}", d.delta_ms)]
+            keys = [p for p in n.node.split(" + ") if p] if n.model_node else []
             cells[0].setData(Qt.ItemDataRole.UserRole, keys)
-            cells[0].setToolTip(n["node"])
-            if n["node"] in fallback:
+            cells[0].setToolTip(n.node)
+            if n.node in fallback:
                 cells[2].setForeground(Qt.GlobalColor.red)
             for c, item in enumerate(cells):
                 self.table.setItem(r, c, item)

@@ -1,11 +1,12 @@
 """The full-window scorecard of the guided comparison: one card per precision, in words a non-programmer reads
 at a glance (how much faster than FP32, whether the answers changed) and the histogram of the differences.
 
-The verdicts come from the compare and bench JSON exactly as the jobs returned them (app.core.measure's
+The verdicts come from the compare and bench results exactly as the jobs returned them (app.core.measure's
 `card_facts`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, Qt, Signal
@@ -23,6 +24,7 @@ from app.core.measure import (
     card_facts,
     caveats,
 )
+from app.core.results import BenchResult, CompareResult
 from app.core.targets import Target
 from app.ui.results.answers_view import PictureLabel, pixmap_from_uri
 from app.ui.results.plots import PlotCard, draw_abs_diff
@@ -74,7 +76,7 @@ def decade_ticks(edges: list[float]) -> list[tuple[float, str]]:
 class PrecisionCard(QFrame):
     """One precision: its name, the speed and answer verdicts in large coloured words, the differences."""
 
-    def __init__(self, facts: CardFacts, compare: dict, parent: QWidget | None = None) -> None:
+    def __init__(self, facts: CardFacts, compare: CompareResult, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.facts = facts
         self.setObjectName("precisionCard")
@@ -107,25 +109,25 @@ class PrecisionCard(QFrame):
                              "No difference data for this precision.")
         self.plot.setMinimumHeight(170)
         col.addWidget(self.plot, 1)
-        self.pictures = compare.get("answers") or {}
+        self.pictures = compare.answers
         self._draw(compare)
         self.set_sample(0)
 
     def set_sample(self, sample: int) -> None:
         """The candidate's picture of the first drawn output on one sample; the histogram where there is none."""
-        outputs = self.pictures.get("outputs") or {}
-        entry: dict = next(iter(outputs.values()), {}) if outputs else {}
-        pics = ((entry.get("candidates") or {}).get(self.facts.target) or {}).get("cand") or []
+        entry = next(iter(self.pictures.outputs.values()), None) if self.pictures is not None else None
+        mine = entry.candidates.get(self.facts.target) if entry is not None else None
+        pics = mine.cand if mine is not None else ()
         self.picture.set_picture(pixmap_from_uri(pics[sample] if sample < len(pics) else None))
         self.picture.setVisible(self.picture.has_picture())
         self.plot.setVisible(not self.picture.has_picture())
 
-    def _draw(self, compare: dict) -> None:
+    def _draw(self, compare: CompareResult) -> None:
         """The candidate's |difference| histogram, drawn as the Results view draws it (one state per card)."""
-        mine = [c for c in compare.get("candidates", []) if c.get("name") == self.facts.target]
+        mine = tuple(c for c in compare.candidates if c.name == self.facts.target)
+        plots = compare.plots.get(self.facts.target, {})
         state = ResultsState()
-        state.add_compare({**compare, "candidates": mine,
-                           "plots": {self.facts.target: (compare.get("plots") or {}).get(self.facts.target, {})}})
+        state.add_compare(compare.replace(candidates=mine, plots={self.facts.target: plots}))
         draw_abs_diff(self.plot, state, self.facts.output)
         if not self.plot.has_data:
             return
@@ -133,9 +135,10 @@ class PrecisionCard(QFrame):
         plot = self.plot.plot
         plot.setLabel("bottom", "how much each output value changed (log scale)")
         plot.setLabel("left", "values")
-        data = (compare.get("plots") or {}).get(self.facts.target, {}).get(self.facts.output, {}).get("abs_diff")
+        drawn = plots.get(self.facts.output)
+        data = drawn.abs_diff if drawn is not None else None
         if data:
-            plot.getAxis("bottom").setTicks([decade_ticks(data[0])])
+            plot.getAxis("bottom").setTicks([decade_ticks(list(data[0]))])
             # Counts are whole numbers: no "0.5 values" ticks on a histogram of a few dozen values.
             most = max([float(c) for c in data[1]] or [1.0])
             step = next(m * 10 ** k for k in range(12) for m in (1, 2, 5) if m * 10 ** k >= most / 5)
@@ -227,29 +230,30 @@ class ScorecardPage(QWidget):
         esc.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         esc.activated.connect(self.leaveRequested)
 
-    def show_results(self, model: str, compare: dict, bench: dict[str, dict], reference: str) -> None:
-        """Fills the cards from the jobs' JSON: the compare result and each target's bench result."""
+    def show_results(self, model: str, compare: CompareResult | None, bench: Mapping[str, BenchResult],
+                     reference: str) -> None:
+        """Fills the cards from the jobs' results: the comparison and each target's benchmark."""
         for card in [*self.cards, self.reference_card]:
             if card is not None:
                 self.row.removeWidget(card)
                 card.deleteLater()
         self.facts = card_facts(compare, bench, reference)
-        self.cards = [PrecisionCard(f, compare) for f in self.facts]
-        answers = compare.get("answers") or {}
-        drawn = next(iter((answers.get("outputs") or {}).values()), None)
-        self.reference_card = ReferenceCard(answers, reference) if drawn else None
+        self.cards = [PrecisionCard(f, compare) for f in self.facts] if compare is not None else []
+        answers = compare.answers if compare is not None else None
+        drawn = next(iter(answers.outputs.values()), None) if answers is not None else None
+        self.reference_card = ReferenceCard(answers, reference) if answers is not None and drawn else None
         self.sample = 0
-        self.samples = max([len(drawn.get("ref") or [])] + [len(c.get("cand") or []) for c in
-                                                          drawn["candidates"].values()]) if drawn else 0
+        self.samples = max([len(drawn.ref or ())] + [len(c.cand) for c in drawn.candidates.values()]) if drawn else 0
         for card in ([self.reference_card] if self.reference_card else []) + self.cards:
             card.setMinimumWidth(240 if self.reference_card else 300)
             self.row.addWidget(card, 1)
         self._show_sample()
         backend = Target.read(reference).backend
-        samples = int(compare.get("samples") or 0)
+        samples = compare.samples if compare is not None else 0
         names = ", ".join(PRECISION_WORDS.get(f.precision, f.precision) for f in self.facts)
         self.heading.setText(f"{Path(model).name}: {names} against FP32")
-        data = "random inputs" if compare.get("random_data") else str(compare.get("inputs") or "your inputs")
+        data = "random inputs" if compare is not None and compare.random_data else \
+            (compare.inputs if compare is not None and compare.inputs else "your inputs")
         self.subheading.setText(f"Measured on this computer ({backend}): {samples} sample{'s' if samples != 1 else ''}"
                                 f" of {data}; speed from the median of each benchmark.")
         notes = caveats(compare, bench)

@@ -6,13 +6,14 @@ from __future__ import annotations
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout, QWidget
 
+from app.core.results import Answers
 from app.ui.results.answers_view import PictureLabel, pixmap_from_uri
 
 
 class ReferenceCard(QFrame):
     """FP32's card beside the precisions': the input photo and FP32's own answer on the sample shown."""
 
-    def __init__(self, answers: dict, reference: str, parent: QWidget | None = None) -> None:
+    def __init__(self, answers: Answers, reference: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.answers = answers
         self.setObjectName("precisionCard")
@@ -36,9 +37,9 @@ class ReferenceCard(QFrame):
         self.set_sample(0)
 
     def set_sample(self, sample: int) -> None:
-        inputs = self.answers.get("inputs") or []
-        entry: dict = next(iter((self.answers.get("outputs") or {}).values()), {})
-        ref = entry.get("ref") or []
+        inputs = self.answers.inputs
+        entry = next(iter(self.answers.outputs.values()), None)
+        ref = (entry.ref if entry is not None else None) or ()
         self.photo.set_picture(pixmap_from_uri(inputs[sample] if sample < len(inputs) else None))
         self.photo.setVisible(self.photo.has_picture())
         self.picture.set_picture(pixmap_from_uri(ref[sample] if sample < len(ref) else None))

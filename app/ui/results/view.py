@@ -7,7 +7,7 @@ The scorecard sits beside the plots (one plot per tab) so both stay readable in 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from PySide6.QtCore import QSize, Qt, Signal
@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.measure import COLUMNS, ResultsState
+from app.core.results import BenchResult, CompareResult
 from app.ui.results.answers_view import AnswersView
 from app.ui.results.plots import (
     PlotCard,
@@ -49,7 +50,7 @@ EMPTY_HEADLINE = "Run a comparison or a benchmark to see results here."
 
 
 class ResultsView(QWidget):
-    """The gathered comparisons (compare JSON) and benchmarks (one bench JSON per target) of one model."""
+    """The gathered comparisons and benchmarks (one per target) of one model."""
 
     exported = Signal(str)  # what was written where, for the status bar
     kindChangeRequested = Signal(str)  # an output whose kind the user wants to change (the Run panel has the choice)
@@ -176,11 +177,11 @@ class ResultsView(QWidget):
 
     # ----------------------------------------------------------------- compatibility views of the state
     @property
-    def compare(self) -> dict | None:
+    def compare(self) -> CompareResult | None:
         return self.state.compare_doc()
 
     @property
-    def bench(self) -> dict[str, dict]:
+    def bench(self) -> Mapping[str, BenchResult]:
         return self.state.bench
 
     # ----------------------------------------------------------------- data in
@@ -194,7 +195,7 @@ class ResultsView(QWidget):
         else:
             self._refresh()
 
-    def set_compare(self, doc: dict, plan_precisions: tuple[str, ...] | frozenset[str] = ()) -> list[str]:
+    def set_compare(self, doc: CompareResult, plan_precisions: Iterable[str] = ()) -> list[str]:
         """Adds a comparison; returns the earlier candidates it replaced because their reference differed."""
         dropped = self.state.add_compare(doc, plan_precisions)
         self._fill_outputs()
@@ -204,21 +205,22 @@ class ResultsView(QWidget):
         self._refresh()
         return dropped
 
-    def set_bench(self, target: str, doc: dict, reference: str | None = None,
-                  plan_precisions: tuple[str, ...] | frozenset[str] = ()) -> None:
-        self.state.add_bench({**doc, "backend": target}, reference, plan_precisions)
+    def set_bench(self, target: str, doc: BenchResult, reference: str | None = None,
+                  plan_precisions: Iterable[str] = ()) -> None:
+        self.state.add_bench(doc if doc.backend == target else doc.replace(backend=target), reference,
+                             plan_precisions)
         if self.tabs.currentWidget() not in (self.latency_plot, self.speedup_plot):
             self.tabs.setCurrentWidget(self.latency_plot)
         self._refresh()
 
-    def restore(self, entries: list[tuple[str, dict]], bench_reference: str | None = None,
-                plan_precisions: dict[str, frozenset[str]] | None = None) -> None:
-        """A saved session's results, in the order they came: ("compare", doc) or ("bench", doc) each."""
+    def restore(self, entries: Iterable[CompareResult | BenchResult], bench_reference: str | None = None,
+                plan_precisions: Mapping[str, frozenset[str]] | None = None) -> None:
+        """A saved session's comparisons and benchmarks, in the order they came."""
         self.state.clear()
-        for kind, doc in entries:
-            if kind == "compare":
+        for doc in entries:
+            if isinstance(doc, CompareResult):
                 self.state.add_compare(doc)
-            elif kind == "bench":
+            else:
                 self.state.add_bench(doc)
         if bench_reference:
             self.state.bench_reference = bench_reference
@@ -236,7 +238,7 @@ class ResultsView(QWidget):
 
     def _prefer_answers(self) -> None:
         """Answers that can be drawn are what a person looks at first: their tab, on the first drawn output."""
-        drawn = list(self.state.answers.get("outputs") or {})
+        drawn = list(self.state.answers.outputs) if self.state.answers is not None else []
         if drawn:
             if self.output_combo.currentText() not in drawn:
                 self.output_combo.setCurrentText(drawn[0])
@@ -301,9 +303,9 @@ class ResultsView(QWidget):
         return f"compared on {n} sample{'s' if samples != [1] else ''} of {data}"
 
     def _draw_output(self, output: str) -> None:
-        kind = self.state.kinds.get(output) or {}
-        self.kind_label.setText(f"kind: {kind.get('spec') or kind.get('kind')}" if kind else "")
-        self.kind_label.setToolTip(str(kind.get("reason") or ""))
+        kind = self.state.kinds.get(output)
+        self.kind_label.setText(f"kind: {kind.spec or kind.kind}" if kind is not None else "")
+        self.kind_label.setToolTip(kind.reason if kind is not None else "")
         self.kind_button.setVisible(bool(output))
         self.answers_view.show_output(self.state, output)
         draw_abs_diff(self.diff_plot, self.state, output)
@@ -344,7 +346,7 @@ class ResultsView(QWidget):
             head = f"{model} · {output}" if accuracy and output else model
             stem = f"{key}_{_safe(output)}" if accuracy and output else key
             written += card.export(Path(folder), stem, f"{head}<br>{card.title}")
-        if self.state.answers.get("outputs"):
+        if self.state.answers is not None and self.state.answers.outputs:
             from app.core.fileio import atomic_write_bytes
             from app.core.measure import answer_strips
 

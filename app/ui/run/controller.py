@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QObject, Signal
 
@@ -14,20 +14,36 @@ from app.backends import Availability
 from app.backends.tasks.specs import (
     BenchSpec,
     BuildSpec,
-    CompareSpec,
-    DiagnoseSpec,
     FallbackSpec,
     JobInputs,
     ProfileSpec,
     VariantSpec,
 )
 from app.core.errors import TrtlabError
-from app.core.targets import Target
+from app.core.measure import Tolerance
+from app.core.results import (
+    BenchResult,
+    BuildResult,
+    CompareResult,
+    DiagnoseResult,
+    FallbackResult,
+    ProfileResult,
+    ResultFormatError,
+    VariantResult,
+    read_job_result,
+)
+from app.core.targets import PLAN, Target, plan_needed
 from app.jobs import JobResult
-from app.ui.run.host import RunHost
-from app.ui.run.requests import BenchRequest, CompareRequest, DiagnoseRequest
+from app.ui.common.messages import Messages
+from app.ui.precision.plan_controller import PlanController
+from app.ui.results.view import ResultsView
+from app.ui.run.host import RunDocks
+from app.ui.run.job_bridge import JobBridge
+from app.ui.run.panel import RunPanel
+from app.ui.run.requests import BenchRequest, CompareRequest, DiagnoseRequest, ModelInputs
 
 if TYPE_CHECKING:
+    from app.core.model import OpenedModel
     from app.core.readiness import Report
 
 log = logging.getLogger(__name__)
@@ -54,34 +70,45 @@ class RunController(QObject):
     signals too (`diagnosed`, `built`, `profiled`, `fallbackFound`, `layerTimes`); the window connects them.
     `check_readiness(trt_version)` is the readiness check a build runs first."""
 
-    diagnosed = Signal(dict)
-    built = Signal(dict)
-    profiled = Signal(dict)
-    fallbackFound = Signal(dict)
-    layerTimes = Signal(str, dict)        # benchmark target, its per-layer times
+    diagnosed = Signal(object)            # DiagnoseResult
+    built = Signal(object)                # BuildResult
+    profiled = Signal(object)             # ProfileResult
+    fallbackFound = Signal(object)        # FallbackResult
+    layerTimes = Signal(str, object)      # benchmark target, its per-layer times (Mapping[str, LayerTiming])
     resultReady = Signal(str, dict, dict, str)  # kind, spec JSON, result JSON, title: every finished job's result
     _trt_checked = Signal(str, object)   # backend, availability: from a worker thread, delivered on the GUI thread
 
-    def __init__(self, window: RunHost, check_readiness: Callable[[str | None], Report | None],
-                 parent: QObject | None = None) -> None:
-        """`window`: the panels it reads and fills; `parent`: the Qt object it lives and dies with (the window)."""
+    def __init__(self, panel: RunPanel, jobs: JobBridge, plan: PlanController, opened: Callable[[], OpenedModel | None],
+                 results: ResultsView, docks: RunDocks, messages: Messages,
+                 check_readiness: Callable[[str | None], Report | None], parent: QObject | None = None) -> None:
+        """`panel`: the Run panel it reads; `jobs`: where jobs start; `plan` and `opened` (the model on show): what
+        they run; `results`: the Results view it fills; `docks` and `messages`: where it shows and says things;
+        `parent`: the Qt object it lives and dies with (the window)."""
         super().__init__(parent)
-        self.w = window
+        self.panel = panel
+        self.jobs = jobs
+        self.plan = plan
+        self.opened = opened
+        self.results = results
+        self.docks = docks
+        self.messages = messages
         self.check_readiness = check_readiness
         self.running: dict[str, RunningJob] = {}
         self.bench_queue: list[tuple[BenchSpec, str]] = []  # each target's spec, and the reference of its speed-up
         self.last_refusal = ""  # why the last action did not start ("" once one has)
         self.availability: dict[str, Availability] | None = None  # None until the backends were asked
-        window.run_panel.compareRequested.connect(self.start_compare)
-        window.run_panel.benchRequested.connect(self.start_bench)
-        window.run_panel.diagnoseRequested.connect(self.start_diagnose)
-        window.run_panel.refused.connect(lambda text: self._refuse("Not started", text))
-        window.plan.changed.connect(lambda: window.run_panel.set_plan_trivial(window.plan.is_trivial()))
-        window.jobs.finished.connect(self._finished)
+        panel.compareRequested.connect(self.start_compare)
+        panel.benchRequested.connect(self.start_bench)
+        panel.diagnoseRequested.connect(self.start_diagnose)
+        panel.refused.connect(lambda text: self._refuse("Not started", text))
+        plan.changed.connect(lambda: panel.set_plan_trivial(plan.is_trivial()))
+        jobs.finished.connect(self._finished)
         self._trt_checked.connect(self._on_trt_checked)
-        self._done = {"diagnose": self._diagnosed, "build": self._built, "fallback": self._fallback_found,
-                      "variant": self._variant_saved, "profile": self._profiled, "compare": self._compared,
-                      "bench": self._benched}
+        # Each job kind's typed result (read_job_result reads the JSON as the type its kind names) and its handler.
+        self._done: dict[str, Callable[[RunningJob, Any], None]] = {
+            "diagnose": self._diagnosed, "build": self._built, "fallback": self._fallback_found,
+            "variant": self._variant_saved, "profile": self._profiled, "compare": self._compared,
+            "bench": self._benched}
 
     def refresh_availability(self) -> None:
         """Which backends can run. TensorRT's checks may start a child process to ask the GPU through
@@ -104,15 +131,15 @@ class RunController(QObject):
             threading.Thread(target=lambda n=name, p=probe: self._trt_checked.emit(n, p().availability()),
                              name=f"trtlab-{name}-check", daemon=True).start()
         self.availability = table
-        self.w.run_panel.set_availability(table)
+        self.panel.set_availability(table)
 
     def _on_trt_checked(self, name: str, availability: Availability) -> None:
         table = dict(self.availability or {})
         table[name] = availability
         self.availability = table
-        checked = {n for n, cb in self.w.run_panel.checks.items() if cb.isChecked()}
-        self.w.run_panel.set_availability(table)
-        for n, cb in self.w.run_panel.checks.items():  # keep what the user ticked meanwhile
+        checked = {n for n, cb in self.panel.checks.items() if cb.isChecked()}
+        self.panel.set_availability(table)
+        for n, cb in self.panel.checks.items():  # keep what the user ticked meanwhile
             cb.setChecked(cb.isEnabled() and (n in checked or (n == name and availability.available)))
 
     REFUSAL_TITLES = ("Not started", "Input shapes needed", "Build not started")
@@ -121,129 +148,132 @@ class RunController(QObject):
         """Why an action did not start: next to the Run panel's buttons and as the banner over the graph, so
         it is seen wherever the action came from (a button, a shortcut, a menu)."""
         self.last_refusal = f"{message} {fix}".strip()
-        self.w.run_panel.show_message(self.last_refusal)
-        self.w.banner.show_message(title, message, fix, level="warning")
+        self.panel.show_message(self.last_refusal)
+        self.messages.show_message(title, message, fix, level="warning")
 
     def _started(self) -> None:
         """A job started: an earlier refusal no longer applies."""
         self.last_refusal = ""
-        self.w.run_panel.show_message("")
-        if self.w.banner.isVisible() and self.w.banner.title in self.REFUSAL_TITLES:
-            self.w.banner.hide()
+        self.panel.show_message("")
+        self.messages.clear(self.REFUSAL_TITLES)
 
     def _plan_precisions(self) -> frozenset[str]:
-        return frozenset(r.precision for r in self.w.plan.rows) - {"fixed"}
+        return frozenset(r.precision for r in self.plan.rows) - {"fixed"}
 
-    def _base_params(self, params: dict, shapes: dict | None = None) -> dict | None:
-        opened = self.w.opened
+    def _model_inputs(self, targets: Iterable[str | Target], shapes: Mapping[str, tuple[int, ...]] | None = None
+                      ) -> ModelInputs | None:
+        """What every job adds to its request: the model on show, its input shapes (`shapes` over the Shapes
+        panel's) and the plan its `B:plan` targets run; None, with the refusal shown, without a model or with input
+        shapes a target cannot take."""
+        opened = self.opened()
         if opened is None:
             self._refuse("Not started", "Open a model first.")
             return None
         from app.core.measure import resolve_input_shapes
 
         try:
-            shapes = resolve_input_shapes(opened.summary.inputs, {**(opened.input_shapes or {}), **(shapes or {})})
+            resolved = resolve_input_shapes(opened.summary.inputs, {**(opened.input_shapes or {}), **(shapes or {})})
         except TrtlabError as exc:
             # Caught here, before any job starts: the message names the input and its dynamic dim.
             self._refuse("Input shapes needed", exc.message, exc.fix)
-            self.w.summary_dock.show()
-            self.w.summary_dock.raise_()
+            self.docks.raise_dock("summary")
             return None
-        full = {**params, "model": str(opened.path), "shapes": {k: list(v) for k, v in shapes.items()}}
-        targets = [*full.get("candidates", []), full.get("candidate", ""), *full.get("targets", []),
-                   full.get("target", ""), full.get("against") or ""]
-        if any(Target.read(t).builds_engine for t in targets if t):
+        chosen = [Target.read(t) for t in targets if t]
+        if any(t.builds_engine for t in chosen):
             # TensorRT builds dims sharing a dim_param at one size; ONNX Runtime does not care.
             from app.core.engine import ProfileError, check_engine_shapes
 
             try:
-                check_engine_shapes(opened.doc.model.graph, shapes)
+                check_engine_shapes(opened.doc.model.graph, resolved)
             except ProfileError as exc:
                 self._refuse("Input shapes needed", exc.message, exc.fix)
                 return None
-        if any(str(t).endswith(":plan") for t in targets):
-            if self.w.plan.is_trivial():
-                # An all-FP32 plan is the model itself: say so in the results rather than "B:plan".
-                full = _rename_targets(full, lambda t: t.replace(":plan", ":fp32"))
-            else:
-                full["plan"] = self.w.plan.plan  # the spec keeps its own copy
-        return full
-
-    def _spec(self, spec_type: type[_Spec], params: dict, title: str = "Not started") -> _Spec | None:
-        """The job's typed spec from the panels' settings, checked once here; a setting it refuses is shown."""
-        try:
-            return spec_type.from_json(params)
-        except TrtlabError as exc:
-            self._refuse(title, exc.message, exc.fix)
-            return None
+        base = ModelInputs(str(opened.path), {k: tuple(v) for k, v in resolved.items()})
+        if plan_needed(chosen) is not None:
+            # An all-FP32 plan is the model itself: said so in the results rather than "B:plan".
+            trivial = self.plan.is_trivial()
+            base = replace(base, plan=None if trivial else self.plan.plan, trivial_plan=trivial)
+        return base
 
     def _start(self, spec: JobInputs, title: str, bench_reference: str | None = None) -> str:
-        job = self.w.jobs.start(spec.job_spec(title))
+        job = self.jobs.start(spec.job_spec(title))
         self.running[job] = RunningJob(spec.kind, spec.model, title, spec.to_json(),
                                        self._plan_precisions() if spec.plan is not None else frozenset(),
                                        bench_reference)
         self._started()
-        self.w.show_jobs()
-        self.w.status_label.setText(f"Started: {title}")
+        self.docks.show_jobs()
+        self.messages.say(f"Started: {title}")
         return job
 
-    def start_diagnose(self, request: DiagnoseRequest) -> str | None:
-        full = self._base_params(request.params())
-        spec = self._spec(DiagnoseSpec, full) if full is not None else None
-        if spec is None:
+    def _launch(self, make: Callable[[ModelInputs], _Spec | None], targets: Iterable[str | Target],
+                title: Callable[[_Spec], str], *, shapes: Mapping[str, tuple[int, ...]] | None = None,
+                refusal: str = "Not started") -> str | None:
+        """The one path every job but a benchmark starts by: the model, its input shapes (`shapes` over the Shapes
+        panel's) and the plan `targets` need are added (`_model_inputs`), `make` makes the typed spec from them
+        (None: refused, having said why; a value it refuses is shown), and the job starts, titled `title(spec)`.
+        Returns the job's id, or None when it did not start."""
+        base = self._model_inputs(targets, shapes)
+        if base is None:
             return None
-        return self._start(spec, f"Diagnose {spec.candidate} against {spec.reference}")
+        try:
+            spec = make(base)
+        except TrtlabError as exc:
+            self._refuse(refusal, exc.message, exc.fix)
+            return None
+        return self._start(spec, title(spec)) if spec is not None else None
+
+    def start_diagnose(self, request: DiagnoseRequest) -> str | None:
+        return self._launch(request.spec, request.targets(),
+                            lambda s: f"Diagnose {s.candidate} against {s.reference}")
 
     def start_fallback(self) -> str | None:
         """Search for nodes to keep in FP32 so the first checked candidate meets the Run panel's cosine."""
-        panel = self.w.run_panel
+        panel = self.panel
         settings = panel.job_settings()
         if settings is None:
             return None
         candidate = panel.diagnose_candidate()
         if candidate is None:
             self._refuse("Not started", "Tick a backend and a precision under Candidates to search a fallback for.")
-            self.w.run_dock.show()
-            self.w.run_dock.raise_()
+            self.docks.raise_dock("run")
             return None
-        full = self._base_params({**settings.params(), "reference": panel.reference.currentText(),
-                                  "candidate": candidate, "target": f"cos:{panel.min_cos.value():g}"})
-        if full is None:
-            return None
-        if full["candidate"].endswith(":fp32"):
-            self.w.banner.show_message("Nothing to fall back from",
-                                       f"{full['candidate']} runs every node in FP32.",
-                                       "Plan some nodes FP16/BF16/INT8 (or pick a precision in the Run panel) first.",
-                                       level="warning")
-            return None
-        spec = self._spec(FallbackSpec, full)
-        if spec is None:
-            return None
-        return self._start(spec, f"Fallback search for {spec.candidate} ({spec.target})")
+        reference, target = panel.reference.currentText(), f"cos:{panel.min_cos.value():g}"
+
+        def make(base: ModelInputs) -> FallbackSpec | None:
+            cand = base.target(candidate)
+            if cand.runs_fp32:  # a fallback keeps nodes in FP32: a candidate running every node in FP32 has none
+                self.messages.show_message(
+                    "Nothing to fall back from", f"{cand.name} runs every node in FP32.",
+                    "Plan some nodes FP16/BF16/INT8 (or pick a precision in the Run panel) first.", level="warning")
+                return None
+            return FallbackSpec(**settings.spec_fields(base), reference=Target.parse(reference), candidate=cand,
+                                target=Tolerance.parse(target))
+
+        return self._launch(make, [reference, candidate], lambda s: f"Fallback search for {s.candidate} ({s.target})")
 
     def start_profile(self) -> str | None:
         """Profile the first ticked candidate against the Run panel's reference (or the reference alone)."""
-        panel = self.w.run_panel
-        settings = panel.job_settings()
+        settings = self.panel.job_settings()
         if settings is None:
             return None
-        reference, candidate = panel.reference.currentText(), panel.diagnose_candidate()
-        full = self._base_params({**settings.params(), "target": candidate or reference,
-                                  "against": reference if candidate and candidate != reference else None})
-        spec = self._spec(ProfileSpec, full) if full is not None else None
-        if spec is None:
-            return None
-        return self._start(spec, f"Profile {spec.target}" + (f" against {spec.against}" if spec.against else ""))
+        reference, candidate = self.panel.reference.currentText(), self.panel.diagnose_candidate()
+        target, against = candidate or reference, reference if candidate and candidate != reference else None
+
+        def make(base: ModelInputs) -> ProfileSpec:
+            return ProfileSpec(**settings.spec_fields(base), target=base.target(target),
+                               against=Target.parse(against) if against else None)
+
+        return self._launch(make, [target, against or ""],
+                            lambda s: f"Profile {s.target}" + (f" against {s.against}" if s.against else ""))
 
     def start_build(self, force: bool = False) -> str | None:
         """Build the plan's variant into a TensorRT engine (in a job: progress, Cancel, the engine cache).
         The profile is checked first (it names the input and axis), then the readiness check (errors ask
         before building), then whether TensorRT is here."""
-        from app.backends import get_backend
         from app.core.engine import named_dims, parse_profile_args
 
-        panel = self.w.run_panel
-        opened = self.w.opened
+        panel = self.panel
+        opened = self.opened()
         if opened is None:
             self._refuse("Not started", "Open a model first.")
             return None
@@ -255,8 +285,7 @@ class RunController(QObject):
                                          dim_names=named_dims(opened.doc.model.graph))
         except TrtlabError as exc:
             self._refuse("Build not started", exc.message, exc.fix)
-            self.w.run_dock.show()
-            self.w.run_dock.raise_()
+            self.docks.raise_dock("run")
             return None
         backend, a = engine_backend(self.availability)
         targets: list[str] = []
@@ -266,32 +295,37 @@ class RunController(QObject):
             except TrtlabError as exc:
                 self._refuse("Build not started", exc.message, exc.fix)
                 return None
+        engine = Target(backend, PLAN)
+
+        def make(base: ModelInputs) -> BuildSpec | None:
+            if not self._build_ready(backend, a, force):
+                return None
+            options: dict[str, object] = {"profiles": [profile.to_json()], **({"targets": targets} if targets else {})}
+            return BuildSpec(**settings.spec_fields(base, **options), target=base.target(engine))
+
         # A profile alone is enough: its opt shapes are the run's shapes.
-        full = self._base_params({**settings.params(), "target": f"{backend}:plan"},
-                                 {k: p.opt for k, p in profile.inputs.items()})
-        if full is None:
-            return None
+        return self._launch(make, [engine], lambda s: f"Build TensorRT engine ({s.target})",
+                            shapes={k: tuple(p.opt) for k, p in profile.inputs.items()}, refusal="Build not started")
+
+    def _build_ready(self, backend: str, a: Availability, force: bool) -> bool:
+        """Whether a build goes ahead: not where the readiness check's errors stop it (unless `force`, or the user
+        builds anyway), nor where no TensorRT here can build (each said)."""
+        from app.backends import get_backend
+
         # Checked against the TensorRT that will build (RTX with its targets), whatever the Readiness dock shows.
         report = self.check_readiness("rtx" if backend == "trt-rtx" else None)
         if report is not None and report.errors and not force and not self._confirm_build(report):
-            self.w.readiness_dock.show()
-            self.w.readiness_dock.raise_()
-            self.w.status_label.setText(f"Build not started: the readiness check found {report.errors} error(s).")
-            return None
+            self.docks.raise_dock("readiness")
+            self.messages.say(f"Build not started: the readiness check found {report.errors} error(s).")
+            return False
         if not _can_build(a):
             rtx = get_backend("trt-rtx").availability()
-            self.w.banner.show_message(
+            self.messages.show_message(
                 "TensorRT is not available here", f"trt: {a.reason} trt-rtx: {rtx.build_reason or rtx.reason}",
                 'Install TensorRT for RTX, which builds without a GPU: pip install "trtlab[tensorrt-rtx]"; or '
                 "TensorRT: " + (a.install_hint or 'pip install "trtlab[tensorrt]"'), level="warning")
-            return None
-        full["options"] = {**full.get("options", {}), "profiles": [profile.to_json()]}
-        if targets:
-            full["options"]["targets"] = targets
-        spec = self._spec(BuildSpec, full, "Build not started")
-        if spec is None:
-            return None
-        return self._start(spec, f"Build TensorRT engine ({spec.target})")
+            return False
+        return True
 
     def _confirm_build(self, report: Report) -> bool:
         """Errors mean the build is expected to fail: ask before spending minutes on it."""
@@ -299,7 +333,7 @@ class RunController(QObject):
 
         first = report.by_severity()["error"][0]
         answer = QMessageBox.warning(
-            self.w.window(), "The build is expected to fail",
+            self.messages.parent, "The build is expected to fail",
             f"The readiness check found {report.errors} error(s), e.g.:\n\n{first.message}\n\nFix: {first.fix}\n\n"
             "Build anyway?", QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
             QMessageBox.StandardButton.No)
@@ -307,36 +341,32 @@ class RunController(QObject):
 
     def save_variant(self, out: str) -> str | None:
         """Build the plan's variant (or take it from the cache) with the Run panel's settings and save it as `out`."""
-        settings = self.w.run_panel.job_settings()
+        settings = self.panel.job_settings()
         if settings is None:
             return None
-        full = self._base_params({**settings.params(), "target": "ort-cpu:plan", "out": out})
-        spec = self._spec(VariantSpec, full) if full is not None else None
-        if spec is None:
-            return None
-        return self._start(spec, f"Save variant as {out}")
+        target = Target("ort-cpu", PLAN)
+
+        def make(base: ModelInputs) -> VariantSpec:
+            return VariantSpec(**settings.spec_fields(base), target=base.target(target), out=out)
+
+        return self._launch(make, [target], lambda _s: f"Save variant as {out}")
 
     def start_compare(self, request: CompareRequest) -> str | None:
-        full = self._base_params(request.params())
-        if full is None:
-            return None
-        full["candidates"] = list(dict.fromkeys(full["candidates"]))  # a trivial plan and FP32 are one candidate
-        spec = self._spec(CompareSpec, full)
-        if spec is None:
-            return None
-        return self._start(spec, f"Compare {', '.join(c.name for c in spec.candidates)} with {spec.reference}")
+        return self._launch(request.spec, request.targets(),
+                            lambda s: f"Compare {', '.join(c.name for c in s.candidates)} with {s.reference}")
 
     def start_bench(self, request: BenchRequest) -> str | None:
         """The first target's job id (the others wait their turn); None, with the refusal shown, if none starts."""
-        full = self._base_params(request.params())
-        if full is None:
+        base = self._model_inputs(request.targets)
+        if base is None:
             return None
-        targets = list(dict.fromkeys(full.pop("targets")))  # a trivial plan and FP32 are one target
-        specs = [self._spec(BenchSpec, {**full, "target": t}) for t in targets]  # each timed as its backend is
-        if None in specs:
+        try:
+            specs = request.specs(base)  # a trivial plan and FP32 are one target
+        except TrtlabError as exc:
+            self._refuse("Not started", exc.message, exc.fix)
             return None
         # Earlier results stay: each target's benchmark replaces its own row only.
-        self.bench_queue = [(spec, targets[0]) for spec in specs if spec is not None]
+        self.bench_queue = [(spec, specs[0].target.name) for spec in specs]
         return self._next_bench()
 
     def _next_bench(self) -> str | None:
@@ -348,70 +378,76 @@ class RunController(QObject):
     def cancel_all(self) -> None:
         self.bench_queue = []
         for job in list(self.running):
-            self.w.jobs.cancel(job)
+            self.jobs.cancel(job)
 
     def _finished(self, job: str, result: JobResult) -> None:
         run = self.running.pop(job, None)
         if run is None:
             return
         status = result.status
-        opened = str(self.w.opened.path) if self.w.opened is not None else ""
+        model = self.opened()
+        opened = str(model.path) if model is not None else ""
         if status == "done" and run.kind != "variant" and run.model != opened:
             self.bench_queue = []
-            self.w.status_label.setText(f"A {run.kind} job for {Path(run.model).name} finished after that model was "
-                                        "closed; its results are in the Jobs panel's log only.")
+            self.messages.say(f"A {run.kind} job for {Path(run.model).name} finished after that model was closed; "
+                              "its results are in the Jobs panel's log only.")
             return
         if status == "done":
             data = result.data or {}
-            self.resultReady.emit(run.kind, run.spec_json, data, run.title)
-            self._done[run.kind](run, data)
+            self.resultReady.emit(run.kind, run.spec_json, data, run.title)  # the project keeps the JSON
+            try:
+                typed = read_job_result(run.kind, data)  # read once: the views take typed results
+            except ResultFormatError as exc:
+                self.messages.show_message("Result not readable", f"The {run.kind} job's result could not be read: "
+                                           f"{exc}", "This is a fault of trtlab's: the Jobs panel has the job's log.")
+                return
+            self._done[run.kind](run, typed)
         elif status == "cancelled":
             self.bench_queue = []
-            self.w.status_label.setText("Job cancelled.")
+            self.messages.say("Job cancelled.")
         else:
             self.bench_queue = []
             reason = result.exit_reason
-            self.w.banner.show_message("Job failed", result.error or "The job failed.",
+            self.messages.show_message("Job failed", result.error or "The job failed.",
                                        f"Exit: {reason}. The Jobs panel has its log." if reason else
                                        "The Jobs panel has its log.")
-            self.w.show_jobs()
+            self.docks.show_jobs()
 
     # ----------------------------------------------------------------- each kind's result
-    def _diagnosed(self, run: RunningJob, data: dict) -> None:
+    def _diagnosed(self, run: RunningJob, data: DiagnoseResult) -> None:
         self.diagnosed.emit(data)
-        self.w.status_label.setText(f"Diagnosis of {data.get('candidate', '')} finished.")
+        self.messages.say(f"Diagnosis of {data.candidate} finished.")
 
-    def _built(self, run: RunningJob, data: dict) -> None:
+    def _built(self, run: RunningJob, data: BuildResult) -> None:
         self.built.emit(data)
-        self.w.status_label.setText(f"TensorRT engine ready ({len(data.get('layers', []))} layers).")
+        self.messages.say(f"TensorRT engine ready ({len(data.layers)} layers).")
 
-    def _fallback_found(self, run: RunningJob, data: dict) -> None:
+    def _fallback_found(self, run: RunningJob, data: FallbackResult) -> None:
         self.fallbackFound.emit(data)
-        self.w.status_label.setText(f"Fallback search finished: {len(data.get('keep_high_precision', []))} "
-                                    f"node(s) to keep in FP32{'' if data.get('met') else ' (target not met)'}.")
+        self.messages.say(f"Fallback search finished: {len(data.keep_high_precision)} "
+                          f"node(s) to keep in FP32{'' if data.met else ' (target not met)'}.")
 
-    def _variant_saved(self, run: RunningJob, data: dict) -> None:
-        self.w.status_label.setText(f"Variant saved to {data.get('out', '')}.")
+    def _variant_saved(self, run: RunningJob, data: VariantResult) -> None:
+        self.messages.say(f"Variant saved to {data.out}.")
 
-    def _profiled(self, run: RunningJob, data: dict) -> None:
+    def _profiled(self, run: RunningJob, data: ProfileResult) -> None:
         self.profiled.emit(data)
-        self.w.status_label.setText(f"Profile of {data.get('backend', '')} finished: "
-                                    f"{data.get('total_ms') or 0:.3f} ms per run.")
+        self.messages.say(f"Profile of {data.backend} finished: {data.total_ms or 0:.3f} ms per run.")
 
-    def _compared(self, run: RunningJob, data: dict) -> None:
-        self.w.results_view.set_model(run.model)
-        dropped = self.w.results_view.set_compare(data, run.plan_precisions)
-        self.w.status_label.setText("Comparison finished." + (
+    def _compared(self, run: RunningJob, data: CompareResult) -> None:
+        self.results.set_model(run.model)
+        dropped = self.results.set_compare(data, run.plan_precisions)
+        self.messages.say("Comparison finished." + (
             f" Earlier results against another reference were replaced ({', '.join(dropped)})." if dropped else ""))
-        self.w.show_results()
+        self.docks.show_results()
 
-    def _benched(self, run: RunningJob, data: dict) -> None:
-        self.w.results_view.set_model(run.model)
-        self.w.results_view.set_bench(data["backend"], data, run.bench_reference, run.plan_precisions)
-        if data.get("layer_times"):
-            self.layerTimes.emit(str(data["backend"]), data["layer_times"])
-        self.w.status_label.setText(f"Benchmark of {data['backend']} finished.")
-        self.w.show_results()
+    def _benched(self, run: RunningJob, data: BenchResult) -> None:
+        self.results.set_model(run.model)
+        self.results.set_bench(data.backend, data, run.bench_reference, run.plan_precisions)
+        if data.layer_times:
+            self.layerTimes.emit(data.backend, data.layer_times)
+        self.messages.say(f"Benchmark of {data.backend} finished.")
+        self.docks.show_results()
         self._next_bench()
 
 
@@ -435,14 +471,3 @@ def engine_backend(known: Mapping[str, Availability] | None = None) -> tuple[str
             return name, a
     assert first is not None  # the loop ran at least once
     return first
-
-
-def _rename_targets(params: dict, fn: Callable[[str], str]) -> dict:
-    out = dict(params)
-    for key in ("candidates", "targets"):
-        if key in out:
-            out[key] = [fn(t) for t in out[key]]
-    for key in ("candidate", "target"):
-        if key in out:
-            out[key] = fn(out[key])
-    return out

@@ -8,7 +8,7 @@ import onnx
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QWidget
 
-from app.core.measure import KINDS, OutputKind, infer_output_kinds
+from app.core.measure import OutputKind, OutputKindError, infer_output_kinds
 
 # The choices beside "auto": each kind in its usual reading, and the other layouts worth one click.
 CHOICES = ("image", "image:nhwc", "classes", "detections", "detections:cxcywh", "yolo:v8", "yolo:v5", "sequence",
@@ -64,14 +64,19 @@ class OutputKindsBox(QGroupBox):
             self.combos[name] = combo
 
     def kinds(self) -> dict[str, str]:
-        """The kinds the user chose ({output: kind}); outputs left on "auto" are not listed."""
+        """The kinds the user chose ({output: kind} as text, what a project saves); outputs left on "auto" are not
+        listed."""
         return {name: str(c.currentData()) for name, c in self.combos.items() if c.currentData()}
+
+    def chosen(self) -> dict[str, OutputKind]:
+        """The kinds the user chose, parsed (every choice the combos offer is a kind): what a job is given."""
+        return {name: OutputKind.parse(text) for name, text in self.kinds().items()}
 
     def set_kinds(self, kinds: dict[str, str]) -> None:
         """Saved choices back (a project's); a kind this list does not offer is added as it is."""
         for name, combo in self.combos.items():
             want = (kinds or {}).get(name, "")
-            if want and combo.findData(want) < 0 and want.partition(":")[0] in KINDS:
+            if want and combo.findData(want) < 0 and _readable(want):
                 combo.addItem(want, want)
             index = combo.findData(want)
             combo.setCurrentIndex(index if index >= 0 else 0)
@@ -83,3 +88,12 @@ class OutputKindsBox(QGroupBox):
             return chosen
         k = self.inferred.get(name)
         return k.text() if k else ""
+
+
+def _readable(text: str) -> bool:
+    """A saved kind trtlab can read (a project from another version may name one it cannot)."""
+    try:
+        OutputKind.parse(text)
+    except OutputKindError:
+        return False
+    return True

@@ -24,8 +24,10 @@ from PySide6.QtWidgets import (
 )
 
 from app.backends import Availability
-from app.core.measure import model_metadata
+from app.core.errors import TrtlabError
+from app.core.measure import InputSource, model_metadata
 from app.core.model import OpenedModel
+from app.core.targets import Target
 from app.ui.run.backends import DEFAULT_PRECISIONS, BackendRows, PrecisionTicks
 from app.ui.run.inputs import input_source, output_dims, photo_defaults, photo_source
 from app.ui.run.output_kinds_box import OutputKindsBox
@@ -307,13 +309,13 @@ class RunPanel(QWidget):
 
     def candidates(self) -> list[str]:
         """Every ticked backend × every ticked precision, backend by backend."""
-        return [f"{b}:{p}" for b in self.backend_rows.checked() for p in self.precisions()]
+        return [Target(b, p).name for b in self.backend_rows.checked() for p in self.precisions()]
 
     def diagnose_candidate(self) -> str | None:
         """The candidate Diagnose (and the fallback search) takes: the first ticked one that changes the
         precision, else the first (an FP32 candidate only checks that runs repeat)."""
         cands = self.candidates()
-        return next((c for c in cands if not c.endswith(":fp32")), cands[0] if cands else None)
+        return next((c for c in cands if not Target.read(c).runs_fp32), cands[0] if cands else None)
 
     def _update_summary(self) -> None:
         cands = self.candidates()
@@ -353,13 +355,17 @@ class RunPanel(QWidget):
         data lacks its path."""
         try:
             src = self.input_source()
+            source = InputSource.from_json(src) if src is not None else None  # read once: the jobs take it typed
         except ValueError as exc:
             self._refuse(str(exc))
             return None
+        except TrtlabError as exc:
+            self._refuse(f"{exc.message} {exc.fix}".strip())
+            return None
         self.show_message("")
-        return JobSettings(inputs=src, samples=self.samples.value(), tf32=self.tf32.isChecked(),
+        return JobSettings(inputs=source, samples=self.samples.value(), tf32=self.tf32.isChecked(),
                            calib_method=self.calib_method.currentText(), calib_samples=self.calib_samples.value(),
-                           output_kinds=self.outputs_box.kinds())
+                           output_kinds=self.outputs_box.chosen())
 
     def _checked_candidates(self, what: str) -> list[str] | None:
         cands = self.candidates()

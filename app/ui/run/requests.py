@@ -1,41 +1,67 @@
 """What the Run panel and the guided comparison ask the run controller for, as typed objects.
 
 The panel reads its widgets once into `JobSettings` (what every job shares) and one request per action; the
-controller adds the model, its shapes and the plan, and makes the job's spec (`app.backends.tasks.specs`), which
-checks every value. JSON appears only at the process boundary, in the spec."""
+controller adds the model, its shapes and the plan (`ModelInputs`), and the request makes the job's spec
+(`app.backends.tasks.specs`) from them, parsed values all the way: no dict of parameters in between, and JSON only
+at the process boundary, in the spec."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from app.backends.tasks.specs import BenchSpec, CompareSpec, DiagnoseSpec
+from app.core.measure import InputSource, OutputKind, Tolerance
+from app.core.precision import PrecisionPlan
+from app.core.targets import Target
+
+
+@dataclass(frozen=True)
+class ModelInputs:
+    """What the run controller adds to every request: the model on show, its input shapes (dynamic dims given), and
+    the plan `B:plan` targets run (None where none does). An all-FP32 plan is the model itself: its `B:plan` targets
+    then run as `B:fp32` (`trivial_plan`), so the results say FP32 rather than "plan"."""
+
+    model: str
+    shapes: Mapping[str, tuple[int, ...]]
+    plan: PrecisionPlan | None = None
+    trivial_plan: bool = False
+
+    def target(self, text: str | Target) -> Target:
+        """A target the user chose, checked (`Target.parse` refuses what does not exist), as the job runs it."""
+        return Target.parse(text).plan_as_fp32(self.trivial_plan)
+
+    def distinct(self, targets: Iterable[str | Target]) -> tuple[Target, ...]:
+        """Targets as the job runs them, each once (a trivial plan and FP32 are one target)."""
+        return tuple(dict.fromkeys(self.target(t) for t in targets))
 
 
 @dataclass(frozen=True)
 class JobSettings:
     """The settings every job of a run shares.
 
-    `inputs`: an InputSource's JSON (app.ui.run.inputs), or None for trtlab's sample photos fitted to an image
-    model, else seeded random data. `calib_samples` and `output_kinds` left None take the spec's defaults."""
+    `inputs`: the input data's source, or None for trtlab's sample photos fitted to an image model, else seeded
+    random data. `calib_samples` left None takes the spec's default; `output_kinds` are the kinds the user chose,
+    parsed (outputs not listed are inferred)."""
 
-    inputs: dict | None = None
+    inputs: InputSource | None = None
     samples: int = 5
     tf32: bool = False
     calib_method: str = "minmax"
     calib_samples: int | None = None
-    output_kinds: dict[str, str] = field(default_factory=dict)
+    output_kinds: Mapping[str, OutputKind] = field(default_factory=dict)
 
     def with_samples(self, samples: int) -> JobSettings:
         return replace(self, samples=samples)
 
-    def params(self) -> dict[str, Any]:
-        """The spec fields these settings fill."""
-        out: dict[str, Any] = {"inputs": self.inputs, "samples": self.samples, "options": {"tf32": self.tf32},
-                               "calib_method": self.calib_method}
-        if self.calib_samples is not None:
-            out["calib_samples"] = self.calib_samples
-        if self.output_kinds:
-            out["output_kinds"] = dict(self.output_kinds)
-        return out
+    def spec_fields(self, base: ModelInputs, **options: Any) -> dict[str, Any]:
+        """The fields every job spec takes, from these settings and the model (`options`: backend options beyond
+        TF32, e.g. a build's profiles), as the spec's constructor takes them."""
+        return {"model": base.model, "shapes": base.shapes, "plan": base.plan, "inputs": self.inputs,
+                "samples": self.samples, "options": {"tf32": self.tf32, **options},
+                "calib_method": self.calib_method, "calib_samples": self.calib_samples,
+                "output_kinds": self.output_kinds}
 
 
 @dataclass(frozen=True)
@@ -47,9 +73,13 @@ class CompareRequest:
     candidates: tuple[str, ...]
     tolerances: tuple[str, ...] = ()
 
-    def params(self) -> dict[str, Any]:
-        return {**self.settings.params(), "reference": self.reference, "candidates": list(self.candidates),
-                "tolerances": list(self.tolerances)}
+    def targets(self) -> list[str]:
+        return [self.reference, *self.candidates]
+
+    def spec(self, base: ModelInputs) -> CompareSpec:
+        return CompareSpec(**self.settings.spec_fields(base), reference=Target.parse(self.reference),
+                           candidates=base.distinct(self.candidates),
+                           tolerances=tuple(Tolerance.parse(t) for t in self.tolerances))
 
 
 @dataclass(frozen=True)
@@ -61,9 +91,10 @@ class BenchRequest:
     iterations: str = "100"
     warmup: str = "10"
 
-    def params(self) -> dict[str, Any]:
-        return {**self.settings.params(), "targets": list(self.targets), "iterations": self.iterations,
-                "warmup": self.warmup}
+    def specs(self, base: ModelInputs) -> list[BenchSpec]:
+        """One spec per target, each timed as its backend is (a trivial plan and FP32 are one target)."""
+        return [BenchSpec(**self.settings.spec_fields(base), target=t, iterations=self.iterations,
+                          warmup=self.warmup) for t in base.distinct(self.targets)]
 
 
 @dataclass(frozen=True)
@@ -74,5 +105,9 @@ class DiagnoseRequest:
     reference: str
     candidate: str
 
-    def params(self) -> dict[str, Any]:
-        return {**self.settings.params(), "reference": self.reference, "candidate": self.candidate}
+    def targets(self) -> list[str]:
+        return [self.reference, self.candidate]
+
+    def spec(self, base: ModelInputs) -> DiagnoseSpec:
+        return DiagnoseSpec(**self.settings.spec_fields(base), reference=Target.parse(self.reference),
+                            candidate=base.target(self.candidate))

@@ -80,8 +80,8 @@ class ModelFiles(QObject):
             self.compare_windows = [w for w in self.compare_windows if w.isVisible()] + [win]
             win.show()
             c = diff.counts()
-            self.w.status_label.setText(f"{a.path.name} ↔ {p.name}: {c['changed']:,} changed, "
-                                        f"{c['added']:,} only in B, {c['removed']:,} only in A")
+            self.w.status_label.setText(f"{a.path.name} ↔ {p.name}: {c.changed:,} changed, "
+                                        f"{c.added:,} only in B, {c.removed:,} only in A")
 
         def failed(message: str) -> None:
             self.w.show_error(errors.TrtlabError(f"Cannot compare with '{p.name}': {message}",

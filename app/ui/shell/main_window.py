@@ -22,6 +22,7 @@ from app.core import errors
 from app.core.model import OpenedModel, lay_out
 from app.core.units import human_bytes
 from app.ui.common.error_banner import ErrorBanner
+from app.ui.common.messages import Messages
 from app.ui.common.resources import app_icon
 from app.ui.graph.page import GraphPage
 from app.ui.guided.flow import GuidedFlow
@@ -30,8 +31,12 @@ from app.ui.model.properties_panel import PropertiesPanel
 from app.ui.model.readiness_panel import ReadinessPanel
 from app.ui.model.shapes_panel import ShapesPanel
 from app.ui.model.summary_panel import SummaryPanel
+from app.ui.precision.colors import GraphColors
+from app.ui.precision.engine_results import EngineResults
+from app.ui.precision.nodes import GraphNodes
 from app.ui.precision.panel import PrecisionPanel
 from app.ui.precision.plan_controller import PlanController
+from app.ui.precision.plan_files import PlanFiles
 from app.ui.precision.readiness import ReadinessCheck
 from app.ui.precision.work import PrecisionWork
 from app.ui.project.batch import BatchResults
@@ -129,20 +134,31 @@ class MainWindow(QMainWindow):
         self.status = StatusParts(self.statusBar(), self.loader.cancel)
         self.status_label, self.hint_label = self.status.status_label, self.status.hint_label
         self.cancel_button = self.status.cancel_button
+        self.messages = Messages(self.status_label, self.banner, self)
 
-        # The features' controllers, each owning its state.
+        # The features' controllers, each owning its state; the precision and run controllers are given the few
+        # parts they use, never the window.
         self.files = ModelFiles(self)
-        self.precision = PrecisionWork(self)
+        self.nodes = GraphNodes(self.graph_page, self.plan)
+        self.colors = GraphColors(self.graph_page, self.plan, self.engine_panel, self.profile_panel, self.messages,
+                                  self)
+        self.plan_files = PlanFiles(self.plan, lambda: self.opened, self.settings, self.colors, self.messages, self)
+        self.precision = PrecisionWork(self.plan, self.precision_panel, self.nodes, self.colors, self.workspace,
+                                       self.messages, self)
+        self.engine_results = EngineResults(self.engine_panel, self.profile_panel, self.workspace, self.colors,
+                                            self.messages, self.plan_files.plan_dir, self)
         self.readiness = ReadinessCheck(self)
         self.project = ProjectController(self)
         col.insertWidget(1, self.project.project_banner)
         col.addWidget(self.stack, 1)
         self.batch = BatchResults(self)
-        self.run_controller = RunController(self, self.readiness.run, self)
+        self.run_controller = RunController(self.run_panel, self.jobs, self.plan, lambda: self.opened,
+                                            self.results_view, self.workspace, self.messages, self.readiness.run, self)
         self.presentation = Presentation(self, self)
         self.guided = GuidedFlow(self)
         self.menus = Menus(self, self, files=self.files, project=self.project, batch=self.batch,
-                           precision=self.precision, plan=self.plan, runs=self.run_controller,
+                           precision=self.precision, colors=self.colors, plan_files=self.plan_files, plan=self.plan,
+                           runs=self.run_controller,
                            run_panel=self.run_panel, graph_page=self.graph_page, workspace=self.workspace,
                            presentation=self.presentation, guided=self.guided)
         self._connect()
@@ -185,7 +201,7 @@ class MainWindow(QMainWindow):
         self.files.open_demo()
 
     def show_error(self, error: errors.TrtlabError) -> None:
-        self.banner.show_message(getattr(error, "title", "Error"), error.message, error.fix)
+        self.messages.show_error(error)
 
     def update_title(self) -> None:
         """The one place the title is set: the project's file (else the model's), marked while work is unsaved."""
@@ -228,14 +244,21 @@ class MainWindow(QMainWindow):
         self.plan.changed.connect(self.update_title)
         self.plan.undo_stack.cleanChanged.connect(self.update_title)  # a plan or project saved
         self.project.changed.connect(self.update_title)
+        self.view.contextMenuRequested.connect(self.precision.graph_menu)
+        self.precision_panel.save_button.clicked.connect(self.plan_files.save_plan_dialog)
+        self.precision_panel.load_button.clicked.connect(self.plan_files.load_plan_dialog)
+        self.engine_panel.nodeActivated.connect(self.nodes.show_key)
+        self.readiness_panel.nodeActivated.connect(self.nodes.show_key)
+        self.profile_panel.nodeActivated.connect(self.nodes.show_key)
+        self.engine_results.nodesToShow.connect(self.nodes.select_keys)
         self.precision.fallbackRequested.connect(lambda: self.run_controller.start_fallback())
-        self.precision.variantRequested.connect(self.run_controller.save_variant)
+        self.plan_files.variantRequested.connect(self.run_controller.save_variant)
         self.run_controller.resultReady.connect(self.project.record_result)
         self.run_controller.diagnosed.connect(self.precision.set_diagnosis)
-        self.run_controller.built.connect(self.precision.set_engine)
-        self.run_controller.profiled.connect(self.precision.set_profile)
+        self.run_controller.built.connect(self.engine_results.set_engine)
+        self.run_controller.profiled.connect(self.engine_results.set_profile)
         self.run_controller.fallbackFound.connect(self.precision.show_fallback)
-        self.run_controller.layerTimes.connect(self.precision.show_layer_times)
+        self.run_controller.layerTimes.connect(self.engine_results.show_layer_times)
         self.profile_panel.profileRequested.connect(lambda: self.run_controller.start_profile())
         self.results_view.exported.connect(self.status_label.setText)
         self.results_view.kindChangeRequested.connect(self._change_output_kind)
@@ -280,6 +303,7 @@ class MainWindow(QMainWindow):
         self.view.setFocus()
         self.menus.set_model_open(True)
         self.precision.model_opened(same)
+        self.engine_results.model_opened(same)
         report = self.readiness.model_opened(same)
         if report is not None and report.errors and not same:
             # A model TensorRT cannot take: say so at once, not when a build fails minutes later.
@@ -329,6 +353,7 @@ class MainWindow(QMainWindow):
         self.shapes_panel.set_inputs([], {})
         self.properties_panel.set_context(None, None, None)
         self.plan.set_model(None, None)
+        self.engine_results.model_closed()
         self.precision.model_closed()
         self.readiness.model_closed()
         self._show_start_page()
@@ -344,7 +369,7 @@ class MainWindow(QMainWindow):
                                           self.opened.path if self.opened else None)
         self.view.show_overlays()
         self.readiness.graph_changed()
-        self.precision.graph_changed()
+        self.colors.graph_changed()
 
     def _on_groups_changed(self) -> None:
         self._on_level_changed()

@@ -17,7 +17,9 @@ from app.ui.common.resources import icon as load_icon
 from app.ui.common.style import PRECISION_LABELS
 from app.ui.graph.page import GraphPage
 from app.ui.guided.flow import GuidedFlow
+from app.ui.precision.colors import GraphColors
 from app.ui.precision.plan_controller import PlanController
+from app.ui.precision.plan_files import PlanFiles
 from app.ui.precision.work import PrecisionWork
 from app.ui.project.batch import BatchResults
 from app.ui.project.controller import ProjectController
@@ -48,9 +50,9 @@ class Menus:
     """Builds the menu bar of `window` and keeps its actions."""
 
     def __init__(self, window: QMainWindow, commands: WindowCommands, *, files: ModelFiles,
-                 project: ProjectController, batch: BatchResults, precision: PrecisionWork, plan: PlanController,
-                 runs: RunController, run_panel: RunPanel, graph_page: GraphPage, workspace: Workspace,
-                 presentation: Presentation, guided: GuidedFlow) -> None:
+                 project: ProjectController, batch: BatchResults, precision: PrecisionWork, colors: GraphColors,
+                 plan_files: PlanFiles, plan: PlanController, runs: RunController, run_panel: RunPanel,
+                 graph_page: GraphPage, workspace: Workspace, presentation: Presentation, guided: GuidedFlow) -> None:
         self.w = window
         self.model_actions: list[QAction] = []  # usable only with a model open
         view = graph_page.view
@@ -158,17 +160,17 @@ class Menus:
                                                    lambda: precision.set_selected_precision(None), "Alt+0"))
         pm.addSeparator()
         color_menu = pm.addMenu("&Colour Graph By")
-        for act in precision.color_actions.values():
+        for act in colors.color_actions.values():
             color_menu.addAction(act)
         pm.addSeparator()
         pm.addAction(precision.act_first_bad)
         pm.addAction(precision.act_worst)
         pm.addSeparator()
-        self.act_save_plan = self._action(pm, "&Save Plan…", precision.save_plan_dialog, "Ctrl+Alt+S",
+        self.act_save_plan = self._action(pm, "&Save Plan…", plan_files.save_plan_dialog, "Ctrl+Alt+S",
                                           icon="save")
-        self.act_load_plan = self._action(pm, "&Load Plan…", precision.load_plan_dialog, "Ctrl+Shift+O",
+        self.act_load_plan = self._action(pm, "&Load Plan…", plan_files.load_plan_dialog, "Ctrl+Shift+O",
                                           icon="open")
-        self.act_save_variant = self._action(pm, "Save &Variant as ONNX…", precision.save_variant_dialog)
+        self.act_save_variant = self._action(pm, "Save &Variant as ONNX…", plan_files.save_variant_dialog)
         self.act_fallback = self._action(pm, "&Find Fallback…", runs.start_fallback, "Ctrl+Shift+F",
                                          tip="Find a few nodes to keep in FP32 so the candidate meets the target",
                                          icon="fallback")

@@ -120,6 +120,15 @@ class Workspace:
         dock.raise_()
         dock.widget().setFocus()
 
+    def raise_dock(self, name: str, at_least: float = 0.0, share: float = 0.0) -> None:
+        """A feature's result: its dock shown and raised; one shorter than `at_least` of the window's height grows
+        to `share` of it."""
+        dock = self.named(name)
+        dock.show()
+        dock.raise_()
+        if at_least and dock.height() < self.w.height() * at_least:
+            self.w.resizeDocks([dock], [int(self.w.height() * share)], Qt.Orientation.Vertical)
+
     def show_jobs(self) -> None:
         if not self.showing_graph():
             return  # the docks belong to the graph page: a page filling the window (the guided flow) stays so

@@ -14,6 +14,7 @@ from app.core.measure import pictures
 from app.core.measure.compare import compare_samples
 from app.core.measure.kinds import OutputKind
 from app.core.measure.tolerance import Tolerance
+from app.core.results import SampleFacts
 
 DET = OutputKind("detections")
 V8 = OutputKind("yolo", layout="v8")
@@ -560,14 +561,15 @@ def test_each_sample_has_its_own_verdict_facts_and_words():
     r = judge_detections(ref, cand, OutputKind("detections"))
     assert len(r.answers) == 1 and r.task["missed"] == 1
     assert {k: r.answers[0][k] for k in ("matched", "missed", "extra")} == {"matched": 3, "missed": 1, "extra": 0}
-    assert sample_words("detections", r.answers[0]) == "this sample: 1 missed, 0 extra (3 matched)"
+    facts = SampleFacts.from_json(r.answers[0])
+    assert sample_words("detections", facts) == "this sample: 1 missed, 0 extra (3 matched)"
     c = judge_classes([np.array([[0.1, 0.9]]), np.array([[0.6, 0.4]])],
                       [np.array([[0.2, 0.8]]), np.array([[0.4, 0.6]])])
     assert [a["top1"] for a in c.answers] == [True, False]
-    assert sample_words("classes", c.answers[1]) == "this sample: the top-1 label changed"
+    assert sample_words("classes", SampleFacts.from_json(c.answers[1])) == "this sample: the top-1 label changed"
     logits = np.eye(4, dtype=np.float32)[[0, 3, 3, 0, 2]][None]
     changed = np.eye(4, dtype=np.float32)[[0, 3, 3, 0, 1]][None]
     q = judge_sequence([logits, logits], [logits, changed], OutputKind("sequence", layout="ntv"))
     assert [a["edit_distance"] for a in q.answers] == [0, 1]
-    assert sample_words("sequence", q.answers[0]) == "this sample: same text"
-    assert sample_words("tensor", {}) == ""
+    assert sample_words("sequence", SampleFacts.from_json(q.answers[0])) == "this sample: same text"
+    assert sample_words("tensor", SampleFacts()) == "" and sample_words("detections", None) == ""

@@ -41,6 +41,7 @@ from app.core.measure.audio import (
 )
 from app.core.measure.kinds import OutputKind, OutputKindError
 from app.core.model.tensors import graph_inputs, value_info_to_tensor_info
+from app.core.results import OutputResult, SampleFacts
 from app.jobs import run_inline
 from tests.audio_models import denoiser_model, tts_model
 
@@ -100,8 +101,9 @@ def test_each_signal_is_judged_and_the_worst_one_counts():
     r = judge(OutputKind("audio"), [x[None]], [c[None]])
     assert r.task["audio_snr_db"] == pytest.approx(15, abs=1e-6)
     assert r.answers[0]["audio_snr_db"] == pytest.approx(15, abs=1e-6)
-    assert task_words({"kind": "audio", "task": r.task}).startswith("sound: SNR 15.0 dB, LSD ")
-    assert sample_words("audio", r.answers[0]).startswith("this sample: sound: SNR 15.0 dB")
+    out = OutputResult.from_json({"name": "y", "kind": "audio", "task": r.task})
+    assert task_words(out).startswith("sound: SNR 15.0 dB, LSD ")
+    assert sample_words("audio", SampleFacts.from_json(r.answers[0])).startswith("this sample: sound: SNR 15.0 dB")
 
 
 def test_a_silent_reference_has_nothing_to_judge():
@@ -297,7 +299,7 @@ def test_fp16_of_a_denoiser_is_judged_by_its_sound(tmp_path):
     assert len(entry["ref_sound"]) == len(cand["sound"]) == 2
     with wave.open(io.BytesIO(wav_from_uri(cand["sound"][1]))) as w:
         assert (w.getframerate(), w.getnframes()) == (16000, 16000)
-    assert "this sample: sound: SNR" in sample_words("audio", cand["per_sample"][0])
+    assert "this sample: sound: SNR" in sample_words("audio", SampleFacts.from_json(cand["per_sample"][0]))
 
 
 def test_a_sound_of_another_length_is_said_in_time():

@@ -14,6 +14,7 @@ from app.core.measure import compare_samples, infer_output_kinds, prove_kinds, t
 from app.core.measure.heads import decode_group, split_heads
 from app.core.measure.kinds import OutputKind
 from app.core.measure.plausible import implausible
+from app.core.results import OutputResult
 
 SIZE = (64, 48)  # H, W of the image input: stride 8 → 8×6 = 48 anchors, stride 16 → 4×3 = 12
 CLASSES, BINS = 3, 8
@@ -215,7 +216,7 @@ def test_an_empty_reference_is_said_and_judged_element_wise(kind):
     assert out.task is not None and out.task["empty_reference"] is True and out.task["empty_samples"] == 3
     assert want in str(out.task["empty_reason"])
     assert out.task_values == {} and out.judged_by == ["cos:0.99"]  # the values decide, not the empty answer
-    doc = out.to_json()
+    doc = OutputResult.from_json(out.to_json())
     assert task_words(doc).startswith("no answer to compare: ")
     verdict = task_verdict([doc])
     assert verdict is not None and verdict[0] == "No answer to compare"
@@ -228,7 +229,7 @@ def test_a_partly_empty_reference_is_counted():
     (out,) = report.outputs
     assert out.task is not None and out.task["empty_samples"] == 1 and "empty_reference" not in out.task
     assert out.judged_by == ["det_missed:0", "det_extra:0"]
-    assert task_words(out.to_json()).endswith("; 1 of 2 sample(s) hold no answer to compare")
+    assert task_words(OutputResult.from_json(out.to_json())).endswith("; 1 of 2 sample(s) hold no answer to compare")
     assert out.answers[1]["ref_empty"] is True and out.answers[0]["ref_empty"] is False
 
 

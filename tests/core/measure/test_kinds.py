@@ -14,8 +14,8 @@ import pytest
 from app.core.measure import InputSource, make_samples, resolve_input_shapes
 from app.core.measure.kinds import KINDS, OutputKind, OutputKindError, infer_output_kinds, parse_output_kinds
 from app.core.model.tensors import graph_inputs, value_info_to_tensor_info
-from benchmarks.shared import SHARED_SHAPES, corpus_dir, corpus_shapes
 from tests.detector_models import topk_detector_model, yolov8_head_model
+from tests.support.shared import SHARED_SHAPES, corpus_dir, corpus_shapes
 
 
 # ----------------------------------------------------------------------------------------------- parsing
@@ -114,13 +114,13 @@ def test_parse_output_kinds_refuses_a_bad_kind():
 def test_infer_refuses_unknown_user_names_naming_the_outputs():
     model = yolov8_head_model()
     with pytest.raises(OutputKindError, match="no output named 'nosuch'") as info:
-        infer_output_kinds(model, user={"nosuch": "image", "output0": "yolo"})
+        infer_output_kinds(model, user=parse_output_kinds({"nosuch": "image", "output0": "yolo"}))
     assert "'output0'" in info.value.fix
 
 
 def test_user_kinds_win_over_inference():
     model = topk_detector_model(k=20)
-    kinds = infer_output_kinds(model, {"dets": [1, 20, 6]}, user={"dets": "tensor"})
+    kinds = infer_output_kinds(model, {"dets": [1, 20, 6]}, user={"dets": OutputKind.parse("tensor")})
     assert kinds["dets"].kind == "tensor" and kinds["dets"].user
     kinds = infer_output_kinds(model, {"dets": [1, 20, 6]}, user={"dets": OutputKind.parse("detections:cxcywh")})
     assert kinds["dets"].box == "cxcywh"

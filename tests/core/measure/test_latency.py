@@ -111,9 +111,11 @@ def test_speedup_is_median_based():
 
 def test_speedups_are_median_ratios_to_the_reference_and_none_where_unknown():
     from app.core.measure import median_ms, speedups
+    from app.core.results import BenchResult
 
-    benches = {"ort-cpu:fp32": {"latency_ms": {"median": 2.0}}, "ort-cpu:fp16": {"latency_ms": {"median": 4.0}},
-               "trt:fp16": {"latency_ms": {"median": 0.5}}, "trt:int8": {"error": "did not build"}}
+    benches = {t: BenchResult.from_json(d) for t, d in {
+        "ort-cpu:fp32": {"latency_ms": {"median": 2.0}}, "ort-cpu:fp16": {"latency_ms": {"median": 4.0}},
+        "trt:fp16": {"latency_ms": {"median": 0.5}}, "trt:int8": {"error": "did not build"}}.items()}
     assert speedups(benches, "ort-cpu:fp32") == {"ort-cpu:fp32": 1.0, "ort-cpu:fp16": 0.5, "trt:fp16": 4.0,
                                                  "trt:int8": None}
     assert set(speedups(benches, "not-benchmarked").values()) == {None}
@@ -123,7 +125,9 @@ def test_speedups_are_median_ratios_to_the_reference_and_none_where_unknown():
 def test_one_rule_picks_what_speed_ups_are_relative_to():
     """The Results table, the scorecard and the report all call speed_reference: the comparison's reference where
     it was benchmarked, else the benchmarks' own reference, else the first FP32 benchmark, else the first."""
-    bench = {t: {"latency_ms": {"median": m}} for t, m in
+    from app.core.results import BenchResult
+
+    bench = {t: BenchResult.from_json({"latency_ms": {"median": m}}) for t, m in
              (("ort-cuda:fp16", 1.0), ("ort-cpu:fp32", 8.0), ("ort-cuda:fp32", 2.0))}
     assert speed_reference(bench, "ort-cuda:fp32", "ort-cpu:fp32") == "ort-cuda:fp32"
     assert speed_reference(bench, "trt:fp32", "ort-cpu:fp32") == "ort-cpu:fp32"  # compared against, not timed

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from app.core.results import BenchResult, CompareResult
+
 
 def test_benchmark_warnings_are_said_once_with_advice_for_the_cpu():
     """Jittery CPU runs: one line naming every target with its CoV, and CPU advice (not GPU clocks)."""
@@ -15,20 +17,20 @@ def test_benchmark_warnings_are_said_once_with_advice_for_the_cpu():
     for target, spread in (("ort-cpu:fp32", 1.0), ("ort-cpu:int8", 2.0)):
         stats = LatencyStats.from_times(np.array([1.0, 1.0 + spread] * 10), mode="end_to_end", warmup=0,
                                         device="cpu")
-        state.add_bench({"backend": target, **stats.to_json()}, reference="ort-cpu:fp32")
+        state.add_bench(BenchResult.from_json({"backend": target, **stats.to_json()}), reference="ort-cpu:fp32")
     jitter = [w for w in state.warnings() if "varies a lot" in w]
     assert len(jitter) == 1 and "ort-cpu:fp32" in jitter[0] and "ort-cpu:int8" in jitter[0]
     assert "pin the threads" in jitter[0] and "GPU" not in jitter[0]
     assert state.speedups()["ort-cpu:fp32"] == 1.0 and state.rows()[0].speed == "1.00× (reference)"
 
 
-def _compare_doc(reference: str, *candidates: tuple[str, bool]) -> dict:
-    """The compare JSON's shape (app.core.measure.compare.compare_report_json) for a one-output model."""
-    return {"reference": reference, "samples": 2, "random_data": False, "notes": {},
+def _compare_doc(reference: str, *candidates: tuple[str, bool]) -> CompareResult:
+    """A compare result (app.core.measure.compare.compare_report_json's JSON, read) for a one-output model."""
+    return CompareResult.from_json({"reference": reference, "samples": 2, "random_data": False, "notes": {},
             "candidates": [{"name": name, "passed": ok,
                             "outputs": [{"name": "y", "cosine": 0.9999 if ok else 0.9, "max_abs": 0.01,
                                          "nan": 0, "inf": 0}]} for name, ok in candidates],
-            "plots": {}}
+            "plots": {}})
 
 
 def test_a_plan_is_indicative_where_its_precisions_are_emulated():

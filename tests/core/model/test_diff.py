@@ -26,7 +26,7 @@ def test_a_renamed_export_lines_up_by_structure(models_dir):
         node.name = f"renamed_{i}"
     result = diff_models(a, b)
     counts = result.counts()
-    assert counts["added"] == counts["removed"] == counts["changed"] == 0 and counts["same"] == len(a.graph.node)
+    assert counts.added == counts.removed == counts.changed == 0 and counts.same == len(a.graph.node)
     assert {n.matched_by for n in result.nodes} == {"structure"}
 
 
@@ -74,7 +74,7 @@ def test_an_optimized_export_pairs_its_folded_convs_and_names_what_went(models_d
     assert folded >= 20
     result = diff_models(a, b)
     counts = result.counts()
-    assert counts["added"] == 0 and counts["removed"] == folded
+    assert counts.added == 0 and counts.removed == folded
     assert {n.op for n in result.nodes if n.status == "removed"} == {"BatchNormalization"}
     convs = [n for n in result.nodes if n.op == "Conv" and n.b and n.b.startswith("slim_")]
     assert len(convs) == folded and all(n.status == "changed" and n.matched_by == "structure" for n in convs)

@@ -3,8 +3,6 @@ edges between boxes are, what folds where, and that every state of the drawing a
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import onnx
 import pytest
@@ -135,19 +133,16 @@ def test_a_model_without_scopes_opens_flat_and_folded(model_paths):
 
 def test_a_50k_node_transformer_opens_collapsed_and_expands_quickly(tmp_path):
     """The layout cost follows what is shown: a 50,000-node encoder with named layers opens as ranges of layers, and
-    opening one layer lays out that layer and the levels around it (timed here only to catch a return to laying out
-    everything; benchmarks/grouped_layout.py measures it)."""
-    from benchmarks.synthetic_graphs import transformer
+    opening one layer lays out that layer and the levels around it (benchmarks/grouped_layout.py times it)."""
+    from tests.support.synthetic_graphs import transformer
 
     path = tmp_path / "t50k.onnx"
     onnx.save(transformer(50_000, scoped=True), str(path))
     pic = open_model(path).picture
     assert pic.grouped and pic.graph.node_count < 100 and pic.all_nodes.node_count > 49_000
     layer = next(g for g, p in enumerate(pic.tree.paths) if p.endswith("/layer.700"))
-    started = time.perf_counter()
     opened = regroup(pic, pic.expanded | set(pic.tree.ancestors(layer)))
-    took = time.perf_counter() - started
-    assert opened.graph.node_count < 200 and took < 2.0
+    assert opened.graph.node_count < 200  # what is laid out is what is shown, not the 50,000 nodes
     _accounts_for_every_node(pic.all_nodes, opened.graph)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
-import time
+import tracemalloc
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -351,17 +351,14 @@ def test_over_2gb_external_model_loads_without_reading_data(tiny_model, make_ext
     os.truncate(data_file, nbytes)                   # sparse: no disk blocks, no memory
     opened_paths.clear()
 
-    started = time.perf_counter()
     doc = load_model(path)
     summary = summarize(doc)
-    elapsed = time.perf_counter() - started
 
     assert data_file.resolve() not in opened_paths
     assert summary.param_bytes == nbytes > 2**31
     assert summary.params == rows * cols
     assert summary.external_bytes == nbytes
-    assert doc.file_size < 4096
-    assert elapsed < 5.0, f"loading a graph-only file took {elapsed:.1f} s: is the data being read?"
+    assert doc.file_size < 4096  # and the data file was never opened (above): nothing of it was read
 
 
 # --- parameters, progress, cancel ---------------------------------------------------------------
@@ -455,9 +452,13 @@ def _with_initializer(tiny_model, t: TensorProto, name: str = "crafted.onnx") ->
 def test_a_tensor_claiming_more_than_it_holds_is_refused_fast(tiny_model, tensor: TensorProto,
                                                               words: list[str]) -> None:
     path = _with_initializer(tiny_model, tensor)
-    t0 = time.perf_counter()
-    exc = expect_load_error(path, errors.TensorDataError)
-    assert time.perf_counter() - t0 < 2.0
+    tracemalloc.start()
+    try:
+        exc = expect_load_error(path, errors.TensorDataError)
+        peak_mb = tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+    assert peak_mb < 64, f"{peak_mb:.0f} MB allocated before the refusal"  # refused from the header, not by filling
     assert "'w'" in exc.message and all(w in exc.message for w in words), exc.message
 
 
@@ -485,7 +486,7 @@ def test_every_real_model_passes_the_tensor_size_check(model_paths: dict[str, Pa
 
 def test_nesting_deeper_than_protobuf_reads_is_named(tmp_path: Path) -> None:
     from app.core.model.loader_checks import graph_nesting_depth
-    from tests.cli.test_rough_edges import nested_if_model
+    from tests.support.models import nested_if_model
 
     assert graph_nesting_depth(nested_if_model(12)) == 12
     ok = tmp_path / "nest25.onnx"

@@ -10,8 +10,8 @@ from onnx import TensorProto, helper
 
 from app.core.model import ModelDoc, find_random_ops, noise_inputs, seed_random_ops, summarize
 from app.core.readiness import check_model
-from tests.backends.test_random_ops import vits_like_model
 from tests.cli.runner import trtlab
+from tests.support.models import vits_like_model
 
 
 def model_with_random_ops_everywhere() -> onnx.ModelProto:

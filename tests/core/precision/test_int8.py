@@ -115,8 +115,7 @@ def test_nodes_planned_fp32_keep_float_inputs(model_paths):
     first_conv = next(k for k in keys if ops[k] == "Conv")
     matmul = next(k for k in keys if ops[k] == "MatMul")
     fp32 = {conv, first_conv, matmul}
-    plan = PrecisionPlan(default="int8")
-    plan.set_nodes(fp32, "fp32")
+    plan = PrecisionPlan(default="int8").with_overrides(fp32, "fp32")
     variant, report = to_int8(model, plan, _samples("ppocr_cls_mobile_v2", 2))
 
     assert not fp32 & set(report.quantized_nodes)
@@ -198,8 +197,7 @@ def test_unnamed_nodes_and_quantized_graph_outputs(tiny_model, tmp_path):
     assert _cos(t, t_ref) > 0.99 and _cos(y, y_ref) > 0.99
     assert list((tmp_path / "w").iterdir()) == []
 
-    plan = PrecisionPlan(default="int8")
-    plan.set_nodes(["Conv:y"], "fp32")  # its key, as the plan editor shows it
+    plan = PrecisionPlan(default="int8").with_override("Conv:y", "fp32")  # its key, as the plan editor shows it
     variant, report = to_int8(model, plan, samples)
     assert report.quantized_nodes == ["convA"] and _dq_readers(variant) == {"convA"}
     assert next(n for n in variant.graph.node if n.name == "Conv:y").input[0] == "t"

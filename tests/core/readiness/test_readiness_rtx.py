@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 from app.core.engine.rtx import TargetError
 from app.core.precision.plan import PrecisionPlan
 from app.core.readiness import TRT_VERSIONS, check_model, load_support_table
-from tests.core.readiness.test_readiness import codes, model, only, vi
+from tests.support.readiness import codes, model, only, vi
 
 
 def _gemm_model() -> onnx.ModelProto:

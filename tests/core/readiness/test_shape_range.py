@@ -4,8 +4,6 @@ its dims; each rule is found by probing sizes; `check` and `build` use them."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import onnx
 import pytest
@@ -13,6 +11,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from app.core.readiness import check_model
 from app.core.readiness.shape_range import analyse, analyse_profile, dim_rule, shape_breaks
+from tests.support.models import fpn
+from tests.support.shared import model_shapes, shared_models
 
 
 def _save(model: onnx.ModelProto, path) -> str:
@@ -30,18 +30,6 @@ def _model(nodes, inputs, outputs, inits=(), opset: int = 17) -> onnx.ModelProto
 
 def _w(name: str, shape) -> onnx.TensorProto:
     return numpy_helper.from_array(np.ones(shape, np.float32), name)
-
-
-def fpn() -> onnx.ModelProto:
-    """x[1,1,H,W] → c1 = Conv s2 → c2 = Conv s2 → up = Resize ×2 → Add(c1, up): H and W must be 4k or 4k+3."""
-    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], strides=[2, 2], name="down1"),
-             helper.make_node("Conv", ["c1", "w2"], ["c2"], strides=[2, 2], name="down2"),
-             helper.make_node("Resize", ["c2", "", "scales"], ["up"], mode="nearest", name="up"),
-             helper.make_node("Add", ["c1", "up"], ["y"], name="fpn_add")]
-    inits = [_w("w1", [1, 1, 1, 1]), _w("w2", [1, 1, 1, 1]),
-             numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]
-    return _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, "H", "W"])],
-                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, "Ho", "Wo"])], inits)
 
 
 def rows_of_16() -> onnx.ModelProto:
@@ -110,12 +98,7 @@ def test_check_reports_the_break_with_the_rule_and_the_nearest_sizes():
 
 
 def test_the_shared_models_at_their_shapes_have_no_break(models_dir):
-    """No false alarm: every shared model at the shapes its README gives (all ten: benchmarks/shared.py)."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-    from benchmarks.shared import model_shapes, shared_models
-
+    """No false alarm: every shared model at the shapes its README gives (all ten: tests/support/shared.py)."""
     checked = 0
     for path in shared_models():
         shapes = {k: tuple(v) for k, v in model_shapes(path).items()}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import onnx
 from onnx import TensorProto
@@ -88,7 +89,7 @@ def type_positions(op_type: str, domain: str, n_inputs: int, n_outputs: int, ops
     if out_var not in allowed or HALF_NAME[half] not in allowed[out_var]:
         return None
 
-    def sharing(formals, n: int) -> tuple[int, ...]:
+    def sharing(formals: Any, n: int) -> tuple[int, ...]:
         return tuple(i for i in range(n) if formals and formals[min(i, len(formals) - 1)].type_str == out_var)
 
     ins = sharing(list(schema.inputs), n_inputs)

@@ -34,10 +34,10 @@ import os
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
@@ -349,7 +349,7 @@ _CALIBRATION_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def _calibrate_only(names: set[str]):
+def _calibrate_only(names: set[str]) -> Iterator[None]:
     """Calibrate only `names` (the planned nodes' inputs) while ONNX Runtime's quantizer runs.
 
     Its calibrator measures the inputs and outputs of *every* node of a quantized op type, planned or
@@ -362,7 +362,7 @@ def _calibrate_only(names: set[str]):
     base = calibrate.CalibraterBase
     original = base.select_tensors_to_calibrate
 
-    def select(self, model):
+    def select(self: Any, model: Any) -> Any:
         tensors, value_infos = original(self, model)
         return {t for t in tensors if t in names}, value_infos
 
@@ -374,11 +374,11 @@ def _calibrate_only(names: set[str]):
             base.select_tensors_to_calibrate = original
 
 
-def _with_stdout(fn: Callable | None, stream) -> Callable | None:
+def _with_stdout(fn: Callable | None, stream: Any) -> Callable | None:
     if fn is None:
         return None
 
-    def call(*args):
+    def call(*args: Any) -> Any:
         with contextlib.redirect_stdout(stream):
             return fn(*args)
 
