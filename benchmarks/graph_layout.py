@@ -40,12 +40,10 @@ import onnx  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import synthetic_graphs  # noqa: E402
 
 from app.core.layout.layered import count_crossings, layered_layout, overlapping_pairs  # noqa: E402
 from app.core.model.display_graph import build_display_graph  # noqa: E402
+from tests.support import synthetic_graphs  # noqa: E402
 
 NODE_DIR = ROOT / "benchmarks" / ".node"
 DAGRE_JS = ROOT / "benchmarks" / "dagre_layout.js"

@@ -38,7 +38,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import synthetic_graphs  # noqa: E402
 from graph_layout import DEFAULT_MODELS, SIZES, _dagre, _ensure_dagre, _Scene  # noqa: E402
 
 from app.core.layout import layered_layout  # noqa: E402
@@ -46,6 +45,7 @@ from app.core.model import KIND_GROUP, infer_shapes, regroup  # noqa: E402
 from app.core.model.display_graph import build_display_graph  # noqa: E402
 from app.core.model.opened import GraphPicture  # noqa: E402
 from benchmarks.shared import write_json  # noqa: E402
+from tests.support import synthetic_graphs  # noqa: E402
 
 OPEN_TARGET_S = 0.5
 EXPAND_TARGET_MS = 50.0

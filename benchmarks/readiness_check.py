@@ -6,7 +6,7 @@ For each model: `check_s`, the fastest of --repeat runs of `check_model(model)` 
 edit costs in the GUI, which keeps both for the open model). `ms_per_1k` is plan_s
 per 1,000 nodes. The target is under 0.5 s per 1,000 nodes: `budget_s` is 0.5 s × max(nodes, 1000) / 1000 (a
 model under 1,000 nodes gets the 1,000-node budget) and `met` says whether plan_s stayed within it. The generated
-graphs come from benchmarks/synthetic_graphs.py. Loading the file is not timed.
+graphs come from tests/support/synthetic_graphs.py. Loading the file is not timed.
 
 Usage:
     python benchmarks/readiness_check.py [MODEL.onnx ...] [--sizes 1k,10k] [--families resnet,transformer,unet]
@@ -32,7 +32,7 @@ from app.core.model.shapes import infer_shapes  # noqa: E402
 from app.core.precision.plan import PrecisionPlan  # noqa: E402
 from app.core.readiness import ScanCache, check_model, load_support_table  # noqa: E402
 from benchmarks.shared import SHARED_SHAPES, shared_models, write_json  # noqa: E402
-from benchmarks.synthetic_graphs import FAMILIES, make  # noqa: E402
+from tests.support.synthetic_graphs import FAMILIES, make  # noqa: E402
 
 TARGET_S_PER_1K = 0.5
 
