@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from pathlib import Path
 
 import app.backends.tasks.specs as specs
@@ -107,3 +108,28 @@ def test_the_check_finds_a_read_by_key():
 def test_every_boundary_named_exists():
     for rel in BOUNDARY:
         assert (ROOT / rel).exists(), rel
+
+
+# Quoted words in docs/cli.md that are not keys of a job's result: values of a key, and the JSON of `inspect` (its
+# groups) and `check` (the readiness report), which are not jobs.
+NOT_RESULT_KEYS = {
+    "budget", "cancelled", "exhausted",     # fallback's "stopped"
+    "tensorrt", "rtx", "inspector",         # build's "flavour" and "layer_source"
+    "compare",                              # "kind": "compare"
+    "path", "children",                     # inspect's groups
+    "errors", "infos", "findings",          # check's readiness report
+}
+
+
+def test_every_key_docs_cli_names_is_a_field_of_a_result_type():
+    """docs/cli.md documents the results' JSON; every key it names is read into a typed field (none is left to
+    `extra`, where nothing reads it)."""
+    keys: set[str] = set()
+    for name in results.__all__:
+        cls = getattr(results, name)
+        if isinstance(cls, type) and issubclass(cls, Record) and dataclasses.is_dataclass(cls):
+            keys |= {f.metadata.get("json_key", f.name) for f in dataclasses.fields(cls)}
+    documented = set(re.findall(r'"([a-z][a-z_0-9]*)"', (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")))
+    assert len(documented) > 150
+    assert not documented - keys - NOT_RESULT_KEYS, "documented keys no result type declares"
+    assert NOT_RESULT_KEYS <= documented  # each exception is still in the doc

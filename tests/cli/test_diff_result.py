@@ -4,9 +4,7 @@ against a copy with one Conv's weights scaled, run on one sample (`--run`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,26 +12,9 @@ import onnx
 import pytest
 
 from app.cli.diff_cmd import format_diff
-from app.core.results import DiffResult, MatchedOutput, NumericDiff, Record
+from app.core.results import DiffResult, MatchedOutput, NumericDiff
 from tests.cli.runner import trtlab
-
-
-def _untyped(value: Any, where: str = "") -> list[str]:
-    """The records under `value` that kept keys no field names (``path: keys``)."""
-    found: list[str] = []
-    if isinstance(value, Record):
-        if value.extra:
-            found.append(f"{where or type(value).__name__}: {sorted(value.extra)}")
-        for f in dataclasses.fields(value):
-            if f.name not in ("extra", "present"):
-                found += _untyped(getattr(value, f.name), f"{where}.{f.name}")
-    elif isinstance(value, Mapping):
-        for k, v in value.items():
-            found += _untyped(v, f"{where}[{k!r}]")
-    elif isinstance(value, (tuple, list)):
-        for i, v in enumerate(value):
-            found += _untyped(v, f"{where}[{i}]")
-    return found
+from tests.support.results import untyped_keys
 
 
 def _diff(a: Path, b: Path, *args: str) -> tuple[DiffResult, dict[str, Any], str]:
@@ -42,7 +23,7 @@ def _diff(a: Path, b: Path, *args: str) -> tuple[DiffResult, dict[str, Any], str
     doc = json.loads(r.stdout)
     result = DiffResult.from_json(doc)
     assert result.to_json() == doc
-    assert _untyped(result) == []
+    assert untyped_keys(result) == []
     return result, doc, r.stderr
 
 

@@ -3,9 +3,7 @@ command line) writes is a field of the type: real commands on a real model, noth
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from app.core.results import (
     VariantResult,
 )
 from tests.cli.runner import trtlab
+from tests.support.results import untyped_keys
 
 SHAPES = ("--shapes", "x:1x3x224x224")
 
@@ -39,28 +38,10 @@ def _command(tmp_path_factory: pytest.TempPathFactory, model_paths: dict[str, Pa
     return doc
 
 
-def _untyped(value: Any, where: str = "") -> list[str]:
-    """The records under `value` that kept keys no field names (``path: keys``)."""
-    found: list[str] = []
-    if isinstance(value, Record):
-        if value.extra:
-            found.append(f"{where or type(value).__name__}: {sorted(value.extra)}")
-        for f in dataclasses.fields(value):
-            if f.name not in ("extra", "present"):
-                found += _untyped(getattr(value, f.name), f"{where}.{f.name}")
-    elif isinstance(value, Mapping):
-        for k, v in value.items():
-            found += _untyped(v, f"{where}[{k!r}]")
-    elif isinstance(value, (tuple, list)):
-        for i, v in enumerate(value):
-            found += _untyped(v, f"{where}[{i}]")
-    return found
-
-
 def _check(cls: type[Record], doc: dict[str, Any]) -> Record:
     result = cls.from_json(doc)
     assert result.to_json() == doc
-    assert _untyped(result) == []
+    assert untyped_keys(result) == []
     return result
 
 
