@@ -22,9 +22,9 @@ from app.core.measure.answers import (
 from app.core.measure.audio import model_rate, wav_bytes, wav_from_uri
 from app.core.measure.compare import CandidateReport, OutputMetrics, compare_report_json, compare_samples
 from app.core.measure.compute import PRECISION_WORDS, Emulation, device_of, emulation, target_emulations
-from app.core.measure.heads import infer_output_kinds
+from app.core.measure.heads import detection_rows, infer_output_kinds
 from app.core.measure.inputs import InputSource, make_samples, resolve_input_shapes, source_shapes
-from app.core.measure.kinds import KINDS, OutputKind, OutputKindError, parse_output_kinds
+from app.core.measure.kinds import KINDS, OutputKind, OutputKindError, dictionary_labels, parse_output_kinds
 from app.core.measure.latency import (
     Budget,
     MeasureCancelled,
@@ -37,6 +37,7 @@ from app.core.measure.latency import (
 from app.core.measure.pictures import (
     MAX_OUTPUTS,
     MAX_SAMPLES,
+    answer_labels,
     answer_strips,
     decode_picture,
     input_picture,
@@ -93,9 +94,10 @@ __all__ = ["A_LITTLE_COS", "BAD", "COLUMNS", "DEFAULT_TASK_TOLERANCES", "ELEMENT
            "MAX_SAMPLES", "METRICS", "NEUTRAL", "NOISE_FLOOR", "PRECISION_WORDS", "RANDOM_CALIBRATION", "SAME_SEEDS",
            "SAMPLES_DIR", "SCORE_THRESHOLD", "UNCHANGED_COS", "Budget", "CandidateReport", "CardFacts", "Emulation",
            "InputSource", "MeasureCancelled", "NodeTime", "OutputKind", "OutputKindError", "OutputMetrics", "Profile",
-           "Randomness", "ResultsState", "Tolerance", "ToleranceError", "answer_strips", "answer_verdict",
-           "card_facts", "caveats", "compare_report_json", "compare_samples", "cosine_text", "decode_picture",
-           "default_timing_mode", "device_of", "device_word", "empty_reference", "emulation", "find_randomness",
+           "Randomness", "ResultsState", "Tolerance", "ToleranceError", "answer_labels", "answer_strips",
+           "answer_verdict", "card_facts", "caveats", "compare_report_json", "compare_samples", "cosine_text",
+           "decode_picture", "default_timing_mode", "detection_rows", "device_of", "device_word", "dictionary_labels",
+           "empty_reference", "emulation", "find_randomness",
            "floor_summary", "floor_text", "fmt_metric", "implausible", "infer_output_kinds", "input_picture", "judge",
            "judge_by_floor", "make_samples", "measure", "median_ms", "model_metadata", "model_rate", "node_devices",
            "node_shares", "not_photos", "output_pictures", "parse_ort_profile", "parse_output_kinds",

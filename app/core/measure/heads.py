@@ -35,7 +35,7 @@ import numpy as np
 import onnx
 
 from app.core.measure import kinds as per_output
-from app.core.measure.answers import SCORE_THRESHOLD, nms
+from app.core.measure.answers import SCORE_THRESHOLD, decode_boxes, nms
 from app.core.measure.kinds import OutputKind
 
 STRIDES = (4, 8, 16, 32, 64, 128)
@@ -205,6 +205,16 @@ def decode_group(kind: OutputKind, sample: Mapping[str, np.ndarray], floor: floa
     for i, r in enumerate(out):
         padded[i, :len(r)] = r
     return padded
+
+
+def detection_rows(kind: OutputKind, sample: Mapping[str, np.ndarray], name: str, floor: float = SCORE_THRESHOLD
+                   ) -> list[np.ndarray]:
+    """One sample's boxes per batch item as rows (x1, y1, x2, y2, score, class) in the input's pixels, score ≥ floor,
+    best first, decoded as its kind reads them: raw YOLO heads and split heads through trtlab's class-wise NMS, lists
+    the model made itself as they are. ``name``: the output read (a split head's lead)."""
+    if kind.group:
+        return [rows[rows[:, 4] >= floor] for rows in decode_group(kind, sample, floor)]
+    return decode_boxes(sample[name], kind, floor)
 
 
 def decoded(kind: OutputKind, samples: Sequence[Mapping[str, np.ndarray]]) -> tuple[OutputKind, list[np.ndarray]]:

@@ -96,6 +96,7 @@ class OutputKind:
     strides: tuple[int, ...] = ()       # gfl: each level's stride
     background: bool = False            # pair: column 0 of the scores is the background
     part_of: str = ""                   # an output of a split head other than its lead: the lead's name
+    characters: tuple[str, ...] = ()    # sequence: each token's text from the model's own dictionary
 
     def text(self) -> str:
         """``KIND[:OPTION,…]`` as ``--output-kind`` takes it."""
@@ -423,4 +424,24 @@ def infer_output_kinds(model: onnx.ModelProto, output_dims: Mapping[str, Sequenc
                                                          "softmax: the model's only scores)")
     if (rate := model_rate(model)) is not None:  # the metadata's sample rate, for audio the user left without one
         out = {n: replace(k, rate=k.rate or rate) if k.kind == "audio" else k for n, k in out.items()}
+    for o in graph.output:  # a recogniser's own dictionary reads its tokens as text where no labels file is given
+        k = out[o.name]
+        dims = (output_dims or {}).get(o.name) or [x.dim_value or None for x in o.type.tensor_type.shape.dim]
+        if k.kind == "sequence" and not k.labels and (chars := dictionary_labels(model, dims[-1] if dims else None)):
+            out[o.name] = replace(k, characters=chars, reason=(k.reason + "; " if k.reason else "")
+                                  + f"text from the model's own dictionary ({len(chars) - 1} tokens and the blank)")
     return out
+
+
+def dictionary_labels(model: onnx.ModelProto, width: int | None = None) -> tuple[str, ...]:
+    """A CTC recogniser's token texts from the dictionary it carries, as PaddleOCR's recognisers do (metadata
+    ``character``, one entry a line): the blank (token 0, "") first, then the dictionary, then the space PaddleOCR
+    appends (rapidocr reads them so). ``width``, the scores per step, decides whether the space is there (dictionary
+    + 2) or not (dictionary + 1); () when the model has no dictionary or ``width`` fits neither."""
+    text = next((p.value for p in model.metadata_props if p.key == "character"), "")
+    chars = tuple(text.splitlines())
+    if not chars:
+        return ()
+    if width is None or width == len(chars) + 2:
+        return ("", *chars, " ")
+    return ("", *chars) if width == len(chars) + 1 else ()

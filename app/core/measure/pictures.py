@@ -210,13 +210,19 @@ def read_labels(path: str | None) -> list[str] | None:
         return None
 
 
+def answer_labels(kind: OutputKind) -> list[str] | None:
+    """The labels an output's answers are read with: the user's labels file, else a sequence's tokens as the model's
+    own dictionary reads them (``OutputKind.characters``), else None (indices are shown)."""
+    return read_labels(kind.labels) or (list(kind.characters) if kind.characters else None)
+
+
 def output_pictures(kind: OutputKind, ref: Sequence[np.ndarray], cand: Sequence[np.ndarray],
                     answers: Sequence[Mapping[str, Any]], photos: Sequence[Image.Image | None],
                     input_size: tuple[int, int]) -> dict[str, list]:
     """Per sample (up to MAX_SAMPLES): base64 PNGs of the reference's and the candidate's answers (and, for images,
     the |difference| map and its largest value). `answers`: the judge's per-sample answers (TaskResult.answers),
     whose "ref" and "cand" hold boxes, top-k rows or tokens depending on the kind."""
-    labels = read_labels(kind.labels)
+    labels = answer_labels(kind)
     out: dict[str, list] = {"ref": [], "cand": [], "diff": [], "diff_max": []}
     n = min(MAX_SAMPLES, len(ref), len(cand))
     for s in range(n):

@@ -1,0 +1,49 @@
+"""Labelled datasets in the formats people have: COCO JSON, YOLO txt, class folders, a CSV of ``file,label``, PNG
+masks beside images and PaddleOCR's text lines, detected (`detect_format`) and read lazily (`load_dataset` →
+`Dataset`, one `DatasetItem` per image); the model's classes mapped to the dataset's categories (`class_map`,
+`model_class_names`); and pictures of the first images with their labels drawn (`preview_pictures`). Other
+packages import these names from here."""
+
+from __future__ import annotations
+
+from app.core.dataset.classmap import (
+    BACKGROUND_NAMES,
+    COCO_80_NAMES,
+    COCO_80_TO_91,
+    UNMATCHED_TOLERANCE,
+    ClassMap,
+    class_map,
+    model_class_names,
+    normalise_name,
+)
+from app.core.dataset.detect import LOOKED_FOR, detect_format, load_dataset
+from app.core.dataset.errors import ClassMapError, DatasetError
+from app.core.dataset.files import IGNORE_INDEX, IMAGE_EXTENSIONS, image_size, read_mask
+from app.core.dataset.preview import preview_item, preview_pictures
+from app.core.dataset.types import FORMAT_NAMES, TASKS, Dataset, DatasetItem
+
+__all__ = [
+    "BACKGROUND_NAMES",
+    "COCO_80_NAMES",
+    "COCO_80_TO_91",
+    "FORMAT_NAMES",
+    "IGNORE_INDEX",
+    "IMAGE_EXTENSIONS",
+    "LOOKED_FOR",
+    "TASKS",
+    "UNMATCHED_TOLERANCE",
+    "ClassMap",
+    "ClassMapError",
+    "Dataset",
+    "DatasetError",
+    "DatasetItem",
+    "class_map",
+    "detect_format",
+    "image_size",
+    "load_dataset",
+    "model_class_names",
+    "normalise_name",
+    "preview_item",
+    "preview_pictures",
+    "read_mask",
+]
