@@ -99,3 +99,19 @@ def test_the_run_controller_starts_every_single_job_by_one_path():
         calls = {ast.unparse(c.func) for c in ast.walk(methods[name]) if isinstance(c, ast.Call)}
         assert "self._launch" in calls, name
         assert "self._start" not in calls and "self._spec" not in calls, name
+
+
+CONTROLLERS = {"precision/work.py": "PrecisionWork", "precision/colors.py": "GraphColors",
+               "precision/plan_files.py": "PlanFiles", "precision/engine_results.py": "EngineResults",
+               "precision/nodes.py": "GraphNodes", "run/controller.py": "RunController"}
+
+
+def test_each_controller_is_given_five_collaborators_at_the_most():
+    """A controller's hands are narrow: its constructor takes the few parts it uses (five at the most, besides the
+    Qt parent it lives and dies with), never the window."""
+    for rel, name in CONTROLLERS.items():
+        tree = ast.parse((UI / rel).read_text(encoding="utf-8"))
+        cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
+        init = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+        given = [a.arg for a in [*init.args.args, *init.args.kwonlyargs] if a.arg not in ("self", "parent")]
+        assert 2 <= len(given) <= 5, f"{name} takes {len(given)} collaborators: {given}"

@@ -52,7 +52,6 @@ from app.core.evaluate.presets import (
     choose_preset,
     default_input_shape,
     metadata_imgsz,
-    model_class_names,
     ultralytics,
 )
 from app.core.evaluate.tolerance import DROP_METRICS, DropTolerance, DropToleranceError
@@ -63,6 +62,6 @@ __all__ = [
     "DropToleranceError", "EvalResult", "Evaluated", "EvaluationInputError", "Mask", "PairResult", "PerImage",
     "PredictError", "Preset", "PresetError", "RecognitionAccumulator", "Records", "SegmentationAccumulator", "Text",
     "Transform", "choose_preset", "compare_runs", "ctc_greedy", "default_input_shape", "metadata_imgsz",
-    "model_class_names", "paired_bootstrap", "predict", "predict_classes", "predict_detections", "predict_mask",
+    "paired_bootstrap", "predict", "predict_classes", "predict_detections", "predict_mask",
     "predict_text", "ultralytics", "worst_images",
 ]

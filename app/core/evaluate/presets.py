@@ -293,18 +293,6 @@ def metadata_imgsz(meta: Mapping[str, str]) -> tuple[int, int] | None:
     return None
 
 
-def model_class_names(model: onnx.ModelProto) -> tuple[str, ...]:
-    """The class names a model carries: Ultralytics' ``names`` ("{0: 'person', …}") by index; () when none."""
-    text = model_metadata(model).get("names", "")
-    try:
-        names = ast.literal_eval(text) if text else {}
-    except (ValueError, SyntaxError):
-        return ()
-    if isinstance(names, dict) and names and all(isinstance(k, int) for k in names):
-        return tuple(str(names.get(i, f"class {i}")) for i in range(max(names) + 1))
-    return tuple(str(n) for n in names) if isinstance(names, list) else ()
-
-
 def _paddle(model: onnx.ModelProto, info: TensorInfo) -> bool:
     """Whether the model reads as a PaddlePaddle export (paddle2onnx): image input ``x``, or Paddle's tensor names."""
     names = [o.name for o in model.graph.output]

@@ -1,6 +1,6 @@
 """A TensorRT build's result and a profile in the window: the Engine and Profile docks filled, the graph coloured by
 them, the engine saved to a file of the user's choosing. A controller the shell assembles, given those two docks'
-panels, the docks, the colours and where to say things."""
+panels, the colours and where to say things (and point: `Messages` brings docks forward)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from app.core import errors
 from app.core.results import BuildResult, LayerTiming, ProfileResult
 from app.ui.common.messages import Messages
 from app.ui.precision.colors import GraphColors
-from app.ui.precision.host import Docks, EngineView, ProfileView
+from app.ui.precision.host import EngineView, ProfileView
 
 
 class EngineResults(QObject):
@@ -24,13 +24,12 @@ class EngineResults(QObject):
 
     nodesToShow = Signal(list)
 
-    def __init__(self, engine_panel: EngineView, profile_panel: ProfileView, docks: Docks, colors: GraphColors,
+    def __init__(self, engine_panel: EngineView, profile_panel: ProfileView, colors: GraphColors,
                  messages: Messages, start_dir: Callable[[], str], parent: QObject | None = None) -> None:
         """`start_dir`: the folder the Save Engine dialog opens in."""
         super().__init__(parent)
         self.engine_panel = engine_panel
         self.profile_panel = profile_panel
-        self.docks = docks
         self.colors = colors
         self.messages = messages
         self.start_dir = start_dir
@@ -53,7 +52,7 @@ class EngineResults(QObject):
         self.engine_panel.set_build(doc)
         self.colors.show_engine(doc)
         if doc is not None and not doc.ok:
-            self.docks.raise_dock("engine")
+            self.messages.raise_dock("engine")
             bad = [e for e in doc.parse_errors if e.node]
             self.messages.show_message("TensorRT cannot parse this graph",
                                        f"{len(doc.parse_errors)} parser error(s)"
@@ -62,7 +61,7 @@ class EngineResults(QObject):
             if bad:
                 self.nodesToShow.emit([e.node for e in bad])
         elif doc is not None:
-            self.docks.raise_dock("engine")
+            self.messages.raise_dock("engine")
             warn = [m for m in doc.mismatches if m.severity == "warning"]
             if warn:
                 self.messages.show_message("The engine did not run as planned",
@@ -80,7 +79,7 @@ class EngineResults(QObject):
         the CPU, else by their time."""
         self.profile_panel.set_profile(doc)
         if doc:
-            self.docks.raise_dock("profile", at_least=0.35, share=0.42)  # the reasons and a dozen rows in sight
+            self.messages.raise_dock("profile", at_least=0.35, share=0.42)  # the reasons and a dozen rows in sight
         self.colors.show_profile(doc)
 
     def save_engine_dialog(self) -> None:

@@ -1,5 +1,5 @@
 """What the precision controllers need of the rest of the window, as protocols: the panels of other features (the
-Engine and Profile docks, the Run panel) named by what is used of them, the docks, and the window's parts that the
+Engine and Profile docks, the Run panel) named by what is used of them, and the window's parts that the
 readiness check shows in.
 
 Signals are read off instances, so they are `SignalInstance`s here. The other features' panels are read-only
@@ -19,12 +19,6 @@ from app.ui.graph.page import GraphPage
 from app.ui.graph.view import GraphView
 from app.ui.model.readiness_panel import ReadinessPanel
 from app.ui.precision.plan_controller import PlanController
-
-
-class Docks(Protocol):
-    """The window's docks, by name (`app.ui.common.docks`), as the controllers bring them forward."""
-
-    def raise_dock(self, name: str, at_least: float = 0.0, share: float = 0.0) -> None: ...
 
 
 class EngineView(Protocol):

@@ -1,7 +1,7 @@
 """The precision plan's work in the window: plan edits from the graph and the table, the diagnosis (its errors in
 the table, going to the first NaN/Inf or the worst layer) and the fallback search's result. A controller the shell
-assembles, given the plan, the Precision dock's panel, the graph's nodes and colours, the docks and where to say
-things."""
+assembles, given the plan, the Precision dock's panel, the graph's nodes and colours, and where to say things
+(and point: `Messages` brings docks forward)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from app.core.targets import Target
 from app.ui.common.messages import Messages
 from app.ui.common.style import PRECISION_LABELS
 from app.ui.precision.colors import GraphColors
-from app.ui.precision.host import Docks
 from app.ui.precision.nodes import GraphNodes
 from app.ui.precision.panel import PrecisionPanel, fill_precision_menu
 from app.ui.precision.plan_controller import PlanController
@@ -32,13 +31,12 @@ class PrecisionWork(QObject):
     fallbackRequested = Signal()
 
     def __init__(self, plan: PlanController, panel: PrecisionPanel, nodes: GraphNodes, colors: GraphColors,
-                 docks: Docks, messages: Messages, parent: QObject | None = None) -> None:
+                 messages: Messages, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.plan = plan
         self.panel = panel
         self.nodes = nodes
         self.colors = colors
-        self.docks = docks
         self.messages = messages
         self.diagnosis: DiagnoseResult | None = None
         self.act_first_bad = QAction("Go to First &NaN/Inf", parent)
@@ -71,7 +69,7 @@ class PrecisionWork(QObject):
 
     def show_fallback(self, doc: FallbackResult) -> None:
         self.panel.show_fallback(doc)
-        self.docks.raise_dock("precision")
+        self.messages.raise_dock("precision")
 
     # ----------------------------------------------------------------- precision plan
     def selected_node_keys(self) -> list[str]:
@@ -118,7 +116,7 @@ class PrecisionWork(QObject):
         menu.exec(pos)
 
     def _show_in_table(self, onnx_index: int) -> None:
-        self.docks.raise_dock("precision")
+        self.messages.raise_dock("precision")
         self.panel.select_node(onnx_index)
 
     # ----------------------------------------------------------------- diagnosis
@@ -127,7 +125,7 @@ class PrecisionWork(QObject):
         self.diagnosis = doc
         self.panel.set_diagnosis(self.diagnosis)
         if self.diagnosis:
-            self.docks.raise_dock("precision", at_least=0.3, share=0.35)
+            self.messages.raise_dock("precision", at_least=0.3, share=0.35)
         self.colors.show_diagnosis(self.diagnosis)
         self._sync_diagnosis_actions()
 

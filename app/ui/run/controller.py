@@ -35,15 +35,13 @@ from app.core.results import (
 from app.core.targets import PLAN, Target, plan_needed
 from app.jobs import JobResult
 from app.ui.common.messages import Messages
-from app.ui.precision.plan_controller import PlanController
 from app.ui.results.view import ResultsView
-from app.ui.run.host import RunDocks
+from app.ui.run.host import JobModel
 from app.ui.run.job_bridge import JobBridge
 from app.ui.run.panel import RunPanel
 from app.ui.run.requests import BenchRequest, CompareRequest, DiagnoseRequest, ModelInputs
 
 if TYPE_CHECKING:
-    from app.core.model import OpenedModel
     from app.core.readiness import Report
 
 log = logging.getLogger(__name__)
@@ -68,7 +66,7 @@ class RunController(QObject):
 
     Every result leaves as `resultReady` (the project records it); the results other features show leave as
     signals too (`diagnosed`, `built`, `profiled`, `fallbackFound`, `layerTimes`); the window connects them.
-    `check_readiness(trt_version)` is the readiness check a build runs first."""
+    `model.readiness(trt_version)` is the readiness check a build runs first."""
 
     diagnosed = Signal(object)            # DiagnoseResult
     built = Signal(object)                # BuildResult
@@ -78,21 +76,17 @@ class RunController(QObject):
     resultReady = Signal(str, dict, dict, str)  # kind, spec JSON, result JSON, title: every finished job's result
     _trt_checked = Signal(str, object)   # backend, availability: from a worker thread, delivered on the GUI thread
 
-    def __init__(self, panel: RunPanel, jobs: JobBridge, plan: PlanController, opened: Callable[[], OpenedModel | None],
-                 results: ResultsView, docks: RunDocks, messages: Messages,
-                 check_readiness: Callable[[str | None], Report | None], parent: QObject | None = None) -> None:
-        """`panel`: the Run panel it reads; `jobs`: where jobs start; `plan` and `opened` (the model on show): what
-        they run; `results`: the Results view it fills; `docks` and `messages`: where it shows and says things;
-        `parent`: the Qt object it lives and dies with (the window)."""
+    def __init__(self, panel: RunPanel, jobs: JobBridge, model: JobModel, results: ResultsView, messages: Messages,
+                 parent: QObject | None = None) -> None:
+        """`panel`: the Run panel it reads; `jobs`: where jobs start; `model`: the model on show, its plan and its
+        readiness check (what the jobs run); `results`: the Results view it fills; `messages`: where it says things
+        and which dock it points to; `parent`: the Qt object it lives and dies with (the window)."""
         super().__init__(parent)
         self.panel = panel
         self.jobs = jobs
-        self.plan = plan
-        self.opened = opened
+        self.model = model
         self.results = results
-        self.docks = docks
         self.messages = messages
-        self.check_readiness = check_readiness
         self.running: dict[str, RunningJob] = {}
         self.bench_queue: list[tuple[BenchSpec, str]] = []  # each target's spec, and the reference of its speed-up
         self.last_refusal = ""  # why the last action did not start ("" once one has)
@@ -101,7 +95,7 @@ class RunController(QObject):
         panel.benchRequested.connect(self.start_bench)
         panel.diagnoseRequested.connect(self.start_diagnose)
         panel.refused.connect(lambda text: self._refuse("Not started", text))
-        plan.changed.connect(lambda: panel.set_plan_trivial(plan.is_trivial()))
+        model.plan.changed.connect(lambda: panel.set_plan_trivial(model.plan.is_trivial()))
         jobs.finished.connect(self._finished)
         self._trt_checked.connect(self._on_trt_checked)
         # Each job kind's typed result (read_job_result reads the JSON as the type its kind names) and its handler.
@@ -158,14 +152,14 @@ class RunController(QObject):
         self.messages.clear(self.REFUSAL_TITLES)
 
     def _plan_precisions(self) -> frozenset[str]:
-        return frozenset(r.precision for r in self.plan.rows) - {"fixed"}
+        return self.model.plan_precisions()
 
     def _model_inputs(self, targets: Iterable[str | Target], shapes: Mapping[str, tuple[int, ...]] | None = None
                       ) -> ModelInputs | None:
         """What every job adds to its request: the model on show, its input shapes (`shapes` over the Shapes
         panel's) and the plan its `B:plan` targets run; None, with the refusal shown, without a model or with input
         shapes a target cannot take."""
-        opened = self.opened()
+        opened = self.model.opened()
         if opened is None:
             self._refuse("Not started", "Open a model first.")
             return None
@@ -176,7 +170,7 @@ class RunController(QObject):
         except TrtlabError as exc:
             # Caught here, before any job starts: the message names the input and its dynamic dim.
             self._refuse("Input shapes needed", exc.message, exc.fix)
-            self.docks.raise_dock("summary")
+            self.messages.raise_dock("summary")
             return None
         chosen = [Target.read(t) for t in targets if t]
         if any(t.builds_engine for t in chosen):
@@ -191,8 +185,8 @@ class RunController(QObject):
         base = ModelInputs(str(opened.path), {k: tuple(v) for k, v in resolved.items()})
         if plan_needed(chosen) is not None:
             # An all-FP32 plan is the model itself: said so in the results rather than "B:plan".
-            trivial = self.plan.is_trivial()
-            base = replace(base, plan=None if trivial else self.plan.plan, trivial_plan=trivial)
+            trivial = self.model.plan.is_trivial()
+            base = replace(base, plan=None if trivial else self.model.plan.plan, trivial_plan=trivial)
         return base
 
     def _start(self, spec: JobInputs, title: str, bench_reference: str | None = None) -> str:
@@ -201,7 +195,7 @@ class RunController(QObject):
                                        self._plan_precisions() if spec.plan is not None else frozenset(),
                                        bench_reference)
         self._started()
-        self.docks.show_jobs()
+        self.messages.show_jobs()
         self.messages.say(f"Started: {title}")
         return job
 
@@ -235,7 +229,7 @@ class RunController(QObject):
         candidate = panel.diagnose_candidate()
         if candidate is None:
             self._refuse("Not started", "Tick a backend and a precision under Candidates to search a fallback for.")
-            self.docks.raise_dock("run")
+            self.messages.raise_dock("run")
             return None
         reference, target = panel.reference.currentText(), f"cos:{panel.min_cos.value():g}"
 
@@ -273,7 +267,7 @@ class RunController(QObject):
         from app.core.engine import named_dims, parse_profile_args
 
         panel = self.panel
-        opened = self.opened()
+        opened = self.model.opened()
         if opened is None:
             self._refuse("Not started", "Open a model first.")
             return None
@@ -285,7 +279,7 @@ class RunController(QObject):
                                          dim_names=named_dims(opened.doc.model.graph))
         except TrtlabError as exc:
             self._refuse("Build not started", exc.message, exc.fix)
-            self.docks.raise_dock("run")
+            self.messages.raise_dock("run")
             return None
         backend, a = engine_backend(self.availability)
         targets: list[str] = []
@@ -313,9 +307,9 @@ class RunController(QObject):
         from app.backends import get_backend
 
         # Checked against the TensorRT that will build (RTX with its targets), whatever the Readiness dock shows.
-        report = self.check_readiness("rtx" if backend == "trt-rtx" else None)
+        report = self.model.readiness("rtx" if backend == "trt-rtx" else None)
         if report is not None and report.errors and not force and not self._confirm_build(report):
-            self.docks.raise_dock("readiness")
+            self.messages.raise_dock("readiness")
             self.messages.say(f"Build not started: the readiness check found {report.errors} error(s).")
             return False
         if not _can_build(a):
@@ -385,8 +379,8 @@ class RunController(QObject):
         if run is None:
             return
         status = result.status
-        model = self.opened()
-        opened = str(model.path) if model is not None else ""
+        shown = self.model.opened()
+        opened = str(shown.path) if shown is not None else ""
         if status == "done" and run.kind != "variant" and run.model != opened:
             self.bench_queue = []
             self.messages.say(f"A {run.kind} job for {Path(run.model).name} finished after that model was closed; "
@@ -411,7 +405,7 @@ class RunController(QObject):
             self.messages.show_message("Job failed", result.error or "The job failed.",
                                        f"Exit: {reason}. The Jobs panel has its log." if reason else
                                        "The Jobs panel has its log.")
-            self.docks.show_jobs()
+            self.messages.show_jobs()
 
     # ----------------------------------------------------------------- each kind's result
     def _diagnosed(self, run: RunningJob, data: DiagnoseResult) -> None:
@@ -439,7 +433,7 @@ class RunController(QObject):
         dropped = self.results.set_compare(data, run.plan_precisions)
         self.messages.say("Comparison finished." + (
             f" Earlier results against another reference were replaced ({', '.join(dropped)})." if dropped else ""))
-        self.docks.show_results()
+        self.messages.show_results()
 
     def _benched(self, run: RunningJob, data: BenchResult) -> None:
         self.results.set_model(run.model)
@@ -447,7 +441,7 @@ class RunController(QObject):
         if data.layer_times:
             self.layerTimes.emit(data.backend, data.layer_times)
         self.messages.say(f"Benchmark of {data.backend} finished.")
-        self.docks.show_results()
+        self.messages.show_results()
         self._next_bench()
 
 

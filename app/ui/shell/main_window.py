@@ -46,6 +46,7 @@ from app.ui.results.engine_panel import EnginePanel
 from app.ui.results.profile_panel import ProfilePanel
 from app.ui.results.view import ResultsView
 from app.ui.run.controller import RunController
+from app.ui.run.host import JobModel
 from app.ui.run.job_bridge import JobBridge
 from app.ui.run.jobs_panel import JobsPanel
 from app.ui.run.panel import RunPanel
@@ -134,7 +135,7 @@ class MainWindow(QMainWindow):
         self.status = StatusParts(self.statusBar(), self.loader.cancel)
         self.status_label, self.hint_label = self.status.status_label, self.status.hint_label
         self.cancel_button = self.status.cancel_button
-        self.messages = Messages(self.status_label, self.banner, self)
+        self.messages = Messages(self.status_label, self.banner, self, self.workspace)
 
         # The features' controllers, each owning its state; the precision and run controllers are given the few
         # parts they use, never the window.
@@ -143,17 +144,17 @@ class MainWindow(QMainWindow):
         self.colors = GraphColors(self.graph_page, self.plan, self.engine_panel, self.profile_panel, self.messages,
                                   self)
         self.plan_files = PlanFiles(self.plan, lambda: self.opened, self.settings, self.colors, self.messages, self)
-        self.precision = PrecisionWork(self.plan, self.precision_panel, self.nodes, self.colors, self.workspace,
-                                       self.messages, self)
-        self.engine_results = EngineResults(self.engine_panel, self.profile_panel, self.workspace, self.colors,
-                                            self.messages, self.plan_files.plan_dir, self)
+        self.precision = PrecisionWork(self.plan, self.precision_panel, self.nodes, self.colors, self.messages, self)
+        self.engine_results = EngineResults(self.engine_panel, self.profile_panel, self.colors, self.messages,
+                                            self.plan_files.plan_dir, self)
         self.readiness = ReadinessCheck(self)
         self.project = ProjectController(self)
         col.insertWidget(1, self.project.project_banner)
         col.addWidget(self.stack, 1)
         self.batch = BatchResults(self)
-        self.run_controller = RunController(self.run_panel, self.jobs, self.plan, lambda: self.opened,
-                                            self.results_view, self.workspace, self.messages, self.readiness.run, self)
+        self.run_controller = RunController(self.run_panel, self.jobs, JobModel(lambda: self.opened, self.plan,
+                                                                               self.readiness.run),
+                                            self.results_view, self.messages, self)
         self.presentation = Presentation(self, self)
         self.guided = GuidedFlow(self)
         self.menus = Menus(self, self, files=self.files, project=self.project, batch=self.batch,

@@ -32,7 +32,7 @@ from app.core.evaluate import (
 )
 from app.core.measure import OutputKind, infer_output_kinds
 from app.core.measure.answers import edit_distance, iou_matrix
-from tests.core.evaluate.test_presets import SAMPLES, first_input, survey_model
+from tests.support.evaluate import SAMPLES, first_input, survey_model
 
 LATIN_FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
 CJK_FONTS = (Path("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 
 import numpy as np
@@ -12,21 +11,9 @@ import pytest
 from onnx import TensorProto, helper
 from PIL import Image, ImageDraw
 
-from app.core.evaluate import Preset, PresetError, Transform, choose_preset, default_input_shape, model_class_names
-from app.core.model import graph_inputs, value_info_to_tensor_info
-
-SAMPLES = Path(__file__).resolve().parents[3] / "app" / "resources" / "samples"
-
-
-def survey_model(rel: str) -> Path:
-    path = Path(os.environ.get("TRTLAB_SURVEY", Path.home() / ".cache" / "trtlab" / "survey")) / rel
-    if not path.exists():
-        pytest.skip(f"{rel} is not fetched at {path.parent} (python benchmarks/survey_models.py fetches it)")
-    return path
-
-
-def first_input(model: onnx.ModelProto):
-    return value_info_to_tensor_info(graph_inputs(model.graph)[0])
+from app.core.dataset import model_class_names
+from app.core.evaluate import Preset, PresetError, Transform, choose_preset, default_input_shape
+from tests.support.evaluate import first_input, survey_model
 
 
 def chosen(path: Path) -> tuple[Preset, tuple[int, ...] | None]:
@@ -44,7 +31,7 @@ def test_an_ultralytics_detector_gets_the_letterbox_and_its_imgsz():
     assert "Ultralytics" in preset.reason and "imgsz" in preset.reason
     assert shape == (1, 3, 320, 320)  # the dynamic input gets the metadata's size
     names = model_class_names(onnx.load(str(survey_model("nudenet/320n.onnx")), load_external_data=False))
-    assert names[1] == "FACE_FEMALE" and len(names) == 18
+    assert names is not None and names[1] == "FACE_FEMALE" and len(names) == 18
 
 
 def test_the_ppocr_models_get_paddleocrs_presets():
