@@ -37,6 +37,8 @@ BOUNDARY = {
     "app/core/project.py": "the project file, which keeps each job's JSON as it came",
     "app/batch/matrix.py": "the batch matrix (YAML), not a result",
     "app/batch/ray_exec.py": "carries a job's JSON back from a Ray worker, adding where it ran, before it is saved",
+    "app/core/dataset/": "the datasets' own label files (COCO JSON, data.yaml), not results",
+    "app/core/evaluate/presets.py": "reads the model's own metadata (Ultralytics' task, imgsz, names)",
 }
 # Functions that decide what a JSON is before it is read as a type.
 BOUNDARY_FUNCTIONS = {"from_json", "to_json", "infer_kind"}
@@ -44,10 +46,11 @@ BOUNDARY_FUNCTIONS = {"from_json", "to_json", "infer_kind"}
 # readiness report, TensorRT's JSON), too plain to tell a result from them.
 SHARED_WORDS = {
     "added", "after", "batch", "before", "cand", "cells", "code", "compared", "config", "count", "device", "diff",
-    "done", "dtype", "engine", "error", "failed", "fix", "gpu", "id", "job", "jobs", "key", "layers", "matrix", "max",
-    "mean", "message", "method", "min", "model_sha256", "name", "node", "nodes", "not run", "notes", "ok", "op",
-    "output", "outputs", "ref", "removed", "report", "result", "results", "rows", "seconds", "shape", "share", "size",
-    "spec", "status", "std", "text", "total", "type", "value", "values", "warning", "warnings", "where",
+    "done", "dtype", "engine", "error", "failed", "fix", "gpu", "id", "images", "job", "jobs", "key", "layers",
+    "matrix", "max", "mean", "message", "method", "min", "model_sha256", "name", "node", "nodes", "not run", "notes",
+    "ok", "op", "output", "outputs", "ref", "removed", "report", "result", "results", "rows", "scale", "seconds",
+    "shape", "share", "size", "spec", "status", "std", "text", "total", "type", "value", "values", "warning",
+    "warnings", "where",
 }
 
 

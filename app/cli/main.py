@@ -19,9 +19,9 @@ from app.core.errors import TrtlabError
 
 # Every subcommand of the public interface; those not built yet say so and exit 2.
 SUBCOMMANDS = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check",
-               "build", "report", "batch", "profile", "diff")
+               "build", "report", "batch", "profile", "diff", "eval")
 _BUILT = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check", "build", "batch",
-          "report", "profile", "diff")
+          "report", "profile", "diff", "eval")
 _PLANNED = frozenset(SUBCOMMANDS) - set(_BUILT)
 
 
@@ -36,6 +36,7 @@ def _command_modules() -> dict[str, ModuleType]:
         compare_cmd,
         diagnose_cmd,
         diff_cmd,
+        eval_cmd,
         fallback_cmd,
         profile_cmd,
         report_cmd,
@@ -46,7 +47,7 @@ def _command_modules() -> dict[str, ModuleType]:
     return {"run": run_cmd, "compare": compare_cmd, "diagnose": diagnose_cmd, "fallback": fallback_cmd,
             "variant": variant_cmd, "bench": bench_cmd, "profile": profile_cmd,
             "build": build_cmd, "check": check_cmd, "diff": diff_cmd, "batch": batch_cmd,
-            "report": report_cmd}
+            "report": report_cmd, "eval": eval_cmd}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -101,9 +102,15 @@ def run_cli(argv: list[str]) -> int:
         return interrupted_exit(signal.SIGINT)
     except Exception as exc:  # a failed job: its reason and last log lines, never a traceback
         from app.cli.jobrun import JobFailed, report_job_failure
+        from app.cli.output import EXIT_JOB_FAILED
+        from app.core.results import ResultFormatError
 
         if isinstance(exc, JobFailed):
             return report_job_failure(args.command, exc)
+        if isinstance(exc, ResultFormatError):  # the job finished, and its result does not read as its type
+            sys.stderr.write(f"trtlab {args.command}: the job's result could not be read ({exc}). This is a fault of "
+                             "trtlab's own, not of your model or settings: please report it with this message.\n")
+            return EXIT_JOB_FAILED
         raise
     build_parser().print_help(sys.stderr)
     return EXIT_BAD_INPUT

@@ -13,6 +13,7 @@ from app.backends.tasks.specs import (
     BuildSpec,
     CompareSpec,
     DiagnoseSpec,
+    EvalSpec,
     FallbackSpec,
     PrecisionNotAvailable,
     RunSpec,
@@ -38,11 +39,14 @@ def _examples(model: str) -> list:
         FallbackSpec(model=model, candidate="ort-cpu:fp16", target="cos:0.999", budget_s=30),
         VariantSpec(model=model, target="ort-cpu:bf16", out="/tmp/out.onnx", opset=22),
         BuildSpec(model=model, target="trt-rtx:fp16", options={"profiles": [], "targets": ["ampere"]}),
+        EvalSpec(model=model, dataset="/data/set", labels="/data/set/rec_gt.txt", format="text-lines",
+                 candidates=["ort-cpu:fp16", "ort-cpu:int8"], tolerances=["cer:+0.5"], limit=10, shuffle=True,
+                 seed=2, shapes={"x": (1, 3, 48, 320)}),
     ]
 
 
 def test_every_job_kind_has_a_spec_whose_job_takes_it():
-    assert set(SPECS) == {"run", "compare", "bench", "diagnose", "fallback", "variant", "build", "profile"}
+    assert set(SPECS) == {"run", "compare", "bench", "diagnose", "fallback", "variant", "build", "profile", "eval"}
     for kind, cls in SPECS.items():
         fn = resolve(cls.job)
         assert cls.job == f"app.backends.tasks.{kind}:{kind}_task"

@@ -1,5 +1,6 @@
 """The job package: one module per job, named by "module:function" strings that must all resolve, and a job's
-process importing its own module (and what it shares: `common`, `specs`), never the other jobs."""
+process importing its own module (and what it shares: `common`, `specs` and the values specs check, `spec_fields`),
+never the other jobs."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from app.jobs.child import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "app" / "backends" / "tasks"
-JOBS = ("run", "compare", "bench", "diagnose", "fallback", "variant", "build", "profile")
+JOBS = ("run", "compare", "bench", "diagnose", "fallback", "variant", "build", "profile", "eval")
 # Each job's module and what it imports from the package: fallback ranks its nodes by diagnose's layer errors.
-IMPORTS = {job: {"common", "specs", job} for job in JOBS} | {"fallback": {"common", "specs", "diagnose", "fallback"}}
+SHARED = {"common", "specs", "spec_fields"}
+IMPORTS = {job: SHARED | {job} for job in JOBS} | {"fallback": SHARED | {"diagnose", "fallback"}}
 JOB_PATH = re.compile(r"""["'`](app\.backends\.tasks[\w.]*:\w+)["'`]""")
 
 
@@ -56,7 +58,7 @@ def test_the_package_reexports_nothing_so_a_stale_path_fails():
 
 def test_each_job_module_stays_short():
     lengths = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.glob("*.py")}
-    assert set(lengths) == {"__init__.py", "common.py", "specs.py", *(f"{job}.py" for job in JOBS)}
+    assert set(lengths) == {"__init__.py", *(f"{m}.py" for m in SHARED), *(f"{job}.py" for job in JOBS)}
     assert max(lengths.values()) < 400, lengths
 
 
@@ -77,4 +79,4 @@ def test_the_app_bundle_lists_every_job_module():
     spec = (ROOT / "build_app.spec").read_text(encoding="utf-8")
     listed = set(re.findall(r'"app\.backends\.tasks\.(\w+)"', spec))
     # Every module of the app (collect_submodules, tests/test_packaging.py), or each job module by name.
-    assert 'hiddenimports=collect_submodules("app")' in spec or listed == {"common", "specs", *JOBS}
+    assert 'hiddenimports=collect_submodules("app")' in spec or listed == {*SHARED, *JOBS}

@@ -360,3 +360,16 @@ def test_external_data_in_a_sibling_folder_sharing_the_name_prefix_is_refused(tm
     inside.mkdir()
     _external_model(inside / "m.onnx", "sub/w.bin")
     assert trtlab("inspect", inside / "m.onnx").returncode == 0
+
+
+def test_a_job_result_that_does_not_read_as_its_type_is_exit_4_and_says_whose_fault(model_paths, monkeypatch,
+                                                                                    capsys):
+    """A job that finished with JSON of another shape (a trtlab fault, not the user's input): exit 4, no traceback,
+    never exit 1 (which says a tolerance was not met)."""
+    from app.cli import bench_cmd
+
+    monkeypatch.setattr(bench_cmd, "run_job", lambda spec, title: {"backend": "ort-cpu:fp32", "latency_ms": [1.0]})
+    code = run_cli(["bench", str(model_paths["u2netp"]), "--backend", "ort-cpu", "--iterations", "1"])
+    err = capsys.readouterr().err
+    assert code == EXIT_JOB_FAILED
+    assert "could not be read" in err and "fault of trtlab's own" in err and "Traceback" not in err

@@ -1,6 +1,6 @@
 """What each job is asked to do: one frozen dataclass per job kind (run, compare, bench, diagnose, fallback, variant,
-build, profile), made and checked once where the request starts (the CLI's arguments, the GUI's panels), sent to the
-job's process as JSON and parsed back into the same type there.
+build, profile, eval), made and checked once where the request starts (the CLI's arguments, the GUI's panels), sent
+to the job's process as JSON and parsed back into the same type there.
 
 A spec checks what it can without the model (targets, tolerances, counts, budgets, a plan, inputs) once, as it is
 made, holding the parsed values (`Target`, `Tolerance`, `InputSource`; their text is only in its JSON); an unknown
@@ -19,7 +19,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
-from app.core.errors import InputError
+from app.backends.tasks.spec_fields import SpecError
+from app.backends.tasks.spec_fields import count_of as _count
+from app.backends.tasks.spec_fields import field_json as _text
+from app.backends.tasks.spec_fields import parsed_kinds as _parsed
+from app.backends.tasks.spec_fields import shapes_of as _shapes
+from app.backends.tasks.spec_fields import source_of as _source
+from app.backends.tasks.spec_fields import target_of as _target
+from app.backends.tasks.spec_fields import tolerance_of as _tolerance
 from app.core.measure import InputSource, OutputKind, Tolerance, default_timing_mode, parse_output_kinds
 from app.core.targets import PrecisionNotAvailable, Target, require_plan  # noqa: F401 - the jobs' error, from here
 
@@ -32,11 +39,6 @@ CALIB_METHODS = ("minmax", "entropy", "percentile")
 TIMING_MODES = ("end_to_end", "device_only")
 # Backend options: CUDA's TF32, ONNX Runtime's threads and device, TensorRT's workspace, level, profiles, targets
 OPTION_KEYS = ("tf32", "threads", "device_id", "workspace_mb", "opt_level", "profiles", "targets")
-
-
-class SpecError(InputError):
-    """A job asked for with settings it cannot run."""
-    title = "Invalid job settings"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -318,8 +320,47 @@ class ProfileSpec(JobInputs):
         return [t for t in (self.against, self.target) if t is not None]
 
 
+@dataclass(frozen=True, kw_only=True)
+class EvalSpec(JobInputs):
+    """`trtlab eval`: the reference and each candidate over a labelled dataset, scored by its task's metric."""
+
+    dataset: str                              # the dataset's folder
+    labels: str | None = None                 # its labels file (COCO JSON, data.yaml, CSV, text lines); None: found
+    format: str | None = None                 # app.core.dataset's format name; None: detected
+    reference: Target = Target("ort-cpu")
+    candidates: tuple[Target, ...]
+    tolerances: tuple[str, ...] = ()          # drops allowed against the reference, e.g. map50:-0.5
+    limit: int | None = None                  # the first N images (after shuffling)
+    shuffle: bool = False                     # images in an order drawn from `seed`
+    preset: Mapping[str, Any] | None = None   # the preprocessing (app.core.evaluate.Preset's JSON); None: chosen
+    kind: ClassVar[str] = "eval"
+    job: ClassVar[str] = "app.backends.tasks.eval:eval_task"
+    artifacts: ClassVar[tuple[str, ...]] = ("per_image",)
+
+    def __post_init__(self) -> None:
+        from app.core.evaluate import DropTolerance
+
+        if not str(self.dataset or "").strip():
+            raise SpecError("The eval job needs a dataset.", fix="Give --dataset DIR.")
+        object.__setattr__(self, "reference", _target(self.reference))
+        if isinstance(self.candidates, str) or not self.candidates:
+            raise SpecError("An evaluation needs at least one candidate.", fix="Add a candidate such as ort-cpu:fp16.")
+        object.__setattr__(self, "candidates", tuple(_target(c) for c in self.candidates))
+        object.__setattr__(self, "tolerances", tuple(str(DropTolerance.parse(str(t))) for t in self.tolerances))
+        if self.limit is not None:
+            _count(self.limit, "limit")
+        super().__post_init__()
+
+    def targets(self) -> list[Target]:
+        return [self.reference, *self.candidates]
+
+    def input_files(self) -> list[str]:
+        return [*super().input_files(), self.dataset, *([self.labels] if self.labels else [])]
+
+
 SPECS: dict[str, type[JobInputs]] = {cls.kind: cls for cls in (RunSpec, CompareSpec, BenchSpec, DiagnoseSpec,
-                                                               FallbackSpec, VariantSpec, BuildSpec, ProfileSpec)}
+                                                               FallbackSpec, VariantSpec, BuildSpec, ProfileSpec,
+                                                               EvalSpec)}
 
 
 def spec_from_json(d: Mapping[str, Any]) -> JobInputs:
@@ -347,48 +388,3 @@ def takes(spec_type: type[S]) -> Callable[[Callable[[S, Any], dict]], Callable[[
         job.spec_type = spec_type  # type: ignore[attr-defined]  # a marker on the function, read by the tests
         return job
     return wrap
-
-
-def _target(text: object) -> Target:  # `ort-cpu` is `ort-cpu:fp32`; checked
-    return text if isinstance(text, Target) else Target.parse(str(text))
-
-
-def _tolerance(text: object) -> Tolerance:  # checked, the value within what the metric can be
-    return text if isinstance(text, Tolerance) else Tolerance.parse(str(text))
-
-
-def _text(value: object) -> object:  # a field's JSON: targets and tolerances as their text, a plan as its JSON
-    if isinstance(value, Target | Tolerance):
-        return str(value)
-    to_json = getattr(value, "to_json", None)
-    return to_json() if callable(to_json) else value
-
-
-def _parsed(kinds: object) -> bool:  # {output: OutputKind}, as a spec holds its kinds
-    return isinstance(kinds, Mapping) and all(isinstance(k, OutputKind) for k in kinds.values())
-
-
-def _count(value: object, what: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise SpecError(f"{what} {value!r}: give a positive whole number.", fix=f"Set {what} to e.g. 1.")
-    return value
-
-
-def _shapes(shapes: Mapping[str, Any] | None) -> dict[str, tuple[int, ...]]:
-    out = {}
-    for name, dims in (shapes or {}).items():
-        try:
-            out[str(name)] = tuple(int(d) for d in dims)
-        except (TypeError, ValueError) as exc:
-            raise SpecError(f"The shape of input '{name}' ({dims!r}) is not a list of whole numbers.",
-                            fix="Give dims such as 1x3x224x224.") from exc
-        if any(d < 0 for d in out[str(name)]):
-            raise SpecError(f"The shape of input '{name}' has a negative dim ({dims!r}).",
-                            fix="Give dims of 0 or more, such as 1x3x224x224.")
-    return out
-
-
-def _source(value: object, what: str) -> InputSource | None:
-    if value is None or isinstance(value, InputSource | Mapping):
-        return InputSource.from_json(dict(value)) if isinstance(value, Mapping) else value
-    raise SpecError(f"{what}: {value!r} is not an input source.", fix="Give an InputSource or its JSON.")

@@ -36,7 +36,8 @@ class EvaluationInputError(InputError):
 class Records(Protocol):
     """Per-image records of one run, the dataset's metrics recomputable under any weighting of its images."""
 
-    image_ids: tuple[ImageId, ...]
+    @property
+    def image_ids(self) -> tuple[ImageId, ...]: ...
 
     def __len__(self) -> int: ...
 

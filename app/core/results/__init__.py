@@ -18,6 +18,14 @@ from app.core.results.compare import (
     ValueHists,
 )
 from app.core.results.diff import ChangedNode, DiffCounts, DiffNode, DiffResult, MatchedOutput, NumericDiff
+from app.core.results.evaluation import (
+    ClassMapInfo,
+    DatasetInfo,
+    EvalCandidate,
+    EvalRun,
+    EvaluationResult,
+    PresetInfo,
+)
 from app.core.results.jobs import (
     BenchResult,
     BuildResult,
@@ -43,10 +51,11 @@ from app.core.results.jobs import (
 from app.core.results.record import JSONValue, Record, ResultFormatError
 
 __all__ = ["RESULT_TYPES", "AnswerPictures", "Answers", "BatchCell", "BatchSummary", "BenchResult", "BuildResult",
-           "CandidateResult", "CellJob", "ChangedNode", "CompareResult", "DiagnoseResult", "DiagnosedOutput",
-           "DiffCounts", "DiffNode", "DiffResult", "EngineLayer", "FailedJob", "FallbackResult", "FallbackStep",
+           "CandidateResult", "CellJob", "ChangedNode", "ClassMapInfo", "CompareResult", "DatasetInfo",
+           "DiagnoseResult", "DiagnosedOutput", "DiffCounts", "DiffNode", "DiffResult", "EngineLayer",
+           "EvalCandidate", "EvalRun", "EvaluationResult", "FailedJob", "FallbackResult", "FallbackStep",
            "FloorEntry", "JSONValue", "JobCounts", "JobDoc", "JobRecord", "JobResultType", "KindInfo", "LatencyStats",
            "LayerError", "LayerTiming", "MatchedOutput", "NodeDelta", "NumericDiff", "OpCount", "OutputAnswers",
-           "OutputResult", "ParseError", "Placement", "PlanMismatch", "PlotData", "ProfileDelta", "ProfileResult",
-           "ProfiledNode", "RandomOp", "RandomOps", "Record", "ResultFormatError", "RunOutput", "RunResult",
-           "SampleFacts", "Task", "TextPair", "ValueHists", "VariantResult", "read_job_result"]
+           "OutputResult", "ParseError", "Placement", "PlanMismatch", "PlotData", "PresetInfo", "ProfileDelta",
+           "ProfileResult", "ProfiledNode", "RandomOp", "RandomOps", "Record", "ResultFormatError", "RunOutput",
+           "RunResult", "SampleFacts", "Task", "TextPair", "ValueHists", "VariantResult", "read_job_result"]

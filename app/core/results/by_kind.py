@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, TypeAlias
 
 from app.core.results.compare import CompareResult
+from app.core.results.evaluation import EvaluationResult
 from app.core.results.jobs import (
     BenchResult,
     BuildResult,
@@ -19,11 +20,12 @@ from app.core.results.jobs import (
 from app.core.results.record import ResultFormatError
 
 JobResultType: TypeAlias = (CompareResult | BenchResult | ProfileResult | DiagnoseResult | FallbackResult
-                            | BuildResult | RunResult | VariantResult)
+                            | BuildResult | RunResult | VariantResult | EvaluationResult)
 
 RESULT_TYPES: dict[str, type[JobResultType]] = {
     "compare": CompareResult, "bench": BenchResult, "profile": ProfileResult, "diagnose": DiagnoseResult,
-    "fallback": FallbackResult, "build": BuildResult, "run": RunResult, "variant": VariantResult}
+    "fallback": FallbackResult, "build": BuildResult, "run": RunResult, "variant": VariantResult,
+    "eval": EvaluationResult}
 
 
 def read_job_result(kind: str, doc: Mapping[str, Any]) -> JobResultType:

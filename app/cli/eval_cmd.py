@@ -1,0 +1,144 @@
+"""`trtlab eval`: the reference and each candidate over a labelled dataset, scored by the task's metric; exit 1 when
+a tolerance on the drop is not met."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from app.backends import Target
+from app.backends.tasks.specs import EvalSpec
+from app.cli.args import (
+    add_output_kinds,
+    check_available,
+    check_positive,
+    early_checks,
+    emit,
+    job_options,
+    model_inputs,
+    output_kinds_arg,
+    variant_params,
+)
+from app.cli.checks import CliInputError
+from app.cli.jobrun import run_job
+from app.cli.output import EXIT_NOT_MET, EXIT_OK
+from app.core.dataset import FORMAT_NAMES
+from app.core.results import EvalCandidate, EvaluationResult
+from app.core.targets import plan_needed
+
+# The metrics the text shows per task, first the one tolerances are most often set on.
+SHOWN = {"detection": ("map50", "map", "mean_iou"), "classification": ("top1", "top5"),
+         "segmentation": ("miou", "dice"), "recognition": ("cer", "wer", "exact")}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("eval", help="accuracy of each precision on a labelled dataset, against FP32")
+    p.add_argument("model", metavar="MODEL")
+    p.add_argument("--dataset", required=True, metavar="DIR", help="the labelled dataset's folder")
+    p.add_argument("--labels", metavar="FILE", help="its labels file (COCO JSON, data.yaml, CSV, text lines); "
+                                                    "default: found in the folder")
+    p.add_argument("--format", choices=tuple(FORMAT_NAMES), default=None, help="the dataset's format (default: "
+                                                                               "detected)")
+    p.add_argument("--reference", default="ort-cpu:fp32", metavar="B[:P]")
+    p.add_argument("--candidate", action="append", required=True, metavar="B[:P]")
+    p.add_argument("--tol", action="append", default=[], metavar="METRIC:POINTS",
+                   help="the drop accepted against the reference, in points: map50:-0.5, map:-1, top1:-0.3, "
+                        "miou:-1, cer:+0.2")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="the first N images (after --shuffle)")
+    p.add_argument("--shuffle", action="store_true", help="take the images in an order drawn from --seed")
+    p.add_argument("--seed", type=int, default=0, help="seed of --shuffle and of the bootstrap (default 0)")
+    p.add_argument("--shapes", metavar="SPEC", help="the input's shape where it is dynamic, e.g. x:1x3x224x224")
+    p.add_argument("--plan", metavar="PLAN.json", help="the precision plan that B:plan candidates run")
+    p.add_argument("--calib", metavar="SRC", help="INT8 calibration data: a .npz file or a folder of them "
+                                                  "(default: the dataset's first images, preprocessed)")
+    p.add_argument("--calib-method", choices=("minmax", "entropy", "percentile"), default="minmax",
+                   help="INT8 calibration method (default minmax)")
+    p.add_argument("--calib-samples", type=int, default=None, metavar="N",
+                   help="calibration images taken from the dataset (default 32)")
+    p.add_argument("--tf32", action="store_true", help="allow TF32 on CUDA backends (default: strict FP32)")
+    p.add_argument("--json", metavar="PATH|-", help="write the results as JSON to PATH, or stdout with -")
+    add_output_kinds(p)
+    # what `input_source` reads for an image folder; --calib takes prepared samples only here
+    p.set_defaults(inputs=None, layout="NCHW", color="RGB", scale=1 / 255, resize=None, mean=None, std=None)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from app.core.evaluate import DropTolerance, DropToleranceError
+
+    ref = Target.parse(args.reference)
+    cands = [Target.parse(c) for c in args.candidate]
+    try:
+        tolerances = tuple(str(DropTolerance.parse(t)) for t in args.tol)
+    except DropToleranceError as exc:
+        raise CliInputError(f"--tol {exc.message}", fix=exc.fix) from exc
+    if args.limit is not None:
+        check_positive(args.limit, "--limit")
+    dataset = Path(args.dataset)
+    if not dataset.is_dir():
+        raise CliInputError(f"--dataset '{dataset}' is not a folder." if dataset.exists()
+                            else f"--dataset '{dataset}' does not exist.",
+                            fix="Give the folder that holds the labelled images.")
+    if args.labels and not Path(args.labels).is_file():
+        raise CliInputError(f"--labels '{args.labels}' does not exist.", fix="Give the dataset's labels file.")
+    if args.plan and plan_needed(cands) is None:
+        raise CliInputError("--plan is given but no candidate runs it.",
+                            fix="Add a candidate such as --candidate ort-cpu:plan.")
+    calib = Path(args.calib) if args.calib else None
+    if calib is not None and calib.is_dir() and not any(f.suffix.lower() in (".npz", ".npy") for f in calib.iterdir()):
+        raise CliInputError(f"--calib '{calib}' holds no .npz samples; the dataset's own images calibrate by default.",
+                            fix="Leave --calib out, or give .npz samples preprocessed as the model expects.")
+    early_checks(args, targets=[ref, *cands])
+    check_available(ref, *cands)
+    spec = EvalSpec(model=args.model, dataset=str(dataset), labels=args.labels, format=args.format,
+                    reference=ref, candidates=tuple(cands), tolerances=tolerances, limit=args.limit,
+                    shuffle=bool(args.shuffle), seed=args.seed, shapes=given_shapes(args), options=job_options(args),
+                    output_kinds=output_kinds_arg(args), **variant_params(args, [ref, *cands]))
+    data = run_job(spec, f"Evaluate on {dataset.name}", keep_workdir=True)  # the per-image file stays there
+    result = EvaluationResult.from_json(data)
+    emit(args, result, format_eval(result), order=data)
+    return EXIT_OK if result.passed else EXIT_NOT_MET
+
+
+def given_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
+    """--shapes as given (names and ranks checked); the job fills a dynamic batch with 1 and the rest from what the
+    model says, refusing a dim nothing gives."""
+    from app.core.model import parse_shape_spec
+
+    given = parse_shape_spec(args.shapes, model_inputs(args)) if args.shapes else {}
+    return {k: tuple(v) for k, v in given.items()}
+
+
+def _points(v: float) -> str:
+    return f"{v * 100:+.1f}".replace("-", "−")
+
+
+def metric_line(metric: str, ref: float | None, cand: EvalCandidate) -> str:
+    """``top1 0.912 → 0.905 (−0.7 pts, 95 % CI −1.2 … −0.2)``."""
+    value, delta = cand.metrics.get(metric), cand.delta.get(metric)
+    text = f"{metric} {'—' if ref is None else f'{ref:.3f}'} → {'—' if value is None else f'{value:.3f}'}"
+    if delta is None:
+        return text
+    interval = cand.interval(metric)
+    ci = f", 95 % CI {_points(interval[0])} … {_points(interval[1])}" if interval is not None else ""
+    return f"{text} ({_points(delta)} pts{ci})"
+
+
+def format_eval(doc: EvaluationResult) -> str:
+    ds = doc.dataset
+    lines = [f"Dataset {ds.path}: {ds.summary} ({ds.task}; {ds.images} evaluated)",
+             f"Preprocessing: {doc.preset.describe}"]
+    if ds.class_map is not None:
+        lines.append(f"Classes mapped {ds.class_map.how}" + (f"; no model class for {', '.join(ds.class_map.unmatched)}"
+                                                              if ds.class_map.unmatched else ""))
+    shown = [m for m in SHOWN.get(ds.task, ()) if m in doc.reference.metrics] or list(doc.reference.metrics)
+    ref = doc.reference
+    lines.append(f"Reference {ref.name}: " + ", ".join(
+        f"{m} {'—' if ref.metrics.get(m) is None else format(ref.metrics[m], '.3f')}" for m in shown))
+    lines += [f"  note: {n}" for n in doc.notes.get(ref.name, ())]
+    for c in doc.candidates:
+        lines.append(f"{c.name}: {'PASS' if c.passed else 'FAIL'}")
+        lines += [f"  {metric_line(m, ref.metrics.get(m), c)}" for m in shown]
+        lines += [f"  ✗ {f}" for f in c.failures]
+        lines += [f"  note: {n}" for n in doc.notes.get(c.name, ())]
+    lines.append(f"Per image: {doc.per_image}")
+    return "\n".join(lines)

