@@ -21,7 +21,7 @@ from app.cli.args import (
 )
 from app.cli.checks import CliInputError
 from app.cli.jobrun import run_job
-from app.cli.output import EXIT_NOT_MET, EXIT_OK
+from app.cli.output import EXIT_NOT_MET, EXIT_OK, EXIT_UNAVAILABLE
 from app.core.dataset import FORMAT_NAMES
 from app.core.results import EvalCandidate, EvaluationResult
 from app.core.targets import plan_needed
@@ -62,7 +62,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(inputs=None, layout="NCHW", color="RGB", scale=1 / 255, resize=None, mean=None, std=None)
 
 
+EVAL_EXTRA = ("pycocotools", "rapidfuzz")  # mAP by COCO's own evaluator; edit distances for CER and WER
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
+    import importlib.util
+    import sys
+
+    missing = [m for m in EVAL_EXTRA if importlib.util.find_spec(m) is None]
+    if missing:
+        sys.stderr.write(f"trtlab eval: scoring a dataset needs {' and '.join(missing)}, which are not installed "
+                         "here.\n  Fix: pip install \"trtlab[eval]\"\n")
+        return EXIT_UNAVAILABLE
     from app.core.evaluate import DropTolerance, DropToleranceError
 
     ref = Target.parse(args.reference)

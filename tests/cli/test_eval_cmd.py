@@ -118,3 +118,17 @@ def test_recognition_cer_on_rendered_lines(tmp_path: Path) -> None:
     assert doc["reference"]["metrics"]["cer"] <= 0.1
     assert abs(doc["candidates"][0]["delta"]["cer"]) <= 0.05
     assert EvaluationResult.from_json(doc).to_json() == doc
+
+
+def test_without_the_eval_extra_it_says_what_to_install(monkeypatch, capsys, tmp_path):
+    """Exit 3 (not available here) with the install command, before any job starts."""
+    import importlib.util
+
+    from app.cli.main import run_cli
+    from app.cli.output import EXIT_UNAVAILABLE
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "rapidfuzz" else real(name, *a))
+    code = run_cli(["eval", "model.onnx", "--dataset", str(tmp_path), "--candidate", "ort-cpu:fp16"])
+    err = capsys.readouterr().err
+    assert code == EXIT_UNAVAILABLE and "rapidfuzz" in err and 'pip install "trtlab[eval]"' in err

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-from rapidfuzz.distance import Levenshtein
 
 from app.core.errors import InputError
 
@@ -370,6 +369,8 @@ class RecognitionAccumulator:
         return len(self._ids)
 
     def add(self, image_id: ImageId, truth: Any, prediction: Any) -> None:
+        from rapidfuzz.distance import Levenshtein  # the eval extra: imported when text is scored
+
         ref, hyp = str(getattr(truth, "text", truth)), str(getattr(prediction, "text", prediction))
         ref_words, hyp_words = ref.split(), hyp.split()
         self._ids.append(image_id)
