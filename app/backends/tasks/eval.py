@@ -12,7 +12,7 @@ import json
 import math
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -196,9 +196,13 @@ def calibration_folder(spec: EvalSpec, setup: Setup, ctx: JobContext | None, fol
 
     folder.mkdir(parents=True, exist_ok=True)
     count = min(spec.calib_samples or CALIB_IMAGES, len(setup.order))
-    for k, _item, array, _t in images(setup):
+    # Calibration runs at the job's one input shape: a line a text recogniser reads wider is fitted to it here.
+    fitted = replace(setup.preset, dynamic_width=False)
+    for k, item, array, _t in images(setup):
         if k >= count:
             break
+        if tuple(array.shape) != tuple(setup.shape):
+            array, _ = load_image(item, fitted)
         arrays: dict[str, Any] = {setup.input: array}  # one array, keyed by the input's name
         np.savez(folder / f"{k:05d}.npz", **arrays)
         progress(ctx, None, f"Calibration data: image {k + 1} of {count}")

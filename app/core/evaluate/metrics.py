@@ -355,8 +355,10 @@ class RecognitionAccumulator:
     """CER and WER (the sum of Levenshtein edits over the sum of reference lengths, in characters and in
     whitespace-separated words, by rapidfuzz) and the share of lines read exactly; per image, that line's CER.
 
-    ``truth`` and ``prediction`` are strings (or anything with such a ``text``). An empty reference line counts no
-    characters: its per-image CER is its edit count (0 when it is read empty).
+    ``truth`` and ``prediction`` are strings (or anything with such a ``text``). Both are compared with their
+    whitespace normalised (leading and trailing spaces dropped, runs of spaces read as one): a recogniser that reads
+    padding as a space has not misread the line (PaddleOCR's own metric goes further and ignores every space). An
+    empty reference line counts no characters: its per-image CER is its edit count (0 when it is read empty).
     """
 
     task = "recognition"
@@ -371,8 +373,9 @@ class RecognitionAccumulator:
     def add(self, image_id: ImageId, truth: Any, prediction: Any) -> None:
         from rapidfuzz.distance import Levenshtein  # the eval extra: imported when text is scored
 
-        ref, hyp = str(getattr(truth, "text", truth)), str(getattr(prediction, "text", prediction))
-        ref_words, hyp_words = ref.split(), hyp.split()
+        ref_words = str(getattr(truth, "text", truth)).split()
+        hyp_words = str(getattr(prediction, "text", prediction)).split()
+        ref, hyp = " ".join(ref_words), " ".join(hyp_words)
         self._ids.append(image_id)
         self._rows.append((Levenshtein.distance(ref, hyp), len(ref), Levenshtein.distance(ref_words, hyp_words),
                            len(ref_words), ref == hyp))

@@ -111,6 +111,16 @@ def test_recognition_cer_and_wer_are_edit_distances_over_reference_lengths():
     assert per.values.tolist() == pytest.approx([3 / 6, 5 / 11, 0])
 
 
+def test_recognition_reads_padding_read_as_spaces_as_no_error():
+    """PP-OCR reads a line's padding as a leading or trailing space: the line itself was read right."""
+    acc = RecognitionAccumulator()
+    acc.add(0, "Hello world", " Hello world ")
+    acc.add(1, "precision  matters", "precision matters")
+    acc.add(2, "Hello world", "Helloworld")  # a space missing inside the line is an error
+    assert acc.records().char_edits.tolist() == [0, 0, 1]
+    assert acc.result().metrics["exact"] == pytest.approx(2 / 3)
+
+
 def test_recognition_counts_substitutions_deletions_and_empty_lines():
     acc = RecognitionAccumulator()
     acc.add("flaw", "flaw", "lawn")  # delete f, insert n: 2
