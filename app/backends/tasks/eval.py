@@ -311,9 +311,9 @@ def result_doc(spec: EvalSpec, setup: Setup, accs: list[Accumulator], kinds: Map
     candidates = []
     tolerances = [DropTolerance.parse(t) for t in spec.tolerances]
     for target, acc in zip(spec.candidates, cand_accs, strict=True):
-        pair = compare_runs(ref_acc, acc, seed=spec.seed).to_json()
-        deltas: dict[str, float] = {m: (math.nan if d is None else float(d))
-                                    for m, d in dict(pair["delta"]).items()}  # type: ignore[call-overload]
+        compared = compare_runs(ref_acc, acc, seed=spec.seed)
+        pair = compared.to_json()
+        deltas = compared.deltas
         failures = [why for t in tolerances if (why := t.check(deltas)) is not None]
         candidates.append({"name": target.name, "passed": not failures, "failures": failures,
                            "metrics": pair["metrics"], "per_class": pair["per_class"], "delta": pair["delta"],

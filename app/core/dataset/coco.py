@@ -87,7 +87,7 @@ def _record(i: int, image: Any, anns: list[dict[str, Any]], known: set[int], bas
         bbox = ann.get("bbox") or polygon_box(ann.get("segmentation"))
         where = f"{path.name}: annotation {ann.get('id', '?')} of image {name}"
         try:
-            x, y, w, h = (float(v) for v in bbox)  # type: ignore[union-attr]  # None is caught below
+            x, y, w, h = (float(v) for v in (bbox or ()))  # none: too few values, caught below
         except (TypeError, ValueError):
             raise DatasetError(f"{where} has no readable bbox ({str(ann.get('bbox'))[:60]}).",
                                fix="A COCO bbox is [x, y, width, height] in pixels.") from None
