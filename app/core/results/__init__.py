@@ -25,6 +25,7 @@ from app.core.results.evaluation import (
     EvalRun,
     EvaluationResult,
     PresetInfo,
+    WorstImage,
 )
 from app.core.results.jobs import (
     BenchResult,
@@ -58,4 +59,5 @@ __all__ = ["RESULT_TYPES", "AnswerPictures", "Answers", "BatchCell", "BatchSumma
            "LayerError", "LayerTiming", "MatchedOutput", "NodeDelta", "NumericDiff", "OpCount", "OutputAnswers",
            "OutputResult", "ParseError", "Placement", "PlanMismatch", "PlotData", "PresetInfo", "ProfileDelta",
            "ProfileResult", "ProfiledNode", "RandomOp", "RandomOps", "Record", "ResultFormatError", "RunOutput",
-           "RunResult", "SampleFacts", "Task", "TextPair", "ValueHists", "VariantResult", "read_job_result"]
+           "RunResult", "SampleFacts", "Task", "TextPair", "ValueHists", "VariantResult", "WorstImage",
+           "read_job_result"]

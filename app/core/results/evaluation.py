@@ -55,14 +55,27 @@ class PresetInfo(Record):
 
 
 @dataclass(frozen=True)
+class WorstImage(Record):
+    """An image on which a candidate loses against the reference: its path, the per-image metric of each, and a
+    picture (a PNG data URI: the truth, the reference's answer and the candidate's side by side; "" if not drawn)."""
+
+    image: str = ""
+    reference: float | None = None
+    candidate: float | None = None
+    picture: str = optional("")
+
+
+@dataclass(frozen=True)
 class EvalRun(Record):
-    """One target's accuracy on the dataset: the task's metrics, per class, and (classification, segmentation)
-    the confusion counts, rows the truth and columns the prediction."""
+    """One target's accuracy on the dataset: the task's metrics, per class, (classification, segmentation) the
+    confusion counts, rows the truth and columns the prediction, and each image's value of the per-image metric
+    (`EvaluationResult.per_image_metric`) in the evaluation's order; null where it is undefined for the image."""
 
     name: str = ""
     metrics: Metrics = field(default_factory=dict)
     per_class: Mapping[str, Metrics] = field(default_factory=dict)
     confusion: tuple[tuple[int, ...], ...] | None = optional(None)
+    values: tuple[float | None, ...] = optional(factory=tuple)
 
 
 @dataclass(frozen=True)
@@ -74,6 +87,7 @@ class EvalCandidate(EvalRun):
     failures: tuple[str, ...] = ()
     delta: Metrics = field(default_factory=dict)
     ci: Mapping[str, tuple[float | None, ...]] = field(default_factory=dict)
+    worst: tuple[WorstImage, ...] = optional(factory=tuple)
 
     def interval(self, metric: str) -> tuple[float, float] | None:
         """The metric's interval as two numbers; None where it is undefined."""
@@ -97,6 +111,7 @@ class EvaluationResult(JobDoc):
     tolerances: tuple[str, ...] = ()
     notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     per_image: str = ""
+    per_image_metric: str = optional("")
     seconds: float = 0.0
 
     @property
