@@ -14,17 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from app.backends import BACKEND_NAMES, ENGINE_BACKENDS, PRECISIONS, Target
-from app.backends.tasks.specs import BenchSpec, BuildSpec, CompareSpec, DiagnoseSpec, JobInputs
+from app.backends.tasks.specs import BenchSpec, BuildSpec, CompareSpec, DiagnoseSpec, EvalSpec, JobInputs
 from app.core.errors import InputError
 from app.core.fileio import file_sha256
 from app.core.measure import Tolerance
 from app.core.targets import PLAN
 
-STEPS = ("build", "compare", "diagnose", "bench")   # the order a model's jobs run in: engines first, timing last
+STEPS = ("build", "compare", "diagnose", "eval", "bench")  # a model's jobs in order: engines first, timing last
 MATRIX_VERSION = 1
 _TOP_KEYS = {"version", "models", "precisions", "backends", "steps", "reference", "tolerances", "samples", "seed",
              "bench", "calib_method", "calib_samples", "shapes", "inputs", "calib"}
-_MODEL_KEYS = {"path", "shapes", "inputs", "calib", "precisions", "profile", "output_kinds"}
+_MODEL_KEYS = {"path", "shapes", "inputs", "calib", "precisions", "profile", "output_kinds", "dataset"}
+_DATASET_KEYS = ("path", "labels", "format", "limit", "shuffle", "seed", "shards")
 
 
 class MatrixError(InputError):
@@ -35,25 +36,50 @@ class MatrixError(InputError):
 
 @dataclass(frozen=True)
 class BatchJob:
-    """One job of the matrix: its spec, where it sits in the matrix, and its stable id."""
+    """One job of the matrix: its spec, where it sits in the matrix, and its stable id.
+
+    An evaluation on a model's dataset is one job for all the precisions of a backend (and GPU kind): `fills` names
+    the cells its result fills, each as (target, backend, precision); with `shards` its shards come first, each an
+    eval job of its own, and the final evaluation starts `after` them (app.batch.order)."""
 
     id: str
-    kind: str                 # compare | bench | build | diagnose
+    kind: str                 # compare | bench | build | diagnose | eval
     spec: JobInputs
     model: str                # the model's path
     backend: str
-    precision: str            # fp32 | fp16 | bf16 | int8 | plan:<name>
+    precision: str            # fp32 | fp16 | bf16 | int8 | plan:<name>; an evaluation's: its candidates', fp16+int8
     gpu: str | None = None    # the GPU kind it must run on; None: anywhere (this machine)
     model_sha256: str = ""    # the model's bytes when the matrix was expanded (part of the id)
+    after: tuple[str, ...] = ()                    # ids of the jobs that must end before this one starts
+    fills: tuple[tuple[str, str, str], ...] = ()   # an evaluation's cells: (target name, backend, precision)
+
+    @property
+    def shard(self) -> tuple[int, int] | None:
+        """(index, count) of an evaluation's shard; None for every other job."""
+        return getattr(self.spec, "shard", None)
+
+    @property
+    def step(self) -> str:
+        """The kind, and for an evaluation's shard which one: "eval shard 1/2"."""
+        return self.kind if self.shard is None else f"{self.kind} shard {self.shard[0] + 1}/{self.shard[1]}"
 
     @property
     def label(self) -> str:
         where = f" on {self.gpu}" if self.gpu else ""
+        if self.kind == "eval":
+            dataset = Path(str(getattr(self.spec, "dataset", ""))).name
+            return f"{Path(self.model).stem}: {self.step} {self.backend}:{self.precision} on {dataset}{where}"
         return f"{Path(self.model).stem}: {self.kind} {self.backend}:{self.precision}{where}"
 
     def cell(self) -> tuple[str, str, str, str]:
         """The matrix cell (model, backend, precision, GPU kind) its result belongs to."""
         return (self.model, self.backend, self.precision, self.gpu or "")
+
+    def cells(self) -> list[tuple[str, str, str, str]]:
+        """Every cell its result fills: an evaluation's targets', else its one cell."""
+        if not self.fills:
+            return [self.cell()]
+        return [(self.model, backend, precision, self.gpu or "") for _name, backend, precision in self.fills]
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "kind": self.kind, "model": self.model, "backend": self.backend,
@@ -181,14 +207,17 @@ def expand(matrix: Matrix) -> list[BatchJob]:
     bench = doc.get("bench") or {}
     if not isinstance(bench, dict) or set(bench) - {"warmup", "iterations"}:
         raise MatrixError("'bench' takes warmup and iterations only.", fix="Write e.g. bench: {iterations: 50}.")
+    compare_tols, eval_tols = _tolerances(doc.get("tolerances"))
     settings = {"warmup": str(bench.get("warmup", "10")), "iterations": str(bench.get("iterations", "100")),
-                "tolerances": tuple(str(t) for t in _list(doc.get("tolerances"), "tolerances"))}
+                "tolerances": compare_tols, "eval_tolerances": eval_tols}
     digests: dict[str, str] = {}
     jobs: list[BatchJob] = []
     for model in matrix.models:
         path = model["path"]
         digest = digests.setdefault(path, file_sha256(path))
         common = _common(doc, model, matrix.path.parent)
+        dataset = _dataset(model, matrix.path.parent, int(doc.get("seed", 0)))
+        evals: dict[tuple[str, str | None, str], list[tuple[Target, str, dict | None]]] = {}
         for precision, plan in _precisions(model.get("precisions", doc.get("precisions", ["fp32", "fp16"])),
                                            matrix.path.parent):
             for backend, gpus, own_steps in backends:
@@ -197,12 +226,22 @@ def expand(matrix: Matrix) -> list[BatchJob]:
                 for gpu in gpus:
                     made: list[tuple[str, JobInputs]] = []
                     for step in (s for s in STEPS if s in (own_steps or steps)):
+                        if step == "eval":  # one evaluation per backend and GPU kind (a plan's: its own)
+                            evals.setdefault((backend, gpu, precision if plan else ""), []).append(
+                                (target, precision, plan))
+                            continue
                         spec = _spec(step, target, reference, backend, precision, common, extra, settings, model)
                         if spec is not None:
                             made.append((step, spec))
                     for step, spec in made:
                         jobs.append(BatchJob(job_id(step, spec, digest, gpu), step, spec, path, backend,
                                              precision, gpu, digest))
+        if evals and dataset is None:
+            raise MatrixError(f"The eval step needs a dataset, and {Path(path).name} has none.",
+                              fix=f"Give it one (- path: {Path(path).name}, dataset: {{path: DIR}}), or leave eval "
+                                  "out of its steps.")
+        for (backend, gpu, _plan), cells in evals.items():
+            jobs += _eval_jobs(cells, reference, backend, gpu, common, dataset or {}, settings, path, digest)
     seen: set[str] = set()
     unique = []
     for j in jobs:  # the same job named twice runs once
@@ -218,6 +257,31 @@ def job_id(kind: str, spec: JobInputs, model_digest: str, gpu: str | None) -> st
     doc["model"] = model_digest
     raw = json.dumps({"kind": kind, "spec": doc, "gpu": gpu}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+
+
+def _eval_jobs(cells: list[tuple[Target, str, dict | None]], reference: Target, backend: str, gpu: str | None,
+               common: dict, dataset: dict, settings: dict, path: str, digest: str) -> list[BatchJob]:
+    """One evaluation of a backend's cells on the model's dataset: its shards (when `shards` > 1), then the final
+    job over every image, which starts after them and reads their answers from the cache (app.core.evaluate:
+    shards.py). Nothing where the reference is the only cell: there is nothing to compare it with."""
+    candidates = [(t, p, plan) for t, p, plan in cells if t != reference]
+    if not candidates:
+        return []
+    shards = dataset["shards"]
+    given: dict[str, Any] = {k: v for k, v in common.items() if k not in ("inputs", "calib", "samples", "seed")}
+    given.update({k: v for k, v in dataset.items() if k != "shards"})
+    if candidates[0][2]:
+        given["plan"] = candidates[0][2]  # a plan's evaluation: its one plan
+    spec = EvalSpec(reference=reference, candidates=tuple(t for t, _p, _plan in candidates),
+                    tolerances=settings["eval_tolerances"], **given)
+    fills = tuple((t.name, t.backend, p) for t, p, _plan in cells if t in spec.targets())
+    precision = "+".join(p for _t, p, _plan in candidates)
+    parts = [spec.with_(shard=(k, shards)) for k in range(shards)] if shards > 1 else []
+    made = [BatchJob(job_id("eval", s, digest, gpu), "eval", s, path, backend, precision, gpu, digest, fills=fills)
+            for s in parts]
+    made.append(BatchJob(job_id("eval", spec, digest, gpu), "eval", spec, path, backend, precision, gpu, digest,
+                         after=tuple(j.id for j in made), fills=fills))
+    return made
 
 
 def _spec(step: str, target: Target, reference: Target, backend: str, precision: str, common: dict, extra: dict,
@@ -269,6 +333,108 @@ def _common(doc: dict, model: dict, base: Path) -> dict[str, Any]:
         infer_output_kinds(load_model(model["path"]).model, user=parsed)
         out["output_kinds"] = parsed  # parsed once, here: every spec of the model holds these
     return out
+
+
+def _tolerances(given: object) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The matrix's tolerances split by the step that judges them: agreement with the reference for comparisons
+    (cos:0.999, top1:0.99), the accepted change of a dataset's metric for evaluations (map50:-0.5, cer:+0.2); one
+    both read (top1:0) judges both."""
+    from app.core.evaluate import DropTolerance, DropToleranceError
+    from app.core.measure import ToleranceError
+
+    compare: list[str] = []
+    drops: list[str] = []
+    for text in (str(t) for t in _list(given, "tolerances")):
+        why = ""
+        try:
+            compare.append(str(Tolerance.parse(text)))
+        except ToleranceError as exc:
+            why = exc.message.rstrip(".")
+        try:
+            drops.append(str(DropTolerance.parse(text)))
+        except DropToleranceError as exc:
+            if why:
+                raise MatrixError(f"tolerances: '{text}' is neither an agreement with the reference ({why}) nor a "
+                                  f"dataset metric's drop ({exc.message.rstrip('.')}).",
+                              fix="Write e.g. cos:0.999 or det_missed:0 for comparisons, map50:-0.5, top1:-0.3 or "
+                                  "cer:+0.2 for evaluations.") from None
+    return tuple(compare), tuple(drops)
+
+
+def _dataset(model: dict, base: Path, seed: int) -> dict[str, Any] | None:
+    """A model's dataset as the eval job's settings (paths relative to the matrix file), and its `shards`; None when
+    it has none. Every key and value checked here, naming the model and the key."""
+    given = model.get("dataset")
+    if given is None:
+        return None
+    name = Path(model["path"]).name
+    entry = {"path": given} if isinstance(given, str) else given
+    if not isinstance(entry, dict):
+        raise MatrixError(f"The dataset of {name} ({given!r}) is neither a folder nor a mapping.",
+                          fix="Write dataset: data/faces, or dataset: {path: data/faces, shards: 2}.")
+    unknown = sorted(str(k) for k in set(entry) - set(_DATASET_KEYS))
+    if unknown:
+        raise MatrixError(f"The dataset of {name} has unknown setting(s): {', '.join(unknown)}.",
+                          fix=f"A dataset's settings are: {', '.join(_DATASET_KEYS)}.")
+    if not entry.get("path"):
+        raise MatrixError(f"The dataset of {name} has no path.", fix="Write dataset: {path: DIR} (relative to the "
+                                                                    "matrix file).")
+    folder = _relative(str(entry["path"]), base)
+    if not folder.is_dir():
+        raise MatrixError(f"dataset: the path '{entry['path']}' of {name} is not a folder (looked in {base}).",
+                          fix="Give the folder of the labelled images; paths are relative to the matrix file.")
+    labels = None if entry.get("labels") is None else _relative(str(entry["labels"]), base)
+    if labels is not None and not labels.is_file():
+        raise MatrixError(f"dataset: the labels '{entry['labels']}' of {name} are not a file (looked in {base}).",
+                          fix="Give the dataset's label file, relative to the matrix file, or leave labels out.")
+    out: dict[str, Any] = {"dataset": str(folder), "labels": None if labels is None else str(labels),
+                           "format": _dataset_format(entry.get("format"), folder, labels, name),
+                           "limit": _whole(entry.get("limit"), "limit", name, None),
+                           "shuffle": entry.get("shuffle", False),
+                           "seed": _whole(entry.get("seed"), "seed", name, seed),
+                           "shards": _whole(entry.get("shards"), "shards", name, 1)}
+    if not isinstance(out["shuffle"], bool):
+        raise MatrixError(f"dataset: shuffle of {name} ({out['shuffle']!r}) is not true or false.",
+                          fix="Write shuffle: true or shuffle: false.")
+    if out["seed"] < 0:
+        raise MatrixError(f"dataset: seed of {name} ({out['seed']}) is negative.", fix="Write e.g. seed: 0.")
+    for key in ("limit", "shards"):
+        if out[key] is not None and out[key] < 1:
+            raise MatrixError(f"dataset: {key} of {name} ({out[key]}) is not a positive whole number.",
+                              fix=f"Write e.g. {key}: 2.")
+    if out["limit"] is not None and out["shards"] > out["limit"]:
+        raise MatrixError(f"dataset: shards of {name} ({out['shards']}) is more than its limit of {out['limit']} "
+                          "images.", fix="Give at most one shard per image.")
+    return out
+
+
+def _dataset_format(given: object, folder: Path, labels: Path | None, name: str) -> str | None:
+    """The dataset's format: the one given (checked) or, when none is, whether one is found now (it is detected again
+    when the job runs)."""
+    from app.core.dataset import FORMAT_NAMES, DatasetError, detect_format
+
+    if given is not None and str(given) not in FORMAT_NAMES:
+        raise MatrixError(f"dataset: format '{given}' of {name} is not a dataset format.",
+                          fix=f"Use one of {', '.join(FORMAT_NAMES)}, or leave format out to detect it.")
+    if given is None:
+        try:
+            detect_format(folder, labels)
+        except DatasetError as exc:
+            raise MatrixError(f"dataset: {exc.message}", fix=exc.fix) from None
+    return None if given is None else str(given)
+
+
+def _whole(value: object, key: str, name: str, default: int | None) -> Any:
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise MatrixError(f"dataset: {key} of {name} ({value!r}) is not a whole number.", fix=f"Write e.g. {key}: 2.")
+    return value
+
+
+def _relative(given: str, base: Path) -> Path:
+    path = Path(given).expanduser()
+    return (path if path.is_absolute() else base / path).resolve()
 
 
 def _precisions(given: object, base: Path) -> list[tuple[str, dict | None]]:

@@ -1,6 +1,8 @@
-"""Which batch job may start next, for every executor: benchmarks after every other job and alone, and the jobs
+"""Which batch job may start next, for every executor: benchmarks after every other job and alone, the jobs
 that share a variant graph (same model and precision) waiting until one of them has built it, so each variant —
-and its INT8 calibration — is made once and then taken from the cache by the others."""
+and its INT8 calibration — is made once and then taken from the cache by the others, and a job that comes `after`
+others (an evaluation's final job, after its shards) waiting until they have ended, done or failed: a failed shard
+leaves its images to the final job, which computes what the cache lacks."""
 
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ from app.batch.matrix import BatchJob
 
 
 def variant_group(job: BatchJob) -> tuple[str, str] | None:
-    """The variant a job needs built (None for FP32: the model itself)."""
-    return None if job.precision == "fp32" else (job.model, job.precision)
+    """The variant a job needs built (None for FP32: the model itself; and for an evaluation, whose INT8 variants
+    calibrate on its dataset: its shards build theirs at once)."""
+    return None if job.precision == "fp32" or job.kind == "eval" else (job.model, job.precision)
 
 
 class Scheduler:
@@ -43,9 +46,12 @@ class Scheduler:
             return None
         building = {variant_group(j) for j in running} - {None}
         others_left = any(j.kind != "bench" for j in self.queue) or bool(running)
+        unfinished = {j.id for j in self.queue} | {j.id for j in running}
         for k, job in enumerate(self.queue):
             if job.kind == "bench" and others_left and self.benches_alone:
                 return None  # benchmarks wait for every other job, then go one at a time
+            if unfinished.intersection(job.after):
+                continue  # an evaluation's final job: its shards have not all ended
             group = variant_group(job)
             if group is not None and group not in self.built and group in building:
                 continue  # another job is building this variant: take it from the cache once it is done

@@ -7,7 +7,7 @@ import hashlib
 from pathlib import Path
 
 from app.batch.matrix import BatchJob
-from app.batch.store import read_job_results
+from app.batch.store import command_line, read_job_results
 from app.core.fileio import atomic_write_text
 from app.core.results import BatchSummary
 
@@ -15,7 +15,6 @@ from app.core.results import BatchSummary
 def write_reports(results: Path, jobs: list[BatchJob], summary: BatchSummary, matrix: Path) -> Path:
     """RESULTS_DIR/reports/<model>.html for each model with finished jobs, and RESULTS_DIR/report.html (the matrix);
     returns the matrix page."""
-    from app.core.project import cli_command
     from app.reports import build_matrix_report, build_report, current_environment
 
     recorded = read_job_results(results)
@@ -31,9 +30,11 @@ def write_reports(results: Path, jobs: list[BatchJob], summary: BatchSummary, ma
             if not record.done:
                 failures.append({"label": job.label, "error": record.error, "exit_reason": record.exit_reason})
                 continue
+            if job.shard is not None:
+                continue  # an evaluation's shard: its answers are in the final evaluation's result
             spec = job.spec.to_json()
             items.append({"kind": job.kind, "spec": spec, "data": dict(record.data), "title": job.label,
-                          "finished_at": record.finished_at, "command": cli_command(spec)})
+                          "finished_at": record.finished_at, "command": command_line(spec)})
         if not items:
             continue
         name = f"{Path(model).stem}-{hashlib.sha256(model.encode()).hexdigest()[:8]}.html"

@@ -27,6 +27,7 @@ from app.core.results import (
     CellJob,
     CompareResult,
     DiagnoseResult,
+    EvaluationResult,
     FailedJob,
     JobCounts,
     JobRecord,
@@ -79,23 +80,31 @@ def pending(jobs: Iterable[BatchJob], results: Path, force: bool = False) -> tup
 
 def batch_summary(jobs: list[BatchJob], results: Path) -> BatchSummary:
     """The matrix as rows, one per cell: accuracy against the reference, latency and speed-up over FP32 on the
-    same backend and GPU kind, whether the engine built, the worst layer; and the count of jobs per status."""
+    same backend and GPU kind, whether the engine built, the worst layer, the dataset's main metric; and the count
+    of jobs per status. An evaluation fills the cell of each of its targets; its shards only list themselves (their
+    answers are in the final job's result)."""
     recorded = read_job_results(results)
     cells: dict[tuple[str, str, str, str], BatchCell] = {}
     counts = {"done": 0, "failed": 0, "not run": 0}
     for job in jobs:
-        cell = cells.get(job.cell()) or BatchCell(model=job.model, backend=job.backend, precision=job.precision,
-                                                  gpu=job.gpu)
         record = recorded.get(job.id)
         status = record.status if record is not None else "not run"
         counts[status] = counts.get(status, 0) + 1
-        cell = cell.replace(jobs={**cell.jobs, job.kind: CellJob(id=job.id, status=status)})
-        if record is not None and not record.done:
-            cell = cell.replace(failed=(*cell.failed, FailedJob(kind=job.kind, error=record.error,
-                                                                exit_reason=record.exit_reason)))
-        elif record is not None:
-            cell = _fill(cell, job.kind, record.data)
-        cells[job.cell()] = cell
+        evaluated = _evaluation(record.data) if record is not None and record.done and job.fills and \
+            job.shard is None else None
+        targets = [name for name, _backend, _precision in job.fills] or [""]
+        for (model, backend, precision, gpu), name in zip(job.cells(), targets, strict=True):
+            cell = cells.get((model, backend, precision, gpu)) or BatchCell(model=model, backend=backend,
+                                                                            precision=precision, gpu=job.gpu)
+            cell = cell.replace(jobs={**cell.jobs, job.step: CellJob(id=job.id, status=status)})
+            if record is not None and not record.done:
+                cell = cell.replace(failed=(*cell.failed, FailedJob(kind=job.step, error=record.error,
+                                                                    exit_reason=record.exit_reason)))
+            elif evaluated is not None:
+                cell = _fill_eval(cell, evaluated, name)
+            elif record is not None and not job.fills:
+                cell = _fill(cell, job.kind, record.data)
+            cells[(model, backend, precision, gpu)] = cell
     fp32 = {(c.model, c.backend, c.gpu): c.median_ms for c in cells.values() if c.precision == "fp32"}
     rows = []
     for c in cells.values():
@@ -119,7 +128,7 @@ def _fill(cell: BatchCell, kind: str, data: Mapping[str, Any]) -> BatchCell:
             cand = compared.candidates[0] if compared.candidates else None
             outs = cand.outputs if cand is not None else ()
             cosines = [o.cosine for o in outs if o.cosine is not None]
-            return cell.filled(passed=cand.passed if cand is not None else None,
+            return cell.filled(passed=_verdict(cell.passed, cand.passed) if cand is not None else cell.passed,
                                cosine=min(cosines) if cosines else None,
                                max_abs=max((o.max_abs or 0.0 for o in outs), default=None),
                                worst=cand.worst if cand is not None else None)
@@ -139,6 +148,37 @@ def _fill(cell: BatchCell, kind: str, data: Mapping[str, Any]) -> BatchCell:
     except ResultFormatError:
         pass
     return cell
+
+
+def _evaluation(data: Mapping[str, Any]) -> EvaluationResult | None:
+    """An evaluation's result; None for one of a shape no job writes (a file edited by hand)."""
+    try:
+        return EvaluationResult.from_json(data)
+    except ResultFormatError:
+        return None
+
+
+def _fill_eval(cell: BatchCell, result: EvaluationResult, target: str) -> BatchCell:
+    """The cell of `target` with what its evaluation says: the main metric, and for a candidate its change against
+    the reference, the interval and whether its drop tolerances were met (the cell's verdict with them)."""
+    main = result.main_metric
+    common = {"eval_dataset": result.dataset.path, "eval_images": result.dataset.images, "eval_metric": main,
+              "eval_reference": result.reference.name, "eval_reference_value": result.reference.metrics.get(main),
+              "eval_cached": result.cached.get(target)}
+    if target == result.reference.name:
+        return cell.filled(**common, eval_value=result.reference.metrics.get(main))
+    cand = next((c for c in result.candidates if c.name == target), None)
+    if cand is None:
+        return cell
+    interval = cand.interval(main)
+    return cell.filled(**common, eval_value=cand.metrics.get(main), eval_delta=cand.delta.get(main),
+                       eval_ci=tuple(interval) if interval is not None else None, eval_passed=cand.passed,
+                       eval_failures=tuple(cand.failures), passed=_verdict(cell.passed, cand.passed))
+
+
+def _verdict(before: bool | None, now: bool) -> bool:
+    """The cell's verdict once another job judged it: met only where every job's tolerances were."""
+    return now if before is None else before and now
 
 
 def write_summary(results: Path, matrix_path: Path, summary: BatchSummary | Mapping[str, Any]) -> Path:
@@ -164,6 +204,10 @@ def summary_table(summary: BatchSummary) -> str:
             status = "FAILED " + ", ".join(f.kind for f in r.failed)
         elif r.passed is False:
             status = "tolerance not met"
+            if r.eval_passed is False:
+                status += ": " + r.accuracy_text()
+        elif r.eval_metric is not None:
+            status = r.accuracy_text()
         elif r.not_run:
             status = "not run"
         elif r.built:
@@ -181,10 +225,12 @@ def summary_table(summary: BatchSummary) -> str:
 
 def model_project(results: Path, model: str) -> Any:
     """A model's finished jobs of a batch as a Project (app.core.project), so the window can open the model with
-    them as if they had run there: comparisons and benchmarks in the Results dock, a diagnosis, an engine."""
-    from app.core.project import Project, ProjectResult, cli_command, now_iso
+    them as if they had run there: comparisons and benchmarks in the Results dock, a diagnosis, an engine, an
+    evaluation (its final job: a shard's result is only its counts)."""
+    from app.core.project import Project, ProjectResult, now_iso
 
-    recorded = [r for r in read_job_results(results).values() if r.done and r.job.get("model") == model]
+    recorded = [r for r in read_job_results(results).values() if r.done and r.job.get("model") == model
+                and not _shard_record(r)]
     recorded.sort(key=lambda r: r.finished_at)
     items: list = []
     shapes: dict[str, Any] = {}
@@ -196,7 +242,24 @@ def model_project(results: Path, model: str) -> Any:
         if job["kind"] == "bench" and job["precision"] == "fp32" and reference is None:
             reference = spec.get("target")
         items.append(ProjectResult(kind=job["kind"], spec=spec, data=dict(record.data), title=job.get("label", ""),
-                                   finished_at=record.finished_at, command=cli_command(spec)))
+                                   finished_at=record.finished_at, command=command_line(spec)))
     return Project(model=model, model_sha256=digest,
                    shapes={k: [int(d) for d in v] for k, v in shapes.items()}, results=items,
                    settings={"bench_reference": reference} if reference else {}, saved_at=now_iso())
+
+
+def _shard_record(record: JobRecord) -> bool:
+    """Whether a recorded job is an evaluation's shard (its spec names its slice)."""
+    spec = record.job.get("spec")
+    return isinstance(spec, Mapping) and spec.get("shard") is not None
+
+
+def command_line(spec: Mapping[str, Any]) -> str:
+    """The trtlab command that runs a job of this spec again; empty for a job no project command line writes yet
+    (an evaluation: its spec, in the job's file, has every setting)."""
+    from app.core.project import ProjectError, cli_command
+
+    try:
+        return cli_command(spec)
+    except ProjectError:
+        return ""

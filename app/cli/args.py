@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from app.backends import BackendUnavailable, Target, get_backend
 from app.cli.checks import CliInputError, check_outputs
 from app.cli.output import result_json, with_model, write_json
+from app.core.errors import TrtlabError
 from app.core.targets import PLAN, plan_needed
 
 if TYPE_CHECKING:
@@ -45,11 +46,16 @@ def add_common(p: argparse.ArgumentParser, *, precision: bool = True, inputs: bo
                    help="calibration samples (default: 16 random, or every file of a folder up to 512)")
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
     p.add_argument("--json", metavar="PATH|-", help="write the results as JSON to PATH, or stdout with -")
-    img = p.add_argument_group("image preprocessing (for a folder of images)")
+    img = p.add_argument_group("image preprocessing (for a folder of images or the sample photos; each default "
+                               "comes from the model's preset: letterbox for Ultralytics exports, PaddleOCR's rules, "
+                               "else ImageNet's; a setting given here wins)")
     img.add_argument("--resize", metavar="HxW", help="resize to HxW (default: the input's dims)")
-    img.add_argument("--layout", choices=("NCHW", "NHWC"), default="NCHW")
-    img.add_argument("--color", choices=("RGB", "BGR"), default="RGB")
-    img.add_argument("--scale", type=float, default=1 / 255, help="multiply pixel values (default 1/255)")
+    img.add_argument("--fit", choices=("stretch", "letterbox"), default=None,
+                     help="stretch to the size, or letterbox (aspect ratio kept, padded with --pad)")
+    img.add_argument("--pad", type=float, default=None, metavar="V", help="letterbox padding, 0-255 before --scale")
+    img.add_argument("--layout", choices=("NCHW", "NHWC"), default=None)
+    img.add_argument("--color", choices=("RGB", "BGR"), default=None)
+    img.add_argument("--scale", type=float, default=None, help="multiply pixel values (e.g. 1/255 = 0.00392157)")
     img.add_argument("--mean", metavar="M,M,M", help="subtract per channel after scaling")
     img.add_argument("--std", metavar="S,S,S", help="divide per channel after the mean")
     p.add_argument("--tf32", action="store_true", help="allow TF32 on CUDA backends (default: strict FP32)")
@@ -65,11 +71,55 @@ def _floats(text: str | None, what: str) -> tuple[float, ...] | None:
             from exc
 
 
+_IMAGE_FLAGS = {"size": "--resize", "resize": "--fit", "pad": "--pad", "layout": "--layout", "color": "--color",
+                "scale": "--scale", "mean": "--mean", "std": "--std"}
+
+
+def image_options(args: argparse.Namespace) -> dict[str, object]:
+    """The image preprocessing settings given on the command line (ImagePreprocess keys); the rest come from the
+    model's preset."""
+    given: dict[str, object] = {}
+    if getattr(args, "resize", None):
+        try:
+            h, w = (int(v) for v in args.resize.lower().split("x"))
+        except ValueError as exc:
+            raise CliInputError(f"--resize '{args.resize}' is not HxW.", fix="Write e.g. --resize 224x224") from exc
+        given["size"] = [h, w]
+    for key, attr in (("resize", "fit"), ("pad", "pad"), ("layout", "layout"), ("color", "color"),
+                      ("scale", "scale")):
+        if getattr(args, attr, None) is not None:
+            given[key] = getattr(args, attr)
+    if (mean := _floats(getattr(args, "mean", None), "mean")) is not None:
+        given["mean"] = list(mean)
+    if (std := _floats(getattr(args, "std", None), "std")) is not None:
+        given["std"] = list(std)
+    return given
+
+
+def _preprocess(args: argparse.Namespace) -> dict[str, object]:
+    """The images' preprocessing as ImagePreprocess JSON: the model's preset with the settings given here in place
+    of its own (app.core.evaluate.model_preprocess, the one rule the window and the jobs use too)."""
+    from app.core.evaluate import model_preprocess
+    from app.core.measure import ImagePreprocess
+
+    given = image_options(args)
+    inputs = model_inputs(args)
+    try:
+        if len(inputs) != 1:  # refused when the images are read: one image input only
+            return ImagePreprocess.from_json(given).to_json()
+        return model_preprocess(model_doc(args).model, inputs[0], given).to_json()
+    except TrtlabError as exc:
+        raise CliInputError(exc.message, fix=exc.fix) from exc
+
+
 def input_source(args: argparse.Namespace, flag: str = "inputs") -> dict | None:
     """The `--inputs SRC` (or `--calib SRC`) argument as an InputSource JSON dict; None when not given (the job then
-    takes trtlab's sample photos for a model with one image input, else random data)."""
+    takes trtlab's sample photos for a model with one image input, else random data). Image preprocessing options
+    without `--inputs` mean the sample photos, preprocessed so."""
     given = getattr(args, flag, None)
     if not given:
+        if flag == "inputs" and image_options(args):
+            return _photos(args, flag, said=False)
         return None
     if given == "random":
         return {"kind": "random", "seed": args.seed}
@@ -83,21 +133,10 @@ def input_source(args: argparse.Namespace, flag: str = "inputs") -> dict | None:
     files = [f for f in p.iterdir() if f.is_file()]
     if any(f.suffix.lower() in (".npz", ".npy") for f in files):
         return {"kind": "folder", "path": str(p), "seed": args.seed}
-    pre: dict[str, object] = {"layout": args.layout, "color": args.color, "scale": args.scale}
-    if args.resize:
-        try:
-            h, w = (int(v) for v in args.resize.lower().split("x"))
-        except ValueError as exc:
-            raise CliInputError(f"--resize '{args.resize}' is not HxW.", fix="Write e.g. --resize 224x224") from exc
-        pre["size"] = [h, w]
-    if (mean := _floats(args.mean, "mean")) is not None:
-        pre["mean"] = list(mean)
-    if (std := _floats(args.std, "std")) is not None:
-        pre["std"] = list(std)
     if not any(f.suffix.lower() in _IMAGE_EXT for f in files):
         raise CliInputError(f"--{flag} folder '{p}' has no .npz/.npy files and no images.",
                             fix="Put input samples (.npz per sample) or images (.png, .bmp) in it.")
-    return {"kind": "images", "path": str(p), "seed": args.seed, "preprocess": pre}
+    return {"kind": "images", "path": str(p), "seed": args.seed, "preprocess": _preprocess(args)}
 
 
 def inputs_arg(args: argparse.Namespace, flag: str = "inputs") -> InputSource | None:
@@ -131,18 +170,47 @@ def model_inputs(args: argparse.Namespace) -> list[TensorInfo]:
     return cached[1]
 
 
-def _photos(args: argparse.Namespace, flag: str) -> dict:
-    """`--inputs photos`: the sample photos fitted to the model's image input (refused for other models)."""
-    from app.core.measure import model_metadata, photo_source_for, resolve_input_shapes
-    from app.core.model import parse_shape_spec
+def _photos(args: argparse.Namespace, flag: str, said: bool = True) -> dict:
+    """`--inputs photos` (`said`), or image preprocessing options without `--inputs`: the sample photos fitted to
+    the model's image input, by its preset with the options given in place of the preset's (refused for other
+    models)."""
+    from app.core.evaluate import photo_source
+    from app.core.measure import resolve_input_shapes
+
+    inputs = model_inputs(args)
+    try:
+        source = photo_source(model_doc(args).model, inputs, resolve_input_shapes(inputs, given_shapes(args)),
+                              given=image_options(args))
+    except TrtlabError as exc:
+        raise CliInputError(exc.message, fix=exc.fix) from exc
+    if source is None:
+        why = f"--{flag} photos" if said else ", ".join(sorted({_IMAGE_FLAGS[k] for k in image_options(args)}))
+        raise CliInputError(f"{why}: this model has no single image input (N×3×H×W or N×H×W×3) to feed photos to.",
+                            fix=f"Give --{flag} a .npz file, a folder of samples, or 'random'"
+                                + ("" if said else ", and leave the image preprocessing options out") + ".")
+    return source.to_json()
+
+
+def given_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
+    """--shapes, with each dynamic image input it leaves out given the size the model's metadata says (Ultralytics'
+    ``imgsz``, PaddleOCR's line height: app.core.evaluate.default_input_shape), as `trtlab eval` does."""
+    from app.core.evaluate import default_input_shape
+    from app.core.measure import source_shapes
+    from app.core.model import dynamic_dims, parse_shape_spec
 
     inputs = model_inputs(args)
     given = parse_shape_spec(args.shapes, inputs) if args.shapes else {}
-    source = photo_source_for(inputs, resolve_input_shapes(inputs, given), model_metadata(model_doc(args).model))
-    if source is None:
-        raise CliInputError(f"--{flag} photos: this model has no single image input (N×3×H×W or N×H×W×3) to feed "
-                            "photos to.", fix=f"Give --{flag} a .npz file, a folder of samples, or 'random'.")
-    return source.to_json()
+    source = inputs_arg(args) if getattr(args, "inputs", None) not in (None, "", "random", "photos") else None
+    if source is not None:
+        # A sample file fixes the dims of its arrays: no --shapes needed for what it gives (--shapes still wins).
+        for name, dims in source_shapes(source, inputs).items():
+            given.setdefault(name, dims)
+    for info in inputs:
+        if info.name not in given and info.shape is not None and dynamic_dims(info):
+            shape = default_input_shape(model_doc(args).model, info)
+            if shape is not None:
+                given[info.name] = shape
+    return given
 
 
 def add_output_kinds(p: argparse.ArgumentParser) -> None:
@@ -176,20 +244,12 @@ def default_samples(spec: SpecT, given: int | None) -> SpecT:
 
 
 def shapes_arg(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
-    """Parse and check --shapes here, before any job starts: names, ranks and every dynamic dim."""
+    """Parse and check --shapes here, before any job starts: names, ranks and every dynamic dim (a dynamic image
+    input whose size the model's metadata gives takes it: `given_shapes`)."""
     from app.core.measure import resolve_input_shapes
-    from app.core.model import parse_shape_spec
 
-    inputs = model_inputs(args)
-    given = parse_shape_spec(args.shapes, inputs) if args.shapes else {}
-    source = inputs_arg(args) if getattr(args, "inputs", None) not in (None, "", "random", "photos") else None
-    if source is not None:
-        from app.core.measure import source_shapes
-
-        # A sample file fixes the dims of its arrays: no --shapes needed for what it gives (--shapes still wins).
-        for name, dims in source_shapes(source, inputs).items():
-            given.setdefault(name, dims)
-    resolve_input_shapes(inputs, given)
+    given = given_shapes(args)
+    resolve_input_shapes(model_inputs(args), given)
     return {k: tuple(v) for k, v in given.items()}
 
 
@@ -279,6 +339,14 @@ def tolerance_arg(text: str, flag: str) -> Tolerance:
 def check_positive(value: int, flag: str) -> None:
     if value < 1:
         raise CliInputError(f"{flag} {value}: give a positive count.", fix=f"Write e.g. {flag} 4.")
+
+
+def with_preprocessing(text: str, preprocessing: str) -> str:
+    """A result's text with the preprocessing its photos went through as its second line ("" leaves it as is)."""
+    if not preprocessing:
+        return text
+    first, _, rest = text.partition("\n")
+    return f"{first}\nPreprocessing: {preprocessing}" + (f"\n{rest}" if rest else "")
 
 
 def emit(args: argparse.Namespace, result: JobDoc, text: str, order: Iterable[str] = ()) -> None:

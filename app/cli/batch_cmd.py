@@ -1,5 +1,6 @@
 """`trtlab batch MATRIX.yaml`: every model × precision × backend × GPU kind of a matrix file, compared, benchmarked
-(and built, diagnosed), on this machine; finished jobs are kept, so a rerun resumes (see docs/batch.md)."""
+(and built, diagnosed, evaluated on a dataset), on this machine or Ray; finished jobs are kept, so a rerun resumes
+(see docs/batch.md)."""
 
 from __future__ import annotations
 
@@ -136,9 +137,22 @@ class _Progress:
         bar = "█" * filled + "░" * (BAR_WIDTH - filled)
         took = getattr(result, "seconds", 0.0)
         line = f"  [{self.finished:>{len(str(self.total))}}/{self.total} {bar}] {status:<9} {job.label} " \
-               f"({took:.1f} s)"
+               f"({took:.1f} s{_shard_counts(job, result) if status == 'done' else ''})"
         if status == "failed":
             line += f"\n      {getattr(result, 'error', '')}"
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
+
+def _shard_counts(job: BatchJob, result: JobResult) -> str:
+    """An evaluation's shard: how many images it ran and how many of those came from the answer cache."""
+    from app.core.results import EvalShardResult, ResultFormatError
+
+    if job.shard is None or result.data is None:
+        return ""
+    try:
+        shard = EvalShardResult.from_json(result.data)
+    except ResultFormatError:
+        return ""
+    cached, computed = sum(shard.cached.values()), sum(shard.computed.values())
+    return f", {shard.images} images, {cached} of {cached + computed} answers from the cache"

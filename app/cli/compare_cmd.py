@@ -21,6 +21,7 @@ from app.cli.args import (
     shapes_arg,
     tolerance_arg,
     variant_params,
+    with_preprocessing,
 )
 from app.cli.checks import CliInputError
 from app.cli.jobrun import run_job
@@ -61,5 +62,5 @@ def cmd_compare(args: argparse.Namespace) -> int:
     data = run_job(spec, f"Compare against {ref.name}")
     data.pop("plots", None)  # the plots' data is the GUI's: the JSON leaves it out
     result = CompareResult.from_json(data)
-    emit(args, result, formats.format_compare(result), order=data)
+    emit(args, result, with_preprocessing(formats.format_compare(result), result.preprocessing), order=data)
     return EXIT_OK if all(c.passed for c in result.candidates) else EXIT_NOT_MET

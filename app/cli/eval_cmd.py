@@ -56,6 +56,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--calib-samples", type=int, default=None, metavar="N",
                    help="calibration images taken from the dataset (default 32)")
     p.add_argument("--tf32", action="store_true", help="allow TF32 on CUDA backends (default: strict FP32)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="compute every answer again and keep none (default: each image's answer per target is "
+                        "kept in trtlab's cache, so a second run computes only what changed)")
+    p.add_argument("--per-image", metavar="PATH", help="write each image's value of every target there, as JSON lines")
     p.add_argument("--json", metavar="PATH|-", help="write the results as JSON to PATH, or stdout with -")
     add_output_kinds(p)
     # what `input_source` reads for an image folder; --calib takes prepared samples only here
@@ -98,13 +102,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if calib is not None and calib.is_dir() and not any(f.suffix.lower() in (".npz", ".npy") for f in calib.iterdir()):
         raise CliInputError(f"--calib '{calib}' holds no .npz samples; the dataset's own images calibrate by default.",
                             fix="Leave --calib out, or give .npz samples preprocessed as the model expects.")
+    per_image = Path(args.per_image).resolve() if args.per_image else None  # the job may run elsewhere
+    if per_image is not None and not per_image.parent.is_dir():
+        raise CliInputError(f"--per-image: the folder {per_image.parent} does not exist.",
+                            fix="Give a file in a folder that exists.")
     early_checks(args, targets=[ref, *cands])
     check_available(ref, *cands)
     spec = EvalSpec(model=args.model, dataset=str(dataset), labels=args.labels, format=args.format,
                     reference=ref, candidates=tuple(cands), tolerances=tolerances, limit=args.limit,
                     shuffle=bool(args.shuffle), seed=args.seed, shapes=given_shapes(args), options=job_options(args),
-                    output_kinds=output_kinds_arg(args), **variant_params(args, [ref, *cands]))
-    data = run_job(spec, f"Evaluate on {dataset.name}", keep_workdir=True)  # the per-image file stays there
+                    output_kinds=output_kinds_arg(args), cache=not args.no_cache,
+                    per_image=str(per_image) if per_image is not None else None,
+                    **variant_params(args, [ref, *cands]))
+    data = run_job(spec, f"Evaluate on {dataset.name}")
     result = EvaluationResult.from_json(data)
     emit(args, result, format_eval(result), order=data)
     return EXIT_OK if result.passed else EXIT_NOT_MET
@@ -141,6 +151,7 @@ def format_eval(doc: EvaluationResult) -> str:
     if ds.class_map is not None:
         lines.append(f"Classes mapped {ds.class_map.how}" + (f"; no model class for {', '.join(ds.class_map.unmatched)}"
                                                               if ds.class_map.unmatched else ""))
+    lines += [f"  note: {n}" for n in ds.notes]
     shown = [m for m in SHOWN.get(ds.task, ()) if m in doc.reference.metrics] or list(doc.reference.metrics)
     ref = doc.reference
     lines.append(f"Reference {ref.name}: " + ", ".join(
@@ -151,5 +162,10 @@ def format_eval(doc: EvaluationResult) -> str:
         lines += [f"  {metric_line(m, ref.metrics.get(m), c)}" for m in shown]
         lines += [f"  ✗ {f}" for f in c.failures]
         lines += [f"  note: {n}" for n in doc.notes.get(c.name, ())]
-    lines.append(f"Per image: {doc.per_image}")
+        if c.worst:
+            lines.append(f"  loses most on: {', '.join(Path(w.image).name for w in c.worst[:3])}"
+                         + (f" (+{len(c.worst) - 3} more drawn)" if len(c.worst) > 3 else ""))
+    lines += [f"{name}: {n} of {ds.images} images from the cache" for name, n in doc.cached.items() if n]
+    if doc.per_image:
+        lines.append(f"Per image: {doc.per_image}")
     return "\n".join(lines)

@@ -19,9 +19,9 @@ from app.core.errors import TrtlabError
 
 # Every subcommand of the public interface; those not built yet say so and exit 2.
 SUBCOMMANDS = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check",
-               "build", "report", "batch", "profile", "diff", "eval")
+               "build", "report", "batch", "profile", "diff", "eval", "kit", "import")
 _BUILT = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check", "build", "batch",
-          "report", "profile", "diff", "eval")
+          "report", "profile", "diff", "eval", "kit", "import")
 _PLANNED = frozenset(SUBCOMMANDS) - set(_BUILT)
 
 
@@ -38,6 +38,8 @@ def _command_modules() -> dict[str, ModuleType]:
         diff_cmd,
         eval_cmd,
         fallback_cmd,
+        import_cmd,
+        kit_cmd,
         profile_cmd,
         report_cmd,
         run_cmd,
@@ -47,7 +49,7 @@ def _command_modules() -> dict[str, ModuleType]:
     return {"run": run_cmd, "compare": compare_cmd, "diagnose": diagnose_cmd, "fallback": fallback_cmd,
             "variant": variant_cmd, "bench": bench_cmd, "profile": profile_cmd,
             "build": build_cmd, "check": check_cmd, "diff": diff_cmd, "batch": batch_cmd,
-            "report": report_cmd, "eval": eval_cmd}
+            "report": report_cmd, "eval": eval_cmd, "kit": kit_cmd, "import": import_cmd}
 
 
 class _Parser(argparse.ArgumentParser):

@@ -7,8 +7,11 @@ import tempfile
 from pathlib import Path
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes | bytearray | memoryview) -> None:
-    """Any buffer (an engine of hundreds of MB is written from a memoryview, never copied)."""
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes | bytearray | memoryview, *,
+                       durable: bool = True) -> None:
+    """Any buffer (an engine of hundreds of MB is written from a memoryview, never copied). ``durable=False`` skips
+    the flush to disk before the rename: for a cache whose reader checks every file and recomputes a bad one, where
+    an fsync per small file would cost more than the work it keeps."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -16,7 +19,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes | bytearray | m
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a saved file gets the user's usual mode
         os.replace(tmp, target)
     except BaseException:

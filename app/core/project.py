@@ -359,20 +359,33 @@ def _uses_int8(s: Mapping[str, Any]) -> bool:
 
 
 def _preprocess_args(pre: Mapping[str, Any] | None) -> list[str]:
+    """The image options a command line needs to repeat the preprocessing: where the settings came from the model's
+    preset (``preset`` named), only those a person set over it (``given``: the command line picks the same preset);
+    otherwise every setting that differs from the defaults."""
     if not pre:
         return []
+    given = pre.get("given")
+    keys = list(given) if pre.get("preset") and isinstance(given, list) else None
     out: list[str] = []
-    if pre.get("size"):
+
+    def wanted(key: str, differs: bool) -> bool:
+        return key in keys if keys is not None else differs
+
+    if pre.get("size") and wanted("size", True):
         out += ["--resize", "x".join(str(v) for v in pre["size"])]
-    if pre.get("layout", "NCHW") != "NCHW":
-        out += ["--layout", pre["layout"]]
-    if pre.get("color", "RGB") != "RGB":
-        out += ["--color", pre["color"]]
-    if pre.get("scale") is not None and abs(float(pre["scale"]) - 1 / 255) > 1e-9:
+    if wanted("resize", pre.get("resize", "stretch") != "stretch") and pre.get("resize") in ("stretch", "letterbox"):
+        out += ["--fit", str(pre["resize"])]
+    if pre.get("pad") is not None and wanted("pad", float(pre["pad"]) != 0.0):
+        out += ["--pad", f"{float(pre['pad']):g}"]
+    if wanted("layout", pre.get("layout", "NCHW") != "NCHW"):
+        out += ["--layout", str(pre.get("layout", "NCHW"))]
+    if wanted("color", pre.get("color", "RGB") != "RGB"):
+        out += ["--color", str(pre.get("color", "RGB"))]
+    if pre.get("scale") is not None and wanted("scale", abs(float(pre["scale"]) - 1 / 255) > 1e-9):
         out += ["--scale", f"{float(pre['scale']):g}"]
     for key in ("mean", "std"):
         values = pre.get(key)
-        if values and list(values) != ([0.0, 0.0, 0.0] if key == "mean" else [1.0, 1.0, 1.0]):
+        if values and wanted(key, list(values) != ([0.0, 0.0, 0.0] if key == "mean" else [1.0, 1.0, 1.0])):
             out += [f"--{key}", ",".join(f"{float(v):g}" for v in values)]
     return out
 

@@ -16,12 +16,14 @@ from app.core.results import (
     CandidateResult,
     CompareResult,
     DiagnoseResult,
+    EvaluationResult,
     FallbackResult,
     VariantResult,
 )
 from app.reports import svg
 from app.reports.answers import answers_section, scorecard_phrase, task_of
 from app.reports.charts import bench_charts, compare_plots, engine_chart
+from app.reports.evaluation import eval_section, scorecard_lines
 from app.reports.results import ReportItem, Result, as_items
 from app.reports.tables import (
     EngineTable,
@@ -83,7 +85,7 @@ def _speedups(benches: dict[str, BenchResult], reference: str) -> dict[str, floa
 
 def _scorecard(compares: list[ReportItem], benches: dict[str, BenchResult], speed_ref: str,
                speedups: dict[str, float | None], diagnoses: list[ReportItem], fallbacks: list[ReportItem],
-               builds: list[EngineTable]) -> list[dict[str, str]]:
+               builds: list[EngineTable], evaluations: list[ReportItem]) -> list[dict[str, str]]:
     lines: list[dict[str, str]] = []
     said: set[str] = set()
     latest: dict[str, CandidateResult] = {}
@@ -105,6 +107,8 @@ def _scorecard(compares: list[ReportItem], benches: dict[str, BenchResult], spee
         text += _speed_clause(name, benches, speed_ref, speedups)
         lines.append({"text": text, "status": "pass" if c.passed else "fail"})
         said.add(name)
+    for item in evaluations:  # accuracy on a labelled dataset: each candidate's main metric
+        lines += scorecard_lines(item)
     for t, b in benches.items():
         if t in said:
             continue
@@ -209,7 +213,7 @@ def _subject(result: Result) -> str:
         return result.candidate or result.target
     if isinstance(result, BuildResult):
         return result.backend or result.target
-    if isinstance(result, CompareResult):
+    if isinstance(result, CompareResult | EvaluationResult):
         return ", ".join(c.name for c in result.candidates)
     if isinstance(result, VariantResult):
         return ""
@@ -239,6 +243,7 @@ def report_context(items: list[ReportItem], project: object | None, environment:
                    title: str = "") -> dict[str, Any]:
     """Everything the template shows, as plain data; sections without results are None or empty."""
     compares = [i for i in items if i.kind == "compare"]
+    evaluations = [i for i in items if isinstance(i.result, EvaluationResult)]
     diagnoses = [i for i in items if i.kind == "diagnose"]
     fallbacks = [i for i in items if i.kind == "fallback"]
     benches: dict[str, BenchResult] = {}
@@ -249,6 +254,9 @@ def report_context(items: list[ReportItem], project: object | None, environment:
     for i in compares:
         for c in i.result_as(CompareResult).candidates:
             colors.setdefault(c.name, svg.color(len(colors)))
+    for i in evaluations:
+        for ec in i.result_as(EvaluationResult).candidates:
+            colors.setdefault(ec.name, svg.color(len(colors)))
     for t in benches:
         colors.setdefault(t, svg.color(len(colors)))
     compare_ref = compares[-1].result_as(CompareResult).reference if compares else ""
@@ -278,11 +286,12 @@ def report_context(items: list[ReportItem], project: object | None, environment:
         "model": model, "model_sha256": (getattr(project, "model_sha256", "") if project is not None else "")
         or next((i.result.model_sha256 for i in items if i.result.model_sha256), ""),
         "when": when,
-        "scorecard": _scorecard(compares, benches, speed_ref, speedups, diagnoses, fallbacks, engines),
+        "scorecard": _scorecard(compares, benches, speed_ref, speedups, diagnoses, fallbacks, engines, evaluations),
         "caveats": _caveats(items, benches),
         "compares": [t for t in (compare_table(i) for i in compares) if t],
         "answers": [a for a in (answers_section(i) for i in compares) if a],
         "plots": [p for i in compares for p in compare_plots(i, colors)],
+        "evaluations": [eval_section(i, colors, k) for k, i in enumerate(evaluations)],
         "bench": bench_table(benches, speedups, speed_ref),
         "bench_charts": bench_charts(benches, speedups, speed_ref, colors) if benches else [],
         "diagnoses": [t for t in (diagnosis_table(i) for i in diagnoses) if t],

@@ -2,8 +2,8 @@
 
 A result is its kind, the job's JSON read once into its typed result (``result``: a `CompareResult`,
 `BenchResult`, … of app.core.results), and what is known about how it was made (the job spec, the command line).
-Result files written by `trtlab compare|bench|diagnose|fallback|build --json` carry a "kind" key; older ones are
-recognised by their keys.
+Result files written by `trtlab compare|bench|diagnose|fallback|build|eval --json` carry a "kind" key; older ones
+are recognised by their keys.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from app.core.results import (
     BuildResult,
     CompareResult,
     DiagnoseResult,
+    EvaluationResult,
     FallbackResult,
     ProfileResult,
     Record,
@@ -29,16 +30,17 @@ from app.core.results import (
 )
 
 # What a report shows, in the order its sections come; `run` and `variant` results are listed with their commands.
-SHOWN_KINDS = ("compare", "bench", "diagnose", "fallback", "build")
+SHOWN_KINDS = ("compare", "eval", "bench", "diagnose", "fallback", "build")
 KINDS = (*SHOWN_KINDS, "run", "variant")
 _ITEM_KEYS = {"kind", "spec", "data", "title", "finished_at", "command"}
 
 Result: TypeAlias = (CompareResult | BenchResult | ProfileResult | DiagnoseResult | FallbackResult | BuildResult
-                     | RunResult | VariantResult)
+                     | RunResult | VariantResult | EvaluationResult)
 # The typed result of each kind's JSON
 RESULT_TYPES: dict[str, type[Result]] = {
     "compare": CompareResult, "bench": BenchResult, "profile": ProfileResult, "diagnose": DiagnoseResult,
-    "fallback": FallbackResult, "build": BuildResult, "run": RunResult, "variant": VariantResult}
+    "fallback": FallbackResult, "build": BuildResult, "run": RunResult, "variant": VariantResult,
+    "eval": EvaluationResult}
 R = TypeVar("R", bound=Record)
 
 
@@ -74,6 +76,8 @@ def infer_kind(data: Mapping[str, Any]) -> str | None:
         return given
     if "keep_high_precision" in data:
         return "fallback"
+    if "main_metric" in data and isinstance(data.get("dataset"), Mapping):  # before compare: it has candidates too
+        return "eval"
     if "latency_ms" in data and "backend" in data:
         return "bench"
     if isinstance(data.get("candidates"), list) and "reference" in data:
@@ -113,13 +117,13 @@ def as_item(result: object, source: str = "") -> ReportItem:
         data, kind = result, str(infer_kind(result) or "")
     else:
         raise ReportError(f"{source or 'A result'} is not a trtlab result (a {type(result).__name__}).",
-                          fix="Give the JSON that `trtlab compare|bench|diagnose|fallback|build --json` wrote.")
+                          fix="Give the JSON that `trtlab compare|bench|diagnose|fallback|build|eval --json` wrote.")
     if kind not in KINDS:
         where = f"'{source}'" if source else "A result"
         raise ReportError(f"{where} is not a trtlab result: it has none of the keys of a compare, bench, diagnose, "
-                          "fallback or build result.",
-                          fix="Give the JSON that `trtlab compare|bench|diagnose|fallback|build --json PATH` wrote, "
-                              "or a .trtlab project.")
+                          "fallback, build or eval result.",
+                          fix="Give the JSON that `trtlab compare|bench|diagnose|fallback|build|eval --json PATH` "
+                              "wrote, or a .trtlab project.")
     item = ReportItem(kind=kind, result=_typed(kind, data, source), spec=spec, source=source, **made)
     if not item.command and item.spec:
         item.command = command_for(item.spec)
@@ -193,5 +197,5 @@ def read_result_file(path: str | Path) -> ReportItem:
                           fix="Give a result JSON file written by `trtlab … --json PATH`.") from exc
     if not isinstance(doc, dict):
         raise ReportError(f"'{p}' holds a JSON {type(doc).__name__}, not a trtlab result.",
-                          fix="Give the JSON that `trtlab compare|bench|diagnose|fallback|build --json` wrote.")
+                          fix="Give the JSON that `trtlab compare|bench|diagnose|fallback|build|eval --json` wrote.")
     return as_item(doc, source=str(p))

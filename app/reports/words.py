@@ -101,3 +101,35 @@ def passes(metric_key: str, value: object, threshold: float) -> bool | None:
     if metric_key in HIGHER_IS_BETTER:
         return value >= threshold
     return value <= threshold
+
+
+# A dataset metric (`trtlab eval`) in words: key -> (name, what it means); every one is a fraction.
+EVAL_METRICS = {
+    "map50": ("mAP@0.5", "mean average precision of the boxes at IoU 0.5 (COCO); higher is better"),
+    "map": ("mAP@0.5:0.95", "mean average precision averaged over IoU 0.5 to 0.95 (COCO); higher is better"),
+    "mean_iou": ("mean IoU of matched boxes", "how well the found boxes overlap the true ones; higher is better"),
+    "top1": ("top-1 accuracy", "images whose best class is the true one; higher is better"),
+    "top5": ("top-5 accuracy", "images whose true class is among the five best; higher is better"),
+    "miou": ("mean IoU", "overlap of the predicted and true masks, averaged over classes; higher is better"),
+    "dice": ("mean Dice", "Dice coefficient of the masks, averaged over classes; higher is better"),
+    "cer": ("character error rate", "characters wrong, missing or extra per true character; lower is better"),
+    "wer": ("word error rate", "words wrong, missing or extra per true word; lower is better"),
+    "exact": ("lines read exactly", "lines whose text is read without any mistake; higher is better"),
+}
+# Error rates: a rise is the loss
+LOWER_IS_BETTER = {"cer", "wer"}
+# The per-image metric (`EvaluationResult.per_image_metric`) in words, and which way is better
+PER_IMAGE_WORDS = {"correct": "correct (1) or wrong (0)", "f1": "F1 of the image's boxes",
+                   "miou": "mean IoU of the image's masks", "cer": "character error rate of the line"}
+# Each class's own metric in `per_class`, in the order tried, in words
+PER_CLASS_METRICS = (("ap50", "AP@0.5"), ("accuracy", "accuracy"), ("iou", "IoU"), ("ap", "AP@0.5:0.95"))
+
+
+def eval_metric_words(key: str) -> str:
+    """"map50" -> "mAP@0.5"; a metric it does not know keeps its name."""
+    return EVAL_METRICS.get(key, (key, ""))[0]
+
+
+def points(fraction: float) -> str:
+    """A difference of fractions in percentage points: 0.012 -> "+1.2", −0.004 -> "−0.4"."""
+    return f"{fraction * 100:+.1f}".replace("-", "−")

@@ -17,9 +17,10 @@ from app.jobs.child import resolve
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "app" / "backends" / "tasks"
 JOBS = ("run", "compare", "bench", "diagnose", "fallback", "variant", "build", "profile", "eval")
-# Each job's module and what it imports from the package: fallback ranks its nodes by diagnose's layer errors.
+# Each job's module and what it imports from the package: fallback ranks its nodes by diagnose's layer errors and,
+# against a dataset's truth, evaluates each step with eval.
 SHARED = {"common", "specs", "spec_fields"}
-IMPORTS = {job: SHARED | {job} for job in JOBS} | {"fallback": SHARED | {"diagnose", "fallback"}}
+IMPORTS = {job: SHARED | {job} for job in JOBS} | {"fallback": SHARED | {"diagnose", "eval", "fallback"}}
 JOB_PATH = re.compile(r"""["'`](app\.backends\.tasks[\w.]*:\w+)["'`]""")
 
 

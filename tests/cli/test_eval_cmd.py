@@ -1,9 +1,11 @@
 """`trtlab eval` on real models and labelled data made for the purpose: trtlab's sample photos turned by known
-angles for the orientation classifier, rendered text lines with their text for a PP-OCR recogniser."""
+angles for the orientation classifier, rendered text lines with their text for a PP-OCR recogniser. Each command
+runs with its own cache (TRTLAB_CACHE_DIR) and temp folder (TMPDIR), so that what it keeps and leaves is seen."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -35,10 +37,21 @@ def turned(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def evaluated(turned: Path) -> tuple[int, dict, str]:
+def evaluated(turned: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict, str]:
+    per_image = tmp_path_factory.mktemp("per-image") / "values.jsonl"
     r = trtlab("eval", ORIENTATION, "--dataset", turned, "--candidate", "ort-cpu:fp16", "--candidate",
-               "ort-cpu:int8", "--json", "-")
+               "ort-cpu:int8", "--per-image", per_image, "--json", "-")
     return r.returncode, json.loads(r.stdout) if r.stdout.strip() else {}, r.stderr
+
+
+@pytest.fixture
+def own_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A cache and a temp folder of the test's own, which the commands it runs inherit."""
+    cache, temp = tmp_path / "cache", tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TRTLAB_CACHE_DIR", str(cache))
+    monkeypatch.setenv("TMPDIR", str(temp))
+    return cache, temp
 
 
 def test_orientation_accuracy_of_each_precision(evaluated: tuple[int, dict, str]) -> None:
@@ -58,9 +71,12 @@ def test_orientation_accuracy_of_each_precision(evaluated: tuple[int, dict, str]
     assert fp16["passed"] and int8["passed"]
     lines = Path(doc["per_image"]).read_text(encoding="utf-8").splitlines()
     assert len(lines) == 20 and doc["artifacts"] == [doc["per_image"]]
-    first = json.loads(lines[0])
-    assert set(first["values"]) == {"ort-cpu:fp32", "ort-cpu:fp16", "ort-cpu:int8"}
+    rows = [json.loads(line) for line in lines]
+    assert set(rows[0]["values"]) == {"ort-cpu:fp32", "ort-cpu:fp16", "ort-cpu:int8"}
+    assert [row["values"]["ort-cpu:int8"] for row in rows] == int8["values"]  # the result holds them too
+    assert doc["per_image_metric"] == "correct" and len(doc["reference"]["values"]) == 20
     assert "top1" in err and "→" in err  # the table goes to stderr when the JSON takes stdout
+    assert "Only 20 images" in doc["dataset"]["notes"][-1] and "Only 20 images" in err
 
 
 def test_the_result_reads_as_its_type_key_for_key(evaluated: tuple[int, dict, str]) -> None:
@@ -69,6 +85,37 @@ def test_the_result_reads_as_its_type_key_for_key(evaluated: tuple[int, dict, st
     assert result.to_json() == doc
     assert not untyped_keys(result)
     assert result.candidates[0].interval("top1") is not None
+
+
+def test_a_second_run_takes_its_answers_from_the_cache(turned: Path, own_folders: tuple[Path, Path]) -> None:
+    cache, temp = own_folders
+    first = trtlab("eval", ORIENTATION, "--dataset", turned, "--candidate", "ort-cpu:int8", "--json", "-")
+    assert first.returncode == 0, first.stderr
+    second = trtlab("eval", ORIENTATION, "--dataset", turned, "--candidate", "ort-cpu:int8", "--candidate",
+                    "ort-cpu:fp16")
+    assert second.returncode == 0, second.stderr
+    assert "ort-cpu:fp32: 20 of 20 images from the cache" in second.stdout
+    assert "ort-cpu:int8: 20 of 20 images from the cache" in second.stdout
+    assert not re.search(r"ort-cpu:fp16: \d+ of 20 images from the cache", second.stdout)  # computed, not read
+    assert "Per image" not in second.stdout  # none asked for
+    doc = json.loads(first.stdout)
+    assert doc["per_image"] == "" and doc["cached"] == {"ort-cpu:fp32": 0, "ort-cpu:int8": 0}
+    assert not list(temp.glob("trtlab-job-*"))  # the job's folder went with the job
+
+
+def test_no_cache_keeps_nothing(turned: Path, own_folders: tuple[Path, Path], tmp_path: Path) -> None:
+    cache, temp = own_folders
+    per_image = tmp_path / "values.jsonl"
+    r = trtlab("eval", ORIENTATION, "--dataset", turned, "--candidate", "ort-cpu:int8", "--no-cache", "--per-image",
+               per_image, "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert not cache.exists() or not any(cache.iterdir())
+    assert not list(temp.glob("trtlab-*"))
+    assert doc["cached"] == {"ort-cpu:fp32": 0, "ort-cpu:int8": 0}
+    assert len(per_image.read_text(encoding="utf-8").splitlines()) == 20 and doc["per_image"] == str(per_image)
+    for w in doc["candidates"][0].get("worst", []):  # drawn from the job's own answers
+        assert w["picture"].startswith("data:image/png;base64,")
 
 
 def test_a_tolerance_not_met_exits_1(turned: Path) -> None:

@@ -238,6 +238,26 @@ def test_cli_commands_are_accepted_by_the_cli_parser(spec):
         assert (args.out, args.opset) == ("/v.onnx", 22)
 
 
+def test_cli_command_repeats_only_what_was_set_over_the_models_preset():
+    """Photos preprocessed by the model's preset (yolo: letterbox, pad 114) with the padding changed by hand: the
+    command line names the padding only; the CLI picks the same preset for the rest."""
+    from app.cli.main import build_parser
+
+    pre = {"size": [320, 320], "layout": "NCHW", "color": "RGB", "scale": 1 / 255, "mean": [0.0, 0.0, 0.0],
+           "std": [1.0, 1.0, 1.0], "resize": "letterbox", "pad": 0.0, "preset": "yolo",
+           "reason": "an Ultralytics export", "given": ["pad"]}
+    spec = {"kind": "run", "model": "/m.onnx", "target": "ort-cpu:fp32",
+            "inputs": {"kind": "images", "path": "/imgs", "preprocess": pre}}
+    argv = shlex.split(cli_command(spec))
+    assert argv[argv.index("--pad") + 1] == "0"
+    assert not {"--fit", "--resize", "--mean", "--std", "--scale"} & set(argv)
+    args = build_parser().parse_args(argv[1:])
+    assert (args.pad, args.fit, args.inputs) == (0.0, None, "/imgs")
+    changed = {**pre, "pad": 114.0, "resize": "stretch", "given": ["resize"]}
+    argv = shlex.split(cli_command({**spec, "inputs": {**spec["inputs"], "preprocess": changed}}))
+    assert argv[argv.index("--fit") + 1] == "stretch" and "--pad" not in argv
+
+
 def test_cli_command_refuses_an_unknown_kind():
     with pytest.raises(ProjectError, match="No trtlab command"):
         cli_command({"kind": "teleport", "model": "/m.onnx"})

@@ -115,43 +115,46 @@ def variant_path(model_path: str, target: Target, ctx: JobContext | None, spec: 
 
 def default_source(spec: JobInputs, model: onnx.ModelProto | None = None) -> InputSource:
     """The samples a job uses when it is given none: trtlab's sample photos for a model whose one input is an image
-    (resized and normalised to it), trtlab's speech sample for a model with a waveform input (at the model's rate:
-    its metadata's, else an audio output's ``rate=``), else seeded random data (whose description says when a
-    spectrogram input was not fed photos)."""
+    (preprocessed by the model's preset, as `trtlab eval` does: app.core.evaluate.photo_source), trtlab's speech
+    sample for a model with a waveform input (at the model's rate: its metadata's, else an audio output's
+    ``rate=``), else seeded random data (whose description says when a spectrogram input was not fed photos). A
+    folder of images given without its preprocessing gets the model's preset (app.core.evaluate.fit_source)."""
+    from app.core.evaluate import fit_source, photo_source
     from app.core.measure import (
         InputSource,
-        model_metadata,
         model_rate,
         not_photos,
-        photo_source_for,
         resolve_input_shapes,
         speech_source_for,
     )
 
-    if spec.inputs is not None:
+    if spec.inputs is not None and (spec.inputs.kind != "images" or spec.inputs.preprocess is not None):
         return spec.inputs
     model = model if model is not None else onnx.load(spec.model, load_external_data=False)
     infos = [value_info_to_tensor_info(v) for v in graph_inputs(model.graph)]
+    if spec.inputs is not None:
+        return fit_source(model, infos, spec.inputs)
     try:
         shapes = resolve_input_shapes(infos, dict(spec.shapes))
     except TrtlabError:
         return InputSource(kind="random", seed=spec.seed)
     rate = model_rate(model) or next((k.rate for k in spec.output_kinds.values() if k.kind == "audio" and k.rate),
                                      None)
-    return (photo_source_for(infos, shapes, model_metadata(model)) or speech_source_for(infos, shapes, rate)
+    return (photo_source(model, infos, shapes) or speech_source_for(infos, shapes, rate)
             or InputSource(kind="random", seed=spec.seed, note=not_photos(infos, shapes)))
 
 
 def prepare_samples(spec: JobInputs, ctx: JobContext | None = None) -> Prepared:
     """Load the model's input declarations and make the input samples the spec asks for."""
+    from app.core.evaluate import photo_tensor
     from app.core.measure import make_samples, resolve_input_shapes
 
     model_path = spec.model
     model = onnx.load(model_path, load_external_data=False)
     infos = [value_info_to_tensor_info(v) for v in graph_inputs(model.graph)]
     shapes = resolve_input_shapes(infos, dict(spec.shapes))
-    source = default_source(spec, model)
-    samples = make_samples(model, infos, shapes, source, samples=spec.samples)
+    source = default_source(spec, model)  # photos: by the model's preset unless set, made as `trtlab eval` does
+    samples = make_samples(model, infos, shapes, source, samples=spec.samples, photos=photo_tensor)
     text = source.describe()
     from app.core.measure import SAMPLES_DIR
 

@@ -21,6 +21,7 @@ from app.backends.tasks.common import (
     run_outputs,
 )
 from app.backends.tasks.specs import CompareSpec, takes
+from app.core.evaluate import preprocessing_json
 from app.core.measure import NOISE_FLOOR, Randomness, floor_summary, target_note
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ def compare_runs(spec: CompareSpec, ctx: JobContext | None, prep: Prepared, rand
         cand_outputs.append(out)
     doc = compare_report_json(reference.name, len(prep.samples), reports)
     doc["random_ops"] = randomness.to_json() if randomness is not None else no_random_ops()
+    doc.update(preprocessing_json(prep.source, prep.shapes))  # the preset the photos went through
     doc.update({"inputs": prep.source_text, "random_data": prep.random_data, "notes": notes,
                 "shapes": {k: list(v) for k, v in prep.shapes.items()},
                 "tolerances": sorted({str(t) for c in doc.get("candidates", []) for t in c.get("tolerances", [])})

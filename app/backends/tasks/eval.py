@@ -1,20 +1,20 @@
 """`trtlab eval`: the reference and each candidate over a labelled dataset, scored by the task's metric.
 
-Every image is streamed: opened (its EXIF orientation applied), preprocessed by the model's preset, run, read as a
-prediction in the original image, mapped through the class map and added to the run's accumulator; nothing but the
-accumulators' records stays in memory. INT8 candidates calibrate on the dataset's own first images unless `calib`
-is given. Each candidate is then compared with the reference (paired bootstrap intervals) and its tolerances
-checked; every image's value is written to `per_image.jsonl` in the job's folder."""
+Every image is streamed (opened upright, preprocessed by the model's preset, run, read as a prediction in the original
+image, scored) and its answer kept in the answer cache (app.core.evaluate: answers.py): a second run computes only
+what changed. INT8 candidates calibrate on the dataset's first images unless `calib` is given. Each candidate is
+compared with the reference (paired bootstrap intervals), its tolerances checked, its worst images drawn. A batch's
+`shard` runs its slice of the images into the cache and says only its counts (app.core.evaluate: shards.py)."""
 
 from __future__ import annotations
 
-import json
-import math
+import logging
+import shutil
 import time
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
@@ -26,20 +26,13 @@ from app.core.errors import InputError
 
 if TYPE_CHECKING:
     from app.core.dataset import ClassMap, Dataset, DatasetItem
-    from app.core.evaluate import (
-        ClassificationAccumulator,
-        DetectionAccumulator,
-        Preset,
-        RecognitionAccumulator,
-        SegmentationAccumulator,
-        Transform,
-    )
+    from app.core.evaluate import Accumulator, AnswerStore, Prediction, Preset, Transform
     from app.core.measure import InputSource, OutputKind
     from app.core.model import TensorInfo
     from app.jobs import JobContext
 
-Accumulator: TypeAlias = ("DetectionAccumulator | ClassificationAccumulator | SegmentationAccumulator"
-                          " | RecognitionAccumulator")
+log = logging.getLogger(__name__)
+
 CALIB_IMAGES = 32  # INT8 calibration on the dataset itself: its first images, unless calib_samples says otherwise
 MAIN_METRIC = {"detection": "map50", "classification": "top1", "segmentation": "miou", "recognition": "cer"}
 
@@ -63,6 +56,28 @@ class Setup:
     names: dict[int, str] | None
 
 
+@dataclass
+class Run:
+    """One evaluation under way: its spec (given the dataset's calibration once an INT8 target first needs it), the
+    job's folder, where answers are kept and each target's store of them."""
+
+    spec: EvalSpec
+    setup: Setup
+    ctx: JobContext | None
+    folder: Path
+    answers: Path
+    own_calib: bool
+    stores: dict[str, AnswerStore] = field(default_factory=dict)
+    kinds_key: str = ""
+
+    def session_spec(self, target: Target) -> EvalSpec:
+        """The spec a target's variant is built from: the dataset's own calibration made when first needed."""
+        if self.own_calib and self.spec.calib is None and target.precision in ("int8", "plan"):
+            self.spec = self.spec.with_(calib=calibration_folder(self.spec, self.setup, self.ctx,
+                                                                 self.folder / "calib"))
+        return self.spec
+
+
 @takes(EvalSpec)
 def eval_task(spec: EvalSpec, ctx: JobContext | None) -> dict:
     """`trtlab eval`: every target over the dataset, then each candidate against the reference."""
@@ -71,21 +86,60 @@ def eval_task(spec: EvalSpec, ctx: JobContext | None) -> dict:
     setup = prepare(spec)
     spec = spec.with_(shapes={**spec.shapes, setup.input: setup.shape})  # what the variants calibrate at
     folder = workdir(ctx)  # once: outside a job each call would make another
-    if spec.calib is None and any(t.precision == "int8" for t in spec.candidates):
-        spec = spec.with_(calib=calibration_folder(spec, setup, ctx, folder / "calib"))
-    targets = spec.targets()
-    kinds: dict[str, OutputKind] = {}
-    accs: list[Accumulator] = []
-    notes: dict[str, list[str]] = {}
-    for k, target in enumerate(targets):
-        acc, target_notes = run_target(spec, setup, target, kinds, ctx, (k / len(targets), (k + 1) / len(targets)))
-        accs.append(acc)
-        notes[target.name] = target_notes
-    if spec.calib is not None and spec.calib.path and Path(spec.calib.path) == folder / "calib":
-        import shutil
+    try:
+        run = new_run(spec, setup, ctx, folder)
+        kinds: dict[str, OutputKind] = {}
+        accs: list[Accumulator] = []
+        notes: dict[str, list[str]] = {}
+        cached: dict[str, int] = {}
+        targets = spec.targets()
+        for k, target in enumerate(targets):
+            acc, notes[target.name], cached[target.name] = run_target(
+                run, target, kinds, (k / len(targets), (k + 1) / len(targets)))
+            accs.append(acc)
+        return result_doc(run, accs, kinds, notes, cached, time.monotonic() - start)
+    finally:
+        if getattr(ctx, "workdir", None) is None:
+            shutil.rmtree(folder, ignore_errors=True)  # made here, outside a job
+        else:
+            for made in ("calib", "answers", "variants"):  # the dataset's calibration, --no-cache's answers
+                shutil.rmtree(folder / made, ignore_errors=True)
 
-        shutil.rmtree(spec.calib.path, ignore_errors=True)  # the dataset's own calibration copies: not kept
-    return result_doc(spec, setup, accs, kinds, notes, ctx, folder, time.monotonic() - start)
+
+def new_run(spec: EvalSpec, setup: Setup, ctx: JobContext | None, folder: Path) -> Run:
+    """The run's answer stores, one per target, keyed by what makes its answers (app.core.evaluate: answers.py)."""
+    from app.core.evaluate import AnswerStore, answers_root, image_key, model_digest, run_key, run_parts
+
+    if not spec.cache and spec.cache_dir is None:
+        spec = spec.with_(cache_dir=str(folder / "variants"))  # --no-cache: nothing kept in trtlab's cache
+    answers = answers_root() if spec.cache else folder / "answers"
+    own_calib = spec.calib is None and any(t.precision == "int8" for t in spec.candidates)
+    run = Run(spec, setup, ctx, folder, answers, own_calib)
+    progress(ctx, None, "Hashing the model…")
+    digest = model_digest(spec.model)
+    kinds_text = {name: k.text() for name, k in spec.output_kinds.items()}
+    calib = calibration_identity(spec, setup, own_calib)
+    for target in spec.targets():
+        plan = spec.plan.key if target.precision == "plan" and spec.plan is not None else None  # its value
+        parts = run_parts(model=digest, target=target.name, plan=plan, preset=setup.preset.to_json(),
+                          shape=setup.shape, output_kinds=kinds_text, options=spec.options,
+                          calibration=calib if target.precision in ("int8", "plan") else None)
+        run.stores[target.name] = AnswerStore(answers, run_key(parts))
+    first = setup.dataset.records[setup.order[0]].image
+    run.kinds_key = run_key({"kinds": digest, "shape": list(setup.shape), "output_kinds": kinds_text, "preset":
+                             setup.preset.to_json(), "reference": spec.reference.name, "image": image_key(first)})
+    return run
+
+
+def calibration_identity(spec: EvalSpec, setup: Setup, own: bool) -> dict[str, Any]:
+    """What an INT8 variant is calibrated on: its source, method and sample count."""
+    if own:  # the first images of the evaluation's order
+        return {"source": "dataset", "dataset": str(Path(spec.dataset).resolve()), "labels": spec.labels,
+                "shuffle": spec.shuffle, "seed": spec.seed if spec.shuffle else None,
+                "samples": min(spec.calib_samples or CALIB_IMAGES, len(setup.order)), "method": spec.calib_method}
+    source = spec.calib or spec.inputs  # neither: samples chosen for the model from the seed
+    return {"source": source.to_json() if source is not None else None, "seed": spec.seed,
+            "samples": spec.calib_samples, "method": spec.calib_method}
 
 
 def image_input(model: onnx.ModelProto) -> TensorInfo:
@@ -182,14 +236,6 @@ def load_image(item: DatasetItem, preset: Preset) -> tuple[np.ndarray, Transform
         return preset.apply(upright)
 
 
-def images(setup: Setup) -> Iterator[tuple[int, DatasetItem, np.ndarray, Transform]]:
-    """The dataset's images in the evaluation's order, one at a time."""
-    for k, i in enumerate(setup.order):
-        item = setup.dataset.item(i)
-        array, transform = load_image(item, setup.preset)
-        yield k, item, array, transform
-
-
 def calibration_folder(spec: EvalSpec, setup: Setup, ctx: JobContext | None, folder: Path) -> InputSource:
     """INT8 calibration data from the dataset itself: its first images, preprocessed, one `.npz` each."""
     from app.core.measure import InputSource
@@ -198,9 +244,9 @@ def calibration_folder(spec: EvalSpec, setup: Setup, ctx: JobContext | None, fol
     count = min(spec.calib_samples or CALIB_IMAGES, len(setup.order))
     # Calibration runs at the job's one input shape: a line a text recogniser reads wider is fitted to it here.
     fitted = replace(setup.preset, dynamic_width=False)
-    for k, item, array, _t in images(setup):
-        if k >= count:
-            break
+    for k, i in enumerate(setup.order[:count]):
+        item = setup.dataset.item(i)
+        array, _t = load_image(item, setup.preset)
         if tuple(array.shape) != tuple(setup.shape):
             array, _ = load_image(item, fitted)
         arrays: dict[str, Any] = {setup.input: array}  # one array, keyed by the input's name
@@ -209,81 +255,73 @@ def calibration_folder(spec: EvalSpec, setup: Setup, ctx: JobContext | None, fol
     return InputSource(kind="folder", path=str(folder))
 
 
-def new_accumulator(setup: Setup, channels: int = 2) -> Accumulator:
-    """The task's accumulator, its classes named by the dataset's categories (the class map's side)."""
-    from app.core.evaluate import (
-        ClassificationAccumulator,
-        DetectionAccumulator,
-        RecognitionAccumulator,
-        SegmentationAccumulator,
-    )
+def run_target(run: Run, target: Target, kinds: dict[str, OutputKind], span: tuple[float, float]
+               ) -> tuple[Accumulator, list[str], int]:
+    """A target over every image: each answer from the cache, else computed (its session opened at the first image
+    not cached) and kept; each added to the target's accumulator. The first target (the reference) fills `kinds`
+    from its answer on the first image, unless the cache has them. Returns the accumulator, the notes and how many
+    answers came from the cache."""
+    from app.core.evaluate import Mask, load_kinds, new_accumulator, shard_order, truth_and_answer
 
-    task, cats = setup.dataset.task, dict(setup.dataset.categories)
-    if task == "detection":
-        return DetectionAccumulator(cats)
-    if task == "classification":
-        return ClassificationAccumulator(max(cats, default=0) + 1, cats)
-    if task == "segmentation":
-        return SegmentationAccumulator(max(2, channels), cats or None)
-    return RecognitionAccumulator()
-
-
-def truth_and_answer(setup: Setup, item: DatasetItem, prediction: Any) -> tuple[Any, Any]:
-    """The item's truth and the model's answer, classes in the dataset's category ids."""
-    from app.core.evaluate import Classes, Detections
-
-    task, cm = setup.dataset.task, setup.classes
-    if task == "detection":
-        assert isinstance(prediction, Detections)
-        truth = (item.boxes if item.boxes is not None else np.zeros((0, 4)),
-                 item.classes if item.classes is not None else np.zeros(0, np.int64))
-        if cm is not None:
-            ids = [cm.dataset_id(int(c)) for c in prediction.classes]
-            keep = np.array([i is not None for i in ids], bool)
-            mapped = np.array([i for i in ids if i is not None], np.int64)
-            prediction = (prediction.boxes[keep], prediction.scores[keep], mapped)
-            known = np.array([cm.model_index(int(c)) is not None for c in truth[1]], bool)
-            truth = (np.asarray(truth[0]).reshape(-1, 4)[known], np.asarray(truth[1])[known])
-        else:
-            prediction = (prediction.boxes, prediction.scores, prediction.classes)
-        return truth, prediction
-    if task == "classification":
-        assert isinstance(prediction, Classes)
-        top = [cm.dataset_id(c) for c in prediction.top] if cm is not None else list(prediction.top)
-        return item.class_id, np.array([c for c in top if c is not None] or [-1], np.int64)
-    if task == "segmentation":
-        return item.mask(), prediction
-    return item.text or "", prediction
-
-
-def run_target(spec: EvalSpec, setup: Setup, target: Target, kinds: dict[str, OutputKind],
-               ctx: JobContext | None, span: tuple[float, float]) -> tuple[Accumulator, list[str]]:
-    """One session of a target over every image: each prediction added to the target's accumulator. The first
-    target (the reference) fills `kinds` from its answer on the first image."""
-    from app.core.evaluate import Mask, predict
-
+    setup, ctx, store = run.setup, run.ctx, run.stores[target.name]
     lo, hi = span
-    progress(ctx, lo, f"Preparing {target.name}…")
-    path, notes = variant_path(spec.model, target, ctx, spec)
-    session = open_session(target, path, spec, ctx, {setup.input: setup.shape})
+    progress(ctx, lo, f"{target.name}: reading its answers…")
+    if not kinds:
+        kinds.update(load_kinds(run.answers, run.kinds_key))
+    session: Any = None
+    notes: list[str] = []
     acc: Accumulator | None = None
-    total = len(setup.order)
+    hits, images = 0, shard_order(setup.order, run.spec.shard)  # a batch's shard: its slice only (shards.py)
     try:
-        for k, item, array, transform in images(setup):
-            outputs = session.run({setup.input: array})
-            if not kinds:
-                kinds.update(prove(spec, setup, outputs))
-            prediction = predict(outputs, kinds, transform)
+        for k, i in enumerate(images):
+            item = setup.dataset.item(i)
+            prediction = store.load(item.image) if kinds else None
+            if prediction is not None:
+                hits += 1
+            else:
+                if session is None:
+                    progress(ctx, None, f"Preparing {target.name}…")
+                    path, notes = variant_path(run.spec.model, target, ctx, run.session_spec(target))
+                    session = open_session(target, path, run.spec, ctx, {setup.input: setup.shape})
+                prediction = answer(run, session, item, kinds)
+                keep(store, item, prediction)
             if acc is None:
-                acc = new_accumulator(setup, prediction.channels if isinstance(prediction, Mask) else 2)
-            truth, answer = truth_and_answer(setup, item, prediction)
-            acc.add(str(item.image), truth, answer)
-            progress(ctx, lo + (hi - lo) * (k + 1) / total, f"{target.name}: image {k + 1} of {total}")
-        notes += list(session.notes)
+                acc = new_accumulator(setup.dataset, prediction.channels if isinstance(prediction, Mask) else 2)
+            acc.add(str(item.image), *truth_and_answer(setup.dataset, setup.classes, item, prediction))
+            progress(ctx, lo + (hi - lo) * (k + 1) / len(images), f"{target.name}: image {k + 1} of {len(images)}")
+        if session is not None:
+            notes += list(session.notes)
+            store.save_notes(notes)
+        else:
+            notes = store.load_notes()
     finally:
-        session.close()
+        if session is not None:
+            session.close()
     assert acc is not None  # prepare refused an empty dataset
-    return acc, notes
+    return acc, notes, hits
+
+
+def answer(run: Run, session: Any, item: DatasetItem, kinds: dict[str, OutputKind]) -> Prediction:
+    """The model's answer on one image, in the original image; the first proves the outputs' kinds (kept)."""
+    from app.core.evaluate import predict, save_kinds
+
+    array, transform = load_image(item, run.setup.preset)
+    outputs = session.run({run.setup.input: array})
+    if not kinds:
+        kinds.update(prove(run.spec, run.setup, outputs))
+        try:
+            save_kinds(run.answers, run.kinds_key, kinds)
+        except OSError as exc:
+            log.warning("The answer cache is not writable (%s): answers are not kept", exc)
+    return predict(outputs, kinds, transform)
+
+
+def keep(store: AnswerStore, item: DatasetItem, prediction: Prediction) -> None:
+    """The answer into the cache; a cache that cannot be written costs the next run time, never this one."""
+    try:
+        store.save(item.image, prediction)
+    except OSError as exc:
+        log.warning("Could not keep the answer for %s (%s)", item.image, exc)
 
 
 def prove(spec: EvalSpec, setup: Setup, outputs: Mapping[str, np.ndarray]) -> dict[str, OutputKind]:
@@ -296,55 +334,66 @@ def prove(spec: EvalSpec, setup: Setup, outputs: Mapping[str, np.ndarray]) -> di
     return prove_kinds(kinds, [dict(outputs)])
 
 
-def _number(v: float | None) -> float | None:
-    return None if v is None or not math.isfinite(v) else float(v)
+def result_doc(run: Run, accs: list[Accumulator], kinds: Mapping[str, OutputKind], notes: dict[str, list[str]],
+               cached: dict[str, int], seconds: float) -> dict:
+    """The result's JSON (docs/cli.md, `trtlab eval`): every target's metrics and values, each candidate against the
+    reference with its worst images drawn; the per-image file when asked for."""
+    from app.core.evaluate import (
+        DropTolerance,
+        compare_runs,
+        dataset_notes,
+        per_image_values,
+        shard_doc,
+        worst_pictures,
+        write_per_image,
+    )
 
-
-def result_doc(spec: EvalSpec, setup: Setup, accs: list[Accumulator], kinds: Mapping[str, OutputKind],
-               notes: dict[str, list[str]], ctx: JobContext | None, folder: Path, seconds: float) -> dict:
-    """The result's JSON (docs/cli.md, `trtlab eval`) and the per-image file."""
-    from app.core.evaluate import DropTolerance, compare_runs
-
+    spec, setup, ctx = run.spec, run.setup, run.ctx
+    if spec.shard is not None:  # its answers are in the cache for the batch's final job: only its counts here
+        return shard_doc(setup.order, spec.shard, cached, seconds)
     progress(ctx, None, "Comparing with the reference…")
     ref_acc, cand_accs = accs[0], accs[1:]
+    ref_values = ref_acc.per_image()
     ref = ref_acc.result().to_json()
-    candidates = []
     tolerances = [DropTolerance.parse(t) for t in spec.tolerances]
+    candidates, compared_all = [], []
     for target, acc in zip(spec.candidates, cand_accs, strict=True):
         compared = compare_runs(ref_acc, acc, seed=spec.seed)
+        compared_all.append(compared)
         pair = compared.to_json()
-        deltas = compared.deltas
-        failures = [why for t in tolerances if (why := t.check(deltas)) is not None]
+        failures = [why for t in tolerances if (why := t.check(compared.deltas)) is not None]
+        progress(ctx, None, f"Drawing where {target.name} loses most…")
+        values = acc.per_image()
+        worst = worst_pictures(setup.dataset, setup.classes, setup.order, ref_values.metric,
+                               (spec.reference.name, ref_values, run.stores[spec.reference.name]),
+                               (target.name, values, run.stores[target.name]))
         candidates.append({"name": target.name, "passed": not failures, "failures": failures,
-                           "metrics": pair["metrics"], "per_class": pair["per_class"], "delta": pair["delta"],
-                           "ci": pair["ci"], **({"confusion": pair["confusion"]} if "confusion" in pair else {})})
-    per_image = folder / "per_image.jsonl"
-    write_per_image(per_image, spec, accs)
-    ds, cm = setup.dataset, setup.classes
+                           "metrics": pair["metrics"], "per_class": pair["per_class"],
+                           **({"confusion": pair["confusion"]} if "confusion" in pair else {}),
+                           "values": per_image_values(values), "delta": pair["delta"], "ci": pair["ci"],
+                           **({"worst": worst} if worst else {})})
+    if spec.per_image:
+        write_per_image(spec.per_image, [t.name for t in spec.targets()], [acc.per_image() for acc in accs])
+    ds, cm, main = setup.dataset, setup.classes, MAIN_METRIC[setup.dataset.task]
     return {
         "dataset": {"path": str(Path(spec.dataset).resolve()), "format": ds.format, "format_name": ds.format_name,
                     "task": ds.task, "summary": ds.summary(), "images": len(setup.order),
                     "class_map": None if cm is None else {"how": cm.how, "pairs": [list(p) for p in cm.pairs],
-                                                          "unmatched": list(cm.unmatched)}},
+                                                          "unmatched": list(cm.unmatched)},
+                    **({"notes": said} if (said := dataset_notes(len(setup.order), main, compared_all,
+                                                                 list(ds.notes))) else {})},
         "preset": {**setup.preset.to_json(), "describe": setup.preset.describe()},
         "shapes": {setup.input: list(setup.shape)},
-        "main_metric": MAIN_METRIC[ds.task],
+        "main_metric": main,
         "output_kinds": {name: k.to_json() for name, k in kinds.items()},
         "reference": {"name": spec.reference.name, "metrics": ref["metrics"], "per_class": ref["per_class"],
-                      **({"confusion": ref["confusion"]} if "confusion" in ref else {})},
+                      **({"confusion": ref["confusion"]} if "confusion" in ref else {}),
+                      "values": per_image_values(ref_values)},
         "candidates": candidates,
         "tolerances": list(spec.tolerances),
         "notes": notes,
-        "per_image": str(per_image),
+        "per_image": str(Path(spec.per_image).resolve()) if spec.per_image else "",
+        "per_image_metric": ref_values.metric,
+        "cached": cached,
         "seconds": round(seconds, 3),
     }
-
-
-def write_per_image(path: Path, spec: EvalSpec, accs: list[Accumulator]) -> None:
-    """One JSON line per image: its path, the reference's value and each candidate's."""
-    tables = [acc.per_image() for acc in accs]
-    names = [t.name for t in spec.targets()]
-    with open(path, "w", encoding="utf-8") as fh:
-        for row, image in enumerate(tables[0].image_ids):
-            values = {n: _number(float(t.values[row])) for n, t in zip(names, tables, strict=True)}
-            fh.write(json.dumps({"image": str(image), "metric": tables[0].metric, "values": values}) + "\n")

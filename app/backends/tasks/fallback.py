@@ -24,12 +24,15 @@ from app.backends.tasks.common import (
     workdir,
 )
 from app.backends.tasks.diagnose import floor_by_tensor, layer_errors, within_floor
-from app.backends.tasks.specs import FallbackSpec, PrecisionNotAvailable, takes
+from app.backends.tasks.eval import eval_task
+from app.backends.tasks.specs import EvalSpec, FallbackSpec, PrecisionNotAvailable, Target, takes
+from app.core.measure import Tolerance
 
 if TYPE_CHECKING:
-    from app.core.measure import CandidateReport, OutputKind, Randomness, Tolerance
+    from app.core.measure import CandidateReport, OutputKind, Randomness
     from app.core.precision import PrecisionPlan
-    from app.jobs import JobContext
+    from app.core.results import EvalCandidate
+    from app.jobs import JobContext, JobEvent
 
 
 @takes(FallbackSpec)
@@ -39,7 +42,9 @@ def fallback_task(spec: FallbackSpec, ctx: JobContext) -> dict:
     Ranks the plan's changeable nodes by a per-layer diagnosis, then searches (app.core.precision.fallback); each
     evaluation builds the variant with some nodes kept FP32, runs it on every sample on the candidate's
     backend and compares it with the reference's outputs. A model that draws random numbers gets the draws
-    `compare` gives it: the same seeds, else each evaluation judged against the noise floor."""
+    `compare` gives it: the same seeds, else each evaluation judged against the noise floor. With a dataset, each
+    evaluation is `eval` on a subset of it against its truth instead, and the plan found is confirmed on all of it
+    (`_Truth`)."""
     import time
 
     t0 = time.monotonic()
@@ -53,18 +58,23 @@ def fallback_task(spec: FallbackSpec, ctx: JobContext) -> dict:
         raise PrecisionNotAvailable(f"{candidate.name}: every node is already FP32, so there is nothing to fall "
                                     "back from.", fix="Give a candidate such as ort-cpu:fp16 or a plan with "
                                                       "FP16/BF16/INT8 nodes.")
+    truth = None
+    if spec.dataset is not None:
+        spec = spec.with_(shapes=_image_shape(spec))
+        truth = _Truth(spec, ctx, plan, planned)
     prep = prepare_samples(spec, ctx)
     # Random nodes: the same seeds as `compare` gives them, else the noise floor (common.random_draws).
     randomness = random_draws(prep.model_path, reference, [candidate])
     try:
-        return _search(spec, ctx, prep, randomness, plan, planned, graph, t0)
+        return _search(spec, ctx, prep, randomness, plan, planned, graph, t0, truth)
     finally:
         if randomness is not None:
             randomness.remove_copies()
 
 
 def _search(spec: FallbackSpec, ctx: JobContext, prep: Prepared, randomness: Randomness | None,
-            plan: PrecisionPlan, planned: dict[str, str], graph: onnx.GraphProto, t0: float) -> dict:
+            plan: PrecisionPlan, planned: dict[str, str], graph: onnx.GraphProto, t0: float,
+            truth: _Truth | None) -> dict:
     """The diagnosis, ranking and search of `fallback_task`, on the prepared samples."""
     import dataclasses
     import shutil
@@ -82,6 +92,8 @@ def _search(spec: FallbackSpec, ctx: JobContext, prep: Prepared, randomness: Ran
     from app.jobs.protocol import JobCancelled
 
     reference, candidate, target = spec.reference, spec.candidate, spec.target
+    agreement = target if isinstance(target, Tolerance) else None  # None: a drop on the dataset's metric
+    tols = [] if agreement is None else [agreement]
     model_path, budget = spec.model, spec.budget_s
     ref_out, ref_notes = run_outputs(reference, prep, spec, ctx, (0.0, 0.05),
                                      rewrite=draws_rewrite(randomness, reference, ctx))
@@ -97,7 +109,7 @@ def _search(spec: FallbackSpec, ctx: JobContext, prep: Prepared, randomness: Ran
     if randomness is not None:
         ref_notes.append(target_note(randomness, reference, reference))
         cand_notes += judge_draws(randomness, reference, candidate,
-                                  compare_samples(ref_out, cand_out, candidate.name, [target], kinds=kinds), floor)
+                                  compare_samples(ref_out, cand_out, candidate.name, tols, kinds=kinds), floor)
         # Against the noise floor, a tensor the reference's own draws move as far ranks as unchanged.
         floors = floor_by_tensor(facts)
         rows = [dataclasses.replace(r, cosine=1.0) if within_floor(r, floors.get(r.tensor)) else r for r in rows]
@@ -107,12 +119,15 @@ def _search(spec: FallbackSpec, ctx: JobContext, prep: Prepared, randomness: Ran
     report = build_variant(model_path, plan, calib=calib, calib_method=calib_method,
                            cache_dir=spec.cache_dir).report
     plannable = _changed_nodes(planned, report)
+    if truth is not None:
+        truth.quantized = {k for k in plannable if planned[k] == "int8"}
     ranked = _overflowing_first(rank_candidates(rows, plannable, graph=graph), graph, report)
     folder = workdir(ctx) / "fallback-variants"
 
     def evaluate(keep: frozenset[str]) -> CandidateReport | dict[str, float | bool | None]:
+        assert agreement is not None  # a drop target is judged by `truth`
         if not keep:  # the variant as planned: its outputs are already here
-            return floor.judged(compare_samples(ref_out, cand_out, candidate.name, [target], kinds=kinds), target)
+            return floor.judged(compare_samples(ref_out, cand_out, candidate.name, tols, kinds=kinds), agreement)
         try:
             variant = build_variant(model_path, with_high_precision(plan, keep), calib=calib,
                                     calib_method=calib_method, cancelled=cancel_check(ctx),
@@ -130,19 +145,151 @@ def _search(spec: FallbackSpec, ctx: JobContext, prep: Prepared, randomness: Ran
                 randomness.remove_copies()  # one evaluation's seeded copy at a time on disk
             if not variant.identity:
                 shutil.rmtree(folder, ignore_errors=True)  # one evaluation's variant at a time on disk
-        return floor.judged(compare_samples(ref_out, outs, candidate.name, [target], kinds=kinds), target)
+        return floor.judged(compare_samples(ref_out, outs, candidate.name, tols, kinds=kinds), agreement)
+
+    def say(f: float | None, message: str) -> None:
+        fraction = None if f is None else 0.2 + (0.8 if truth is None else 0.7) * f
+        if truth is not None:
+            truth.step.at(fraction, message)
+        ctx.progress(fraction, message)
 
     remaining = None if budget is None else max(0.0, budget - (time.monotonic() - t0))
-    result = search(ranked, evaluate, target, budget_s=remaining, cancelled=ctx.cancelled,
-                    progress=lambda f, m: ctx.progress(None if f is None else 0.2 + 0.8 * f, m))
+    result = search(ranked, evaluate if truth is None else truth.evaluate, target, budget_s=remaining,
+                    cancelled=ctx.cancelled, progress=say)
+    confirmed = {} if truth is None else truth.confirm(frozenset(result.keep), result.met, result.stopped)
+    ref_notes += [] if truth is None else truth.cache_note()
     result.seconds = time.monotonic() - t0  # a cancelled search reports its best set so far ("stopped": "cancelled")
     final = with_high_precision(plan, result.keep)
     doc = {"candidate": candidate.name, "reference": reference.name, **result.to_json(),
            "plan": final.to_json(), "first_nonfinite": first, "ranked": ranked[:50], "samples": len(prep.samples),
            "inputs": prep.source_text, "random_data": prep.random_data,
            "random_ops": randomness.to_json() if randomness is not None else no_random_ops(),
-           "notes": {reference.name: ref_notes, candidate.name: cand_notes}}
+           "notes": {reference.name: ref_notes, candidate.name: cand_notes}, **confirmed}
     return doc
+
+
+class _Truth:
+    """The search's judge against a labelled dataset's truth: each evaluation is `eval` of the evaluation's plan on
+    the candidate's backend (B:plan) over the subset (the first `subset` images after a shuffle from `seed`), the
+    target its tolerance; `confirm` then evaluates the plan found over the whole set. INT8 calibrates as `eval`
+    calibrates a plan: on `calib`, else `inputs`, else the default samples, so `trtlab eval --plan` (with the same
+    --calib) gives the same numbers."""
+
+    def __init__(self, spec: FallbackSpec, ctx: JobContext, plan: PrecisionPlan, planned: dict[str, str]) -> None:
+        from pathlib import Path
+
+        from app.core.dataset import load_dataset
+
+        assert spec.dataset is not None
+        self.spec, self.plan, self.step = spec, plan, _Step(ctx)
+        self.int8 = [k for k, p in planned.items() if p == "int8"]
+        self.dataset = str(Path(spec.dataset).resolve())
+        self.total = len(load_dataset(spec.dataset, spec.labels, spec.format))
+        self.size = min(spec.subset, self.total)
+        self.whole = EvalSpec(model=spec.model, dataset=spec.dataset, labels=spec.labels, format=spec.format,
+                              reference=spec.reference, candidates=(Target(spec.candidate.backend, "plan"),),
+                              tolerances=(str(spec.target),), seed=spec.seed, shapes=spec.shapes, inputs=spec.inputs,
+                              options=spec.options, plan=plan, calib=spec.calib, calib_samples=spec.calib_samples,
+                              calib_method=spec.calib_method, cache_dir=spec.cache_dir,
+                              output_kinds=spec.output_kinds)
+        # The subset; all of the set when it is no larger, in its own order (then it is its own confirmation).
+        self.part = self.whole if self.size == self.total else self.whole.with_(shuffle=True, limit=self.size)
+        self.seen: dict[frozenset[str], EvalCandidate] = {}
+        self.answers = self.cached = 0  # the reference's answers over every evaluation, and those from the cache
+        self.quantized: set[str] = set()  # the INT8 nodes the candidate's variant quantized (set by the search)
+
+    def evaluate(self, keep: frozenset[str]) -> dict[str, float | bool | None]:
+        """The change of the target's metric on the subset with `keep` kept high (points) and whether it is met."""
+        from app.core.precision import STOP_CANCELLED, SearchStopped
+        from app.jobs.protocol import JobCancelled
+
+        try:
+            self.seen[keep] = found = self._run(keep, self.part)
+        except JobCancelled:
+            raise SearchStopped(STOP_CANCELLED) from None
+        delta = found.delta.get(self.spec.target.metric)
+        return {self.spec.target.metric: None if delta is None else delta * 100, "met": found.passed}
+
+    def _run(self, keep: frozenset[str], spec: EvalSpec) -> EvalCandidate:
+        from app.core.precision import with_high_precision
+        from app.core.results import EvaluationResult
+
+        plan = with_high_precision(self.plan, keep)
+        if self.quantized and self.quantized <= keep:  # nothing left to quantize: the same graph with no INT8 node
+            plan = plan.with_overrides(self.int8, "fp32")
+        result = EvaluationResult.from_json(eval_task(spec.with_(plan=plan), self.step.context))
+        self.answers += result.dataset.images
+        self.cached += result.cached.get(result.reference.name, 0)
+        return result.candidates[0]
+
+    def cache_note(self) -> list[str]:
+        return [f"on the dataset, {self.cached:,} of its {self.answers:,} answers over the evaluations came from the "
+                "answer cache"] if self.answers else []
+
+    def confirm(self, keep: frozenset[str], met: bool, stopped: str | None) -> dict:
+        """The dataset's facts for the search's result: the subset's change with the plan found, then the whole set's
+        (`confirmed`), which decides `met`; not run when the search missed the target or was cancelled (then
+        "stopped" says so)."""
+        from app.jobs.protocol import JobCancelled
+
+        metric = self.spec.target.metric
+        out: dict = {"dataset": self.dataset, "dataset_images": self.total, "subset": self.size, "met": False}
+        found = self.seen.get(keep)
+        if found is None:
+            return out
+        out |= {"subset_delta": found.delta.get(metric), "subset_ci": list(found.ci.get(metric) or ())}
+        if not met or stopped == "cancelled":
+            return out
+        if self.part is not self.whole:
+            message = f"Confirming on all {self.total:,} images…"
+            self.step.at(0.9, message)
+            self.step.ctx.progress(0.9, message)
+            try:
+                found = self._run(keep, self.whole)
+            except JobCancelled:
+                return {**out, "stopped": "cancelled"}
+        return out | {"confirmed": found.passed, "met": found.passed, "confirmed_delta": found.delta.get(metric),
+                      "confirmed_ci": list(found.ci.get(metric) or ())}
+
+
+def _image_shape(spec: FallbackSpec) -> dict[str, tuple[int, ...]]:
+    """The shapes with a dynamic image input filled in as `eval` fills it: what the model says, else its static dims
+    with a batch of 1 (other dynamic dims are left to --shapes)."""
+    from app.core.evaluate import default_input_shape
+    from app.core.model import graph_inputs, value_info_to_tensor_info
+
+    model = onnx.load(spec.model, load_external_data=False)
+    infos = [value_info_to_tensor_info(v) for v in graph_inputs(model.graph)]
+    if len(infos) != 1 or infos[0].name in spec.shapes or infos[0].shape is None or len(infos[0].shape) != 4:
+        return dict(spec.shapes)
+    info, dims = infos[0], infos[0].shape
+    shape = default_input_shape(model, info)
+    if shape is None and all(isinstance(d, int) and d > 0 for d in dims[1:]):
+        shape = (1, *(int(d) for d in dims[1:]))
+    return {**spec.shapes, info.name: shape} if shape is not None else dict(spec.shapes)
+
+
+class _Step:
+    """The context `eval` runs in for one evaluation: its progress shown under the search's step, in the step's
+    fraction; its own folder; the job's Cancel."""
+
+    def __init__(self, ctx: JobContext) -> None:
+        from app.jobs import JobContext
+
+        folder = workdir(ctx) / "eval"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.ctx, self.label = ctx, ""
+        self.fraction: float | None = None
+        self.context = JobContext(folder, self._emit, ctx.cancelled)
+
+    def at(self, fraction: float | None, message: str) -> None:
+        self.fraction, self.label = fraction, message.partition(":")[0].rstrip("…")
+
+    def _emit(self, event: JobEvent) -> None:
+        if event.kind == "progress":
+            self.ctx.progress(self.fraction, f"{self.label}: {event.message}")
+        elif event.kind == "log":
+            self.ctx.log(event.message, event.level)
 
 
 class _NoiseFloor:
@@ -166,7 +313,8 @@ class _NoiseFloor:
             reference = self.spec.reference
             outs, _ = run_outputs(reference, self.prep, self.spec, self.ctx,
                                   rewrite=floor_rewrite(self.randomness, reference, self.ctx))
-            self.report = compare_samples(self.ref_out, outs, "noise floor", [self.spec.target], kinds=self.kinds)
+            tols = [t for t in (self.spec.target,) if isinstance(t, Tolerance)]
+            self.report = compare_samples(self.ref_out, outs, "noise floor", tols, kinds=self.kinds)
             self.randomness.floor = floor_summary(self.report)
         return self.report
 

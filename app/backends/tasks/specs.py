@@ -14,16 +14,18 @@ every job's result lists the files it made (`artifacts`) and where it was made (
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from app.backends.tasks.spec_fields import SpecError
 from app.backends.tasks.spec_fields import count_of as _count
+from app.backends.tasks.spec_fields import eval_outputs as _eval_outputs
+from app.backends.tasks.spec_fields import fallback_fields as _fallback_fields
 from app.backends.tasks.spec_fields import field_json as _text
 from app.backends.tasks.spec_fields import parsed_kinds as _parsed
 from app.backends.tasks.spec_fields import shapes_of as _shapes
+from app.backends.tasks.spec_fields import shard_of as _shard
 from app.backends.tasks.spec_fields import source_of as _source
 from app.backends.tasks.spec_fields import target_of as _target
 from app.backends.tasks.spec_fields import tolerance_of as _tolerance
@@ -31,6 +33,7 @@ from app.core.measure import InputSource, OutputKind, Tolerance, default_timing_
 from app.core.targets import PrecisionNotAvailable, Target, require_plan  # noqa: F401 - the jobs' error, from here
 
 if TYPE_CHECKING:
+    from app.core.evaluate import DropTolerance
     from app.core.precision import PrecisionPlan
     from app.jobs import JobSpec
 
@@ -241,25 +244,28 @@ class FallbackSpec(JobInputs):
 
     reference: Target = Target("ort-cpu")
     candidate: Target
-    target: Tolerance                         # the tolerance to meet, METRIC:VALUE (e.g. cos:0.999)
+    target: Tolerance | DropTolerance         # cos:0.999 (agreement); with a dataset, its metric's drop: map50:-0.5
     budget_s: float | None = None             # stop searching after this long
+    dataset: str | None = None                # a labelled dataset's folder: the search scores its ground truth
+    labels: str | None = None                 # its labels file; None: found
+    format: str | None = None                 # its format; None: detected
+    subset: int = 200                         # images the search evaluates on (the first after a shuffle from `seed`)
     kind: ClassVar[str] = "fallback"
     job: ClassVar[str] = "app.backends.tasks.fallback:fallback_task"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "reference", _target(self.reference))
         object.__setattr__(self, "candidate", _target(self.candidate))
-        object.__setattr__(self, "target", _tolerance(self.target))
-        if self.budget_s is not None:
-            budget = float(self.budget_s)
-            if not math.isfinite(budget) or budget <= 0:
-                raise SpecError(f"A search budget of {self.budget_s} seconds is not a time.",
-                                fix="Give a positive time, e.g. 120s.")
-            object.__setattr__(self, "budget_s", budget)
+        target, budget = _fallback_fields(self.target, self.dataset, self.subset, self.budget_s)
+        object.__setattr__(self, "target", target)
+        object.__setattr__(self, "budget_s", budget)
         super().__post_init__()
 
     def targets(self) -> list[Target]:
         return [self.reference, self.candidate]
+
+    def input_files(self) -> list[str]:
+        return [*super().input_files(), *(f for f in (self.dataset, self.labels) if f)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -333,8 +339,12 @@ class EvalSpec(JobInputs):
     limit: int | None = None                  # the first N images (after shuffling)
     shuffle: bool = False                     # images in an order drawn from `seed`
     preset: Mapping[str, Any] | None = None   # the preprocessing (app.core.evaluate.Preset's JSON); None: chosen
+    cache: bool = True                        # answers kept per image and target, a second run computes what changed
+    per_image: str | None = None              # where each image's values go as JSON lines; None: only in the result
+    shard: tuple[int, int] | None = None      # (index, count): a batch's shard, its slice of the images into the cache
     kind: ClassVar[str] = "eval"
     job: ClassVar[str] = "app.backends.tasks.eval:eval_task"
+    outputs: ClassVar[tuple[str, ...]] = ("per_image",)
     artifacts: ClassVar[tuple[str, ...]] = ("per_image",)
 
     def __post_init__(self) -> None:
@@ -349,6 +359,8 @@ class EvalSpec(JobInputs):
         object.__setattr__(self, "tolerances", tuple(str(DropTolerance.parse(str(t))) for t in self.tolerances))
         if self.limit is not None:
             _count(self.limit, "limit")
+        object.__setattr__(self, "per_image", _eval_outputs(self.cache, self.per_image))
+        object.__setattr__(self, "shard", _shard(self.shard, self.cache, self.per_image))
         super().__post_init__()
 
     def targets(self) -> list[Target]:

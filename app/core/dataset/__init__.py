@@ -1,8 +1,8 @@
 """Labelled datasets in the formats people have: COCO JSON, YOLO txt, class folders, a CSV of ``file,label``, PNG
 masks beside images and PaddleOCR's text lines, detected (`detect_format`) and read lazily (`load_dataset` →
 `Dataset`, one `DatasetItem` per image); the model's classes mapped to the dataset's categories (`class_map`,
-`model_class_names`); and pictures of the first images with their labels drawn (`preview_pictures`). Other
-packages import these names from here."""
+`model_class_names`); and pictures of the first images with their labels drawn (`preview_pictures`; the truth or
+a model's answer as `Marks`, drawn by `draw_marks`). Other packages import these names from here."""
 
 from __future__ import annotations
 
@@ -19,7 +19,15 @@ from app.core.dataset.classmap import (
 from app.core.dataset.detect import LOOKED_FOR, detect_format, load_dataset
 from app.core.dataset.errors import ClassMapError, DatasetError
 from app.core.dataset.files import IGNORE_INDEX, IMAGE_EXTENSIONS, image_size, read_mask
-from app.core.dataset.preview import preview_item, preview_pictures
+from app.core.dataset.preview import (
+    Marks,
+    draw_marks,
+    mask_caption,
+    preview_item,
+    preview_pictures,
+    truth_marks,
+    upright,
+)
 from app.core.dataset.types import FORMAT_NAMES, TASKS, Dataset, DatasetItem
 
 __all__ = [
@@ -37,13 +45,18 @@ __all__ = [
     "Dataset",
     "DatasetError",
     "DatasetItem",
+    "Marks",
     "class_map",
     "detect_format",
+    "draw_marks",
     "image_size",
     "load_dataset",
+    "mask_caption",
     "model_class_names",
     "normalise_name",
     "preview_item",
     "preview_pictures",
     "read_mask",
+    "truth_marks",
+    "upright",
 ]

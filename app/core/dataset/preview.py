@@ -1,11 +1,13 @@
-"""Pictures of a dataset's first images with their labels drawn, so that a wrong box format or class map shows
-before anything runs: boxes with class names, masks as a coloured overlay, a class name or a text line under the
-image."""
+"""Pictures of an image with labels drawn on it — a dataset's truth before anything runs (so that a wrong box format
+or class map shows), or a model's answer beside it: boxes with class names, masks as a coloured overlay, a class
+name or a text line under the image. The truth and an answer are both :class:`Marks`, drawn by :func:`draw_marks`."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw, ImageFont, ImageOps
 
 from app.core.dataset.files import IGNORE_INDEX
 from app.core.dataset.types import Dataset, DatasetItem
@@ -15,8 +17,21 @@ COLOURS = (
     (210, 245, 60), (250, 190, 212), (0, 128, 128), (220, 190, 255), (170, 110, 40), (255, 250, 200), (128, 0, 0),
     (170, 255, 195), (128, 128, 0), (255, 215, 180), (0, 0, 128), (255, 225, 25), (128, 128, 128),
 )
-CAPTION = 22  # the strip under the image for its caption
+CAPTION = 22  # the strip under the image for its caption, and above it for a title
 _OVERLAY_ALPHA = 0.5
+
+
+@dataclass(frozen=True)
+class Marks:
+    """What is drawn on an image, in its pixels and the dataset's category ids: ``boxes`` (N×4 x1, y1, x2, y2) with
+    their ``classes``, a class ``mask`` (H×W), ``instances`` (N×H×W 0/1 masks, one per class of ``classes``), and the
+    ``caption`` written under it."""
+
+    boxes: np.ndarray | None = None
+    classes: np.ndarray | None = None
+    mask: np.ndarray | None = None
+    instances: np.ndarray | None = None
+    caption: str = ""
 
 
 def colour(index: int) -> tuple[int, int, int]:
@@ -41,29 +56,52 @@ def preview_pictures(dataset: Dataset, n: int = 3, side: int = 320) -> list[Imag
 
 def preview_item(dataset: Dataset, item: DatasetItem, side: int = 320) -> Image.Image:
     """One image with its truth drawn on it (boxes, mask) and under it (class, text)."""
+    return draw_marks(dataset, upright(item), truth_marks(dataset, item), side)
+
+
+def upright(item: DatasetItem) -> Image.Image:
+    """The item's image as RGB, its EXIF orientation applied (as the evaluation reads it)."""
     with Image.open(item.image) as im:
-        photo = im.convert("RGB")
+        return ImageOps.exif_transpose(im).convert("RGB")
+
+
+def truth_marks(dataset: Dataset, item: DatasetItem) -> Marks:
+    """The item's truth as marks: its boxes, its mask or instance masks, its caption."""
+    instances = None
+    if item.mask_path is None and item.classes is not None and any(seg is not None for seg in item.segmentations):
+        instances = item.instance_masks()
+    return Marks(item.boxes, item.classes, item.mask() if item.mask_path is not None else None, instances,
+                 _caption(dataset, item))
+
+
+def draw_marks(dataset: Dataset, photo: Image.Image, marks: Marks, side: int = 320, title: str = "") -> Image.Image:
+    """The photo fitted in ``side``×``side`` with the marks drawn on it, the caption under it and, when given, the
+    title above it; classes named and coloured by the dataset's categories."""
     width, height = photo.size
     scale = min(side / width, side / height)
     shown = photo.resize((max(1, round(width * scale)), max(1, round(height * scale))), Image.Resampling.BILINEAR)
     slot = {cid: k for k, (cid, _name) in enumerate(dataset.categories)}
-    if item.mask_path is not None:
-        shown = _overlay(shown, item.mask(), slot)
-    elif item.classes is not None and any(seg is not None for seg in item.segmentations):
-        for inst, cid in zip(item.instance_masks(), item.classes, strict=True):
+    if marks.mask is not None:
+        shown = _overlay(shown, marks.mask, slot)
+    if marks.instances is not None and marks.classes is not None:
+        for inst, cid in zip(marks.instances, marks.classes, strict=True):
             shown = _overlay(shown, inst, {1: slot.get(int(cid), int(cid))})
-    canvas = Image.new("RGB", (side, side + CAPTION), (245, 245, 245))
-    ox, oy = (side - shown.width) // 2, (side - shown.height) // 2
+    top = CAPTION if title else 0
+    canvas = Image.new("RGB", (side, top + side + CAPTION), (245, 245, 245))
+    ox, oy = (side - shown.width) // 2, top + (side - shown.height) // 2
     canvas.paste(shown, (ox, oy))
     draw = ImageDraw.Draw(canvas)
-    if item.boxes is not None and item.classes is not None:
-        _boxes(draw, dataset, item, scale, (ox, oy), slot)
-    draw.text((4, side + 3), _caption(dataset, item), fill=(0, 0, 0), font=_font(13))
+    if marks.boxes is not None and marks.classes is not None:
+        _boxes(draw, dataset, marks.boxes, marks.classes, scale, (ox, oy), slot, top)
+    if title:
+        draw.text((4, 4), title, fill=(0, 0, 0), font=_font(13))
+    draw.text((4, top + side + 3), marks.caption, fill=(0, 0, 0), font=_font(13))
     return canvas
 
 
 def _overlay(shown: Image.Image, mask: np.ndarray, slot: dict[int, int]) -> Image.Image:
-    small = np.asarray(Image.fromarray(mask).resize(shown.size, Image.Resampling.NEAREST))
+    small = np.asarray(Image.fromarray(np.asarray(mask).astype(np.uint8)).resize(shown.size,
+                                                                                Image.Resampling.NEAREST))
     rgb = np.asarray(shown, dtype=np.float32).copy()
     for value in np.unique(small):
         if value == 0:
@@ -74,17 +112,16 @@ def _overlay(shown: Image.Image, mask: np.ndarray, slot: dict[int, int]) -> Imag
     return Image.fromarray(rgb.astype(np.uint8))
 
 
-def _boxes(draw: ImageDraw.ImageDraw, dataset: Dataset, item: DatasetItem, scale: float, origin: tuple[int, int],
-           slot: dict[int, int]) -> None:
-    assert item.boxes is not None and item.classes is not None
+def _boxes(draw: ImageDraw.ImageDraw, dataset: Dataset, boxes: np.ndarray, classes: np.ndarray, scale: float,
+           origin: tuple[int, int], slot: dict[int, int], floor: int) -> None:
     font = _font(11)
-    for box, cid in zip(item.boxes, item.classes, strict=True):
+    for box, cid in zip(np.asarray(boxes).reshape(-1, 4), classes, strict=True):
         x1, y1, x2, y2 = (float(v) * scale + origin[k % 2] for k, v in enumerate(box))
         tint = colour(slot.get(int(cid), int(cid)))
         draw.rectangle([x1, y1, max(x1, x2), max(y1, y2)], outline=tint, width=2)
         tag = dataset.category_name(int(cid))
         tw = draw.textlength(tag, font=font)
-        ty = max(0.0, y1 - 13)
+        ty = max(float(floor), y1 - 13)  # a tag stays below the title
         draw.rectangle([x1, ty, x1 + tw + 4, ty + 13], fill=tint)
         draw.text((x1 + 2, ty), tag, fill=(0, 0, 0), font=font)
 
@@ -95,7 +132,12 @@ def _caption(dataset: Dataset, item: DatasetItem) -> str:
     if item.class_id is not None:
         return dataset.category_name(item.class_id)
     if item.mask_path is not None:
-        values = [int(v) for v in np.unique(item.mask()) if v not in (0, IGNORE_INDEX)]
-        return "mask: " + (", ".join(dataset.category_name(v) for v in values) or "background only")
+        return mask_caption(dataset, item.mask())
     count = 0 if item.classes is None else len(item.classes)
     return f"{item.image.name} · {count} box{'es' if count != 1 else ''}"
+
+
+def mask_caption(dataset: Dataset, mask: np.ndarray) -> str:
+    """"mask: cat, dog" — the classes a mask shows, by name."""
+    values = [int(v) for v in np.unique(mask) if v not in (0, IGNORE_INDEX)]
+    return "mask: " + (", ".join(dataset.category_name(v) for v in values) or "background only")

@@ -2,7 +2,9 @@
 `suggest_profile`), dims sharing a name (`named_dims`), the engine cache (`BuildConfig`, `engine_key`, `lookup_engine`,
 `save_engine`), I/O dtypes, build progress, RTX targets (`parse_targets`), build and parser errors explained; and what
 a built engine says: its layers (`parse_engine_info`, `parse_layer_dump`), their ONNX origins (`map_to_onnx`),
-per-layer times and the plan they broke (`plan_mismatches`). Other packages import these names from here."""
+per-layer times and the plan they broke (`plan_mismatches`); run kits for TensorRT elsewhere (`write_kit`,
+`KitManifest`) and what they bring back (`import_engine`: trtexec's layer info, profile, timings and log,
+Polygraphy's outputs). Other packages import these names from here."""
 
 from __future__ import annotations
 
@@ -26,11 +28,13 @@ from app.core.engine.cache import (
 from app.core.engine.dim_params import dim_name_problems, named_dims
 from app.core.engine.dtypes import buffer_nbytes, decode_output, encode, trt_name
 from app.core.engine.inspector_json import parse_engine_info
+from app.core.engine.kit import MANIFEST_NAME, KitError, KitManifest, write_kit
 from app.core.engine.layer_dump import DUMP_HEADER, find_dump, parse_layer_dump
 from app.core.engine.layer_times import TimingRecorder, per_layer_times
 from app.core.engine.onnx_map import map_to_onnx
 from app.core.engine.parser_errors import explain, issue_from_fields, map_issues_to_graph
 from app.core.engine.plan_check import plan_mismatches
+from app.core.engine.polygraphy_json import PolygraphyFormatError, load_feeds, load_run_results, save_feeds
 from app.core.engine.profile_suggest import suggest_profile
 from app.core.engine.profiles import (
     InputProfile,
@@ -55,14 +59,17 @@ from app.core.engine.rtx import (
     parse_targets,
     run_problem,
 )
+from app.core.engine.trt_import import Imported, ImportInputError, find_artefacts, import_engine
 
-__all__ = ["DEFAULT_LABEL", "DUMP_HEADER", "RTX_TARGETS", "BuildConfig", "BuildConfigError", "InputProfile",
-           "OptimizationProfile", "PhaseTracker", "ProfileError", "TimingRecorder", "buffer_nbytes",
+__all__ = ["DEFAULT_LABEL", "DUMP_HEADER", "MANIFEST_NAME", "RTX_TARGETS", "BuildConfig", "BuildConfigError",
+           "ImportInputError", "Imported", "InputProfile", "KitError", "KitManifest", "OptimizationProfile",
+           "PhaseTracker", "PolygraphyFormatError", "ProfileError", "TimingRecorder", "buffer_nbytes",
            "check_engine_shapes", "decode_output", "default_root", "describe_targets", "dim_name_problems", "encode",
-           "engine_key", "engine_path", "enum_names", "explain", "explain_build_failure", "find_dump", "has_turing",
-           "issue_from_fields", "lacks_fp8", "load_engine_meta", "load_timing_cache", "lookup_engine",
+           "engine_key", "engine_path", "enum_names", "explain", "explain_build_failure",
+           "find_artefacts", "find_dump", "has_turing", "import_engine", "issue_from_fields", "lacks_fp8",
+           "load_engine_meta", "load_feeds", "load_run_results", "load_timing_cache", "lookup_engine",
            "make_engine_meta", "make_rtx_engine_meta", "map_issues_to_graph", "map_to_onnx", "named_dims",
            "parse_engine_info", "parse_layer_dump", "parse_profile_args", "parse_targets", "per_layer_times",
            "plan_mismatches", "profile_from_shapes", "profile_problems", "rtx_engine_key", "run_problem",
-           "save_engine", "save_timing_cache", "shape_in_profile", "shape_text", "suggest_profile",
-           "timing_cache_path", "trt_name", "validate_profile"]
+           "save_engine", "save_feeds", "save_timing_cache", "shape_in_profile", "shape_text", "suggest_profile",
+           "timing_cache_path", "trt_name", "validate_profile", "write_kit"]

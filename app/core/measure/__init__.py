@@ -23,6 +23,7 @@ from app.core.measure.audio import model_rate, wav_bytes, wav_from_uri
 from app.core.measure.compare import CandidateReport, OutputMetrics, compare_report_json, compare_samples
 from app.core.measure.compute import PRECISION_WORDS, Emulation, device_of, emulation, target_emulations
 from app.core.measure.heads import detection_rows, infer_output_kinds
+from app.core.measure.images import RESIZE_RULES, ImagePreprocess, PhotoTensor, read_image
 from app.core.measure.inputs import InputSource, make_samples, resolve_input_shapes, source_shapes
 from app.core.measure.kinds import KINDS, OutputKind, OutputKindError, dictionary_labels, parse_output_kinds
 from app.core.measure.latency import (
@@ -62,7 +63,17 @@ from app.core.measure.random_draws import (
     timing_json,
     timing_note,
 )
-from app.core.measure.results import COLUMNS, RANDOM_CALIBRATION, ResultsState
+from app.core.measure.results import (
+    COLUMNS,
+    METRIC_NAMES,
+    RANDOM_CALIBRATION,
+    ResultsState,
+    dataset_line,
+    main_metric,
+    metric_change,
+    metric_name,
+    shown_metrics,
+)
 from app.core.measure.samples import (
     SAMPLES_DIR,
     model_metadata,
@@ -91,17 +102,18 @@ from app.core.measure.verdicts import (
 
 __all__ = ["A_LITTLE_COS", "BAD", "COLUMNS", "DEFAULT_TASK_TOLERANCES", "ELEMENTWISE", "EMPTY_ADVICE", "FAIR",
            "FLOOR_SEED_BASE", "FLOOR_SLACK", "GOOD", "IMAGE_NOT_PROBABILITY", "KINDS", "KIND_METRICS", "MAX_OUTPUTS",
-           "MAX_SAMPLES", "METRICS", "NEUTRAL", "NOISE_FLOOR", "PRECISION_WORDS", "RANDOM_CALIBRATION", "SAME_SEEDS",
-           "SAMPLES_DIR", "SCORE_THRESHOLD", "UNCHANGED_COS", "Budget", "CandidateReport", "CardFacts", "Emulation",
-           "InputSource", "MeasureCancelled", "NodeTime", "OutputKind", "OutputKindError", "OutputMetrics", "Profile",
-           "Randomness", "ResultsState", "Tolerance", "ToleranceError", "answer_labels", "answer_strips",
-           "answer_verdict", "card_facts", "caveats", "compare_report_json", "compare_samples", "cosine_text",
-           "decode_picture", "default_timing_mode", "detection_rows", "device_of", "device_word", "dictionary_labels",
-           "empty_reference", "emulation", "find_randomness",
-           "floor_summary", "floor_text", "fmt_metric", "implausible", "infer_output_kinds", "input_picture", "judge",
-           "judge_by_floor", "make_samples", "measure", "median_ms", "model_metadata", "model_rate", "node_devices",
-           "node_shares", "not_photos", "output_pictures", "parse_ort_profile", "parse_output_kinds",
-           "photo_source_for", "png_b64", "profile_delta", "prove_kinds", "resolve_input_shapes", "same_draws",
-           "sample_photos", "sample_words", "slower_because", "slower_reasons", "source_shapes", "speech_source_for",
+           "MAX_SAMPLES", "METRICS", "METRIC_NAMES", "NEUTRAL", "NOISE_FLOOR", "PRECISION_WORDS", "RANDOM_CALIBRATION",
+           "RESIZE_RULES", "SAME_SEEDS", "SAMPLES_DIR", "SCORE_THRESHOLD", "UNCHANGED_COS", "Budget", "CandidateReport",
+           "CardFacts", "Emulation", "ImagePreprocess", "InputSource", "MeasureCancelled", "NodeTime", "OutputKind",
+           "OutputKindError", "OutputMetrics", "PhotoTensor", "Profile", "Randomness", "ResultsState", "Tolerance",
+           "ToleranceError", "answer_labels", "answer_strips", "answer_verdict", "card_facts", "caveats",
+           "compare_report_json", "compare_samples", "cosine_text", "dataset_line", "decode_picture",
+           "default_timing_mode", "detection_rows", "device_of", "device_word", "dictionary_labels", "empty_reference",
+           "emulation", "find_randomness", "floor_summary", "floor_text", "fmt_metric", "implausible",
+           "infer_output_kinds", "input_picture", "judge", "judge_by_floor", "main_metric", "make_samples", "measure",
+           "median_ms", "metric_change", "metric_name", "model_metadata", "model_rate", "node_devices", "node_shares",
+           "not_photos", "output_pictures", "parse_ort_profile", "parse_output_kinds", "photo_source_for", "png_b64",
+           "profile_delta", "prove_kinds", "read_image", "resolve_input_shapes", "same_draws", "sample_photos",
+           "sample_words", "shown_metrics", "slower_because", "slower_reasons", "source_shapes", "speech_source_for",
            "speed_reference", "speed_verdict", "speedups", "target_emulations", "target_note", "task_verdict",
            "task_words", "timing_json", "timing_note", "wav_bytes", "wav_from_uri"]

@@ -47,6 +47,7 @@ NMS_IOU = 0.45
 NMS_MARGIN = 0.1
 MAX_BOXES = 300
 NMS_CANDIDATES = 3000
+_NMS_MATRIX = 400  # up to this many boxes of a class, NMS computes their IoU matrix at once (faster below)
 PSNR_CAP_DB = 999.0
 PROB_EPS = 1e-3
 MASK_UNION_FLOOR = 0.01
@@ -137,20 +138,45 @@ def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def nms(boxes: np.ndarray, iou: float = NMS_IOU, limit: int = MAX_BOXES) -> np.ndarray:
-    """Class-wise greedy NMS over rows (x1, y1, x2, y2, score, class); the kept rows by descending score."""
+    """Class-wise greedy NMS over rows (x1, y1, x2, y2, score, class); the kept rows by descending score: each box,
+    best first, suppresses the lower-scored boxes of its class that it overlaps by ``iou`` or more.
+
+    Up to ``_NMS_MATRIX`` boxes, their IoU matrix is computed at once (pairs of different classes set apart), then one
+    greedy pass over its rows; beyond, class by class, one row at a time (memory stays small). Both keep the same."""
     order = np.argsort(-boxes[:, 4], kind="stable")[:NMS_CANDIDATES]
     boxes = boxes[order]
-    keep: list[int] = []
-    for cls in np.unique(boxes[:, 5]):
-        idx = np.flatnonzero(boxes[:, 5] == cls)
-        while idx.size:
-            keep.append(int(idx[0]))
-            if idx.size == 1:
-                break
-            overlap = iou_matrix(boxes[idx[:1], :4], boxes[idx[1:], :4])[0]
-            idx = idx[1:][overlap < iou]
-    kept = boxes[sorted(keep, key=lambda k: -boxes[k, 4])]
+    if len(boxes) <= _NMS_MATRIX:
+        keep = _greedy_matrix(boxes, iou)
+    else:
+        keep = [k for cls in np.unique(boxes[:, 5]) for k in _greedy_rows(boxes, np.flatnonzero(boxes[:, 5] == cls),
+                                                                          iou)]
+    kept = boxes[sorted(keep, key=lambda k: (-boxes[k, 4], k))]  # ties: in the order the scores sorted them
     return kept[:limit]
+
+
+def _greedy_matrix(boxes: np.ndarray, iou: float) -> list[int]:
+    """Boxes sorted by score: their IoU matrix at once, then the greedy pass over its rows."""
+    matrix = iou_matrix(boxes[:, :4], boxes[:, :4])
+    overlaps = ~(matrix < iou) & (boxes[:, None, 5] == boxes[None, :, 5])  # NaN boxes are suppressed, as below
+    suppressed = np.zeros(len(boxes), bool)
+    keep = []
+    for i in range(len(boxes)):
+        if not suppressed[i]:
+            keep.append(i)
+            suppressed[i + 1:] |= overlaps[i, i + 1:]
+    return keep
+
+
+def _greedy_rows(boxes: np.ndarray, idx: np.ndarray, iou: float) -> list[int]:
+    """Many boxes: the best left against the rest, one row at a time (memory stays small)."""
+    keep = []
+    while idx.size:
+        keep.append(int(idx[0]))
+        if idx.size == 1:
+            break
+        overlap = iou_matrix(boxes[idx[:1], :4], boxes[idx[1:], :4])[0]
+        idx = idx[1:][overlap < iou]
+    return keep
 
 
 def decode_boxes(sample: np.ndarray, kind: OutputKind, floor: float) -> list[np.ndarray]:

@@ -1,12 +1,17 @@
-"""Image decoding with Pillow and preprocessing into model inputs with numpy.
+"""Image decoding with Pillow, and the preprocessing that makes model inputs of images.
 
 Pillow decodes the files: JPEG, PNG, WebP, TIFF, BMP, GIF (the first frame), PPM/PGM and whatever else the
 installed Pillow reads. Decoded images are float32 arrays of shape (H, W, C) in the 0–255 range, channels in
 RGB(A) order; grey images keep one channel (two with alpha) and palette images become RGB, or RGBA when they
 have a transparent colour. 16-bit images are scaled down by 257 so that the same ``scale`` (default 1/255)
 works for every depth. The EXIF orientation is applied, so photos come out the way cameras and viewers show
-them. Resizing is Pillow's bilinear filter on float planes: half-pixel centres, and when shrinking the filter
-widens to cover every source pixel (antialiasing, as PIL-based training pipelines do).
+them.
+
+Preprocessing (:class:`ImagePreprocess`) is the model's preset unless a person set it otherwise
+(:func:`app.core.evaluate.model_preprocess`: letterbox for an Ultralytics export, PaddleOCR's rules for its
+models, ImageNet's otherwise), and it is carried out by :meth:`app.core.evaluate.Preset.apply`, as ``trtlab eval``
+does: resizing is Pillow's bilinear filter on float planes (half-pixel centres; when shrinking the filter widens
+to cover every source pixel, antialiasing as PIL-based training pipelines do).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import struct
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -25,9 +30,21 @@ _AS_IS = ("L", "LA", "RGB", "RGBA", "F")  # modes whose arrays are already grey(
 _CONVERT = {"1": "L", "La": "LA", "RGBa": "RGBA", "PA": "RGBA"}  # everything else (CMYK, YCbCr, RGBX…) -> RGB
 
 
+RESIZE_RULES = ("stretch", "letterbox", "height", "limit")  # app.core.evaluate.presets.RESIZES
+_KEYS = ("size", "layout", "color", "scale", "mean", "std", "resize", "pad", "preset", "reason", "given")
+
+
 @dataclass
 class ImagePreprocess:
-    """How images become tensors: resize, channel order, layout, then ``(pixel * scale - mean) / std``."""
+    """How images become tensors: resize rule, channel order, layout, then ``(pixel * scale - mean) / std``.
+
+    The images are turned into tensors by :meth:`app.core.evaluate.Preset.apply`
+    (:func:`app.core.evaluate.photo_tensor`), the one implementation ``trtlab eval`` uses too. ``resize``:
+    ``stretch`` to the input's size, ``letterbox`` into it (the aspect ratio kept, padded evenly with ``pad``),
+    ``height`` (PaddleOCR's text lines: the input's height, width by the aspect ratio, right-padded) or ``limit``
+    (a fixed input: resized to it). ``preset`` names the model's
+    preset these settings came from (:func:`app.core.evaluate.model_preprocess`), ``reason`` says why, ``given``
+    lists the settings a person set over it."""
 
     size: tuple[int, int] | None = None  # (H, W); None: the input's own dims
     layout: str = "NCHW"  # or "NHWC"
@@ -35,6 +52,11 @@ class ImagePreprocess:
     scale: float = 1 / 255
     mean: tuple[float, ...] = (0.0, 0.0, 0.0)
     std: tuple[float, ...] = (1.0, 1.0, 1.0)
+    resize: str = "stretch"
+    pad: float = 0.0
+    preset: str = ""
+    reason: str = ""
+    given: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.layout, self.color = str(self.layout).upper(), str(self.color).upper()
@@ -42,33 +64,51 @@ class ImagePreprocess:
             raise InputError(f"Image layout '{self.layout}' is not NCHW or NHWC.", fix="Choose NCHW or NHWC.")
         if self.color not in ("RGB", "BGR"):
             raise InputError(f"Colour order '{self.color}' is not RGB or BGR.", fix="Choose RGB or BGR.")
+        self.resize = str(self.resize).lower()
+        if self.resize not in RESIZE_RULES:
+            raise InputError(f"Resize rule '{self.resize}' is not one of {', '.join(RESIZE_RULES)}.",
+                             fix="Choose stretch or letterbox (height and limit are PaddleOCR's).")
         if self.size is not None:
             self.size = (int(self.size[0]), int(self.size[1]))
             if min(self.size) <= 0:
                 raise InputError(f"Image size {self.size} must be positive.", fix="Give HxW such as 224x224.")
         self.mean = tuple(float(v) for v in self.mean)
         self.std = tuple(float(v) for v in self.std)
+        self.pad = float(self.pad)
+        self.given = tuple(str(v) for v in self.given)
 
     def to_json(self) -> dict[str, object]:
         d = asdict(self)
         d["size"] = list(self.size) if self.size else None
-        d["mean"], d["std"] = list(self.mean), list(self.std)
+        d["mean"], d["std"], d["given"] = list(self.mean), list(self.std), list(self.given)
         return d
 
     @classmethod
     def from_json(cls, d: dict) -> ImagePreprocess:
-        known = {k: d[k] for k in ("size", "layout", "color", "scale", "mean", "std") if d.get(k) is not None}
+        known = {k: d[k] for k in _KEYS if d.get(k) is not None}
         return cls(**known)
 
     def describe(self) -> str:
-        size = f"resize {self.size[0]}×{self.size[1]}, " if self.size else ""
-        return (f"{size}{self.layout}, {self.color}, scale {self.scale:.6g}, mean {list(self.mean)}, "
-                f"std {list(self.std)}")
+        """The settings in words: the preset's name, the resize rule, colour, scale, mean/std, layout (and which
+        settings were given by hand)."""
+        size = f" {self.size[0]}×{self.size[1]}" if self.size else ""
+        how = {"stretch": f"resize{size or ' to the input'}", "letterbox": f"letterbox{size or ' to the input'}, "
+               f"pad {self.pad:g}", "height": "height of the input, width by aspect ratio, right-padded",
+               "limit": f"resize{size or ' to the input'}"}[self.resize]
+        name = f"{self.preset}: " if self.preset else ""
+        hand = f" ({', '.join(self.given)} given)" if self.given and self.preset else ""
+        return (f"{name}{how}, {self.layout}, {self.color}, scale {self.scale:.6g}, mean {list(self.mean)}, "
+                f"std {list(self.std)}{hand}")
 
 
 def _bad(path: Path, why: str) -> InputError:
     return InputError(f"Image '{path.name}' cannot be read: {why}.",
                       fix="Re-save it as PNG or JPEG, or remove it from the folder.")
+
+
+def pillow() -> tuple[Any, Any]:
+    """Pillow's Image and ImageOps modules; an InputError saying how to install it where it is missing."""
+    return _pil()
 
 
 def _pil() -> tuple[Any, Any]:
@@ -119,61 +159,8 @@ def _to_array(im: Any) -> np.ndarray:
 
 # --- preprocessing ---------------------------------------------------------------------------------
 
-def _resize(img: np.ndarray, height: int, width: int) -> np.ndarray:
-    """Bilinear resize of float32 (H, W, C), one Pillow "F" plane per channel (no rounding to 8 bits)."""
-    if img.shape[:2] == (height, width):
-        return img
-    image, _ = _pil()
-    planes = [np.asarray(image.fromarray(np.ascontiguousarray(img[..., c]))
-                         .resize((width, height), image.Resampling.BILINEAR)) for c in range(img.shape[2])]
-    return np.stack(planes, axis=-1)
+class PhotoTensor(Protocol):
+    """Makes one image file an (H, W, C) float32 array by the settings, for an input of height×width with `channels`
+    (:func:`app.core.evaluate.photo_tensor`: the model's preset, as ``trtlab eval`` applies it)."""
 
-
-def _to_channels(img: np.ndarray, channels: int, path: Path) -> np.ndarray:
-    have = img.shape[2]
-    if have == channels:
-        return img
-    if have in (1, 2):  # grey (+ alpha)
-        grey = img[..., :1]
-        rgb = np.repeat(grey, 3, axis=2)
-        if channels == 1:
-            return grey
-        return rgb if channels == 3 else np.concatenate([rgb, _alpha(img)], axis=2)
-    rgb = img[..., :3]
-    if channels == 3:
-        return rgb
-    if channels == 1:  # ITU-R BT.601 luma, what most image libraries use for "L"
-        return (rgb @ np.array([0.299, 0.587, 0.114], np.float32))[..., None]
-    if channels == 4:
-        return np.concatenate([rgb, _alpha(img)], axis=2)
-    raise InputError(f"Image '{path.name}' has {have} channels but the model's input needs {channels}.",
-                     fix="Check the layout setting (NCHW/NHWC): the channel axis may be the wrong one.")
-
-
-def _alpha(img: np.ndarray) -> np.ndarray:
-    if img.shape[2] in (2, 4):
-        return img[..., -1:]
-    return np.full(img.shape[:2] + (1,), 255.0, np.float32)
-
-
-def _per_channel(values: tuple[float, ...], channels: int, what: str) -> np.ndarray:
-    arr = np.asarray(values, np.float32)
-    if arr.size == channels:
-        return arr
-    if arr.size == 1 or (arr.size > 0 and np.all(arr == arr[0])):
-        return np.full(channels, arr[0], np.float32)
-    raise InputError(f"The image {what} has {arr.size} values but the model's input has {channels} channel(s).",
-                     fix=f"Give one {what} value, or one per channel ({channels}).")
-
-
-def preprocess_image(path: Path, pre: ImagePreprocess, height: int, width: int, channels: int) -> np.ndarray:
-    """Decode and preprocess one image into (H, W, C) float32: channels, colour order, resize, scale, mean/std."""
-    img = _to_channels(read_image(path), channels, path)
-    if pre.color == "BGR" and channels >= 3:
-        img = np.concatenate([img[..., 2::-1], img[..., 3:]], axis=2)
-    img = _resize(img.astype(np.float32, copy=False), height, width)
-    mean = _per_channel(pre.mean, channels, "mean")
-    std = _per_channel(pre.std, channels, "std")
-    if np.any(std == 0):
-        raise InputError("An image std value is 0.", fix="Use non-zero std values (1 means no division).")
-    return ((img * np.float32(pre.scale) - mean) / std).astype(np.float32)
+    def __call__(self, path: Path, pre: ImagePreprocess, height: int, width: int, channels: int) -> np.ndarray: ...

@@ -25,7 +25,7 @@ import numpy as np
 import onnx
 
 from app.core.errors import InputError, ShapeSpecError
-from app.core.measure.images import ImagePreprocess
+from app.core.measure.images import ImagePreprocess, PhotoTensor
 from app.core.model import (
     TensorInfo,
     dynamic_dims,
@@ -95,7 +95,7 @@ class InputSource:
     kind: str = "random"
     path: str | None = None
     seed: int = 0
-    preprocess: ImagePreprocess | None = field(default=None)
+    preprocess: ImagePreprocess | None = field(default=None)  # images: None is the model's preset (fit_source)
     rate: int | None = None  # audio: the rate the WAV is resampled to (None: the file's own)
     note: str = ""           # which rule chose this source, when trtlab chose it (shown with its description)
 
@@ -104,8 +104,6 @@ class InputSource:
             raise InputError(f"Unknown input source '{self.kind}'.", fix=f"Use one of {', '.join(SOURCE_KINDS)}.")
         if self.kind != "random" and not self.path:
             raise InputError(f"The '{self.kind}' input source needs a path.", fix="Choose a file or a folder.")
-        if self.kind == "images" and self.preprocess is None:
-            self.preprocess = ImagePreprocess()
 
     @property
     def is_random(self) -> bool:
@@ -124,7 +122,7 @@ class InputSource:
             return f"file '{name}'"
         if self.kind == "folder":
             return f"samples from folder '{name}'"
-        return f"images from folder '{name}' ({self.preprocess.describe() if self.preprocess else ''})"
+        return f"images from folder '{name}' ({self.preprocess.describe() if self.preprocess else 'the model preset'})"
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"kind": self.kind, "path": self.path, "seed": self.seed,
@@ -405,20 +403,30 @@ def _folder(path: Path, suffixes: tuple[str, ...], what: str) -> list[Path]:
     return files
 
 
-def _image_samples(inputs: list[TensorInfo], shapes: dict[str, tuple[int, ...]], source: InputSource,
-                   samples: int) -> list[dict[str, np.ndarray]]:
-    from app.core.measure import images  # decoders load only when images are used
-
-    pre = source.preprocess or ImagePreprocess()
-    if len(inputs) != 1:
-        raise InputError(f"An image folder feeds one image input, but the model has {len(inputs)} inputs: "
-                         f"{_real_inputs(inputs)}.", fix="Save complete samples as .npz files instead.")
-    info = inputs[0]
-    shape = shapes[info.name]
+def _image_layout(info: TensorInfo, shape: tuple[int, ...], pre: ImagePreprocess) -> tuple[int, int, int, int]:
+    """(batch, channels, height, width) of an image input's resolved shape read in the preprocessing's layout."""
     if len(shape) != 4:
         raise InputError(f"Input '{info.name}' has shape {list(shape)}; images need a 4-D {pre.layout} input.",
                          fix="Use .npz samples for this model.")
     batch, (c, h, w) = shape[0], (shape[1:] if pre.layout == "NCHW" else (shape[3], shape[1], shape[2]))
+    return batch, c, h, w
+
+
+def _image_samples(inputs: list[TensorInfo], shapes: dict[str, tuple[int, ...]], source: InputSource, samples: int,
+                   photos: PhotoTensor | None) -> list[dict[str, np.ndarray]]:
+    from app.core.measure import images  # decoders load only when images are used
+
+    if len(inputs) != 1:
+        raise InputError(f"An image folder feeds one image input, but the model has {len(inputs)} inputs: "
+                         f"{_real_inputs(inputs)}.", fix="Save complete samples as .npz files instead.")
+    info = inputs[0]
+    images.pillow()  # a missing Pillow is said with how to install it
+    pre = source.preprocess
+    if pre is None:
+        raise InputError("The images' preprocessing is not set.",
+                         fix="Fill it from the model's preset first (app.core.evaluate.fit_source).")
+    shape = shapes[info.name]
+    batch, c, h, w = _image_layout(info, shape, pre)
     if c not in (1, 3, 4):
         other = "NHWC" if pre.layout == "NCHW" else "NCHW"
         raise InputError(f"Input '{info.name}' {list(shape)} read as {pre.layout} has {c} channels.",
@@ -432,10 +440,13 @@ def _image_samples(inputs: list[TensorInfo], shapes: dict[str, tuple[int, ...]],
     if len(files) < batch:
         raise InputError(f"Folder '{source.path}' has {len(files)} image(s) but one batch needs {batch}.",
                          fix=f"Add images or set a batch size of at most {len(files)}.")
+    if photos is None:
+        raise InputError("Images need the function that applies their preprocessing.",
+                         fix="Pass photos=app.core.evaluate.photo_tensor (the model's preset, as trtlab eval).")
     count = len(files) // batch if samples <= 0 else min(samples, len(files) // batch)
     out = []
     for s in range(count):
-        pics = [images.preprocess_image(f, pre, h, w, c) for f in files[s * batch:(s + 1) * batch]]
+        pics = [photos(f, pre, h, w, c) for f in files[s * batch:(s + 1) * batch]]
         arr = np.stack(pics)
         if pre.layout == "NCHW":
             arr = arr.transpose(0, 3, 1, 2)
@@ -475,10 +486,13 @@ def _audio_samples(model: onnx.ModelProto, inputs: list[TensorInfo], shapes: dic
 
 
 def make_samples(model: onnx.ModelProto, inputs: list[TensorInfo], shapes: dict[str, tuple[int, ...]],
-                 source: InputSource, samples: int = 1) -> list[dict[str, np.ndarray]]:
+                 source: InputSource, samples: int = 1, photos: PhotoTensor | None = None
+                 ) -> list[dict[str, np.ndarray]]:
     """Input samples (one dict of arrays per sample, exact model dtypes) from ``source``.
 
-    ``samples`` caps how many are made; ``samples <= 0`` means every file of a folder (one for random).
+    ``samples`` caps how many are made; ``samples <= 0`` means every file of a folder (one for random). An images
+    source needs its preprocessing set (:func:`app.core.evaluate.fit_source`) and ``photos``, the function that
+    makes each image's array (:func:`app.core.evaluate.photo_tensor`: the model's preset, as ``trtlab eval``).
     """
     lost = [i.name for i in inputs if i.name not in shapes]
     if lost:
@@ -494,4 +508,4 @@ def make_samples(model: onnx.ModelProto, inputs: list[TensorInfo], shapes: dict[
         return [_load_file(f, inputs, shapes) for f in files]
     if source.kind == "audio":
         return _audio_samples(model, inputs, shapes, source, max(1, samples))
-    return _image_samples(inputs, shapes, source, samples)
+    return _image_samples(inputs, shapes, source, samples, photos)

@@ -96,7 +96,8 @@ class OutputKind:
     strides: tuple[int, ...] = ()       # gfl: each level's stride
     background: bool = False            # pair: column 0 of the scores is the background
     part_of: str = ""                   # an output of a split head other than its lead: the lead's name
-    characters: tuple[str, ...] = ()    # sequence: each token's text from the model's own dictionary
+    characters: tuple[str, ...] = ()    # the model's own labels: a sequence's token texts (its dictionary), or the
+                                        # class names of classes/detections (Ultralytics' `names`), by index
 
     def text(self) -> str:
         """``KIND[:OPTION,…]`` as ``--output-kind`` takes it."""
@@ -430,7 +431,24 @@ def infer_output_kinds(model: onnx.ModelProto, output_dims: Mapping[str, Sequenc
         if k.kind == "sequence" and not k.labels and (chars := dictionary_labels(model, dims[-1] if dims else None)):
             out[o.name] = replace(k, characters=chars, reason=(k.reason + "; " if k.reason else "")
                                   + f"text from the model's own dictionary ({len(chars) - 1} tokens and the blank)")
+    if (names := metadata_names(model)) and any(k.kind in _NAMED_KINDS and not k.labels for k in out.values()):
+        out = {n: replace(k, characters=names) if k.kind in _NAMED_KINDS and not k.labels else k
+               for n, k in out.items()}
     return out
+
+
+_NAMED_KINDS = ("classes", "detections", "yolo")
+
+
+def metadata_names(model: onnx.ModelProto) -> tuple[str, ...]:
+    """The class names the model's metadata gives (Ultralytics' ``names``), by index with gaps named by their index;
+    () when it gives none."""
+    from app.core.dataset import model_class_names
+
+    names = model_class_names(model) or {}
+    if not names or min(names) < 0 or max(names) > 100_000:
+        return ()
+    return tuple(names.get(i, str(i)) for i in range(max(names) + 1))
 
 
 def dictionary_labels(model: onnx.ModelProto, width: int | None = None) -> tuple[str, ...]:

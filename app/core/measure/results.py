@@ -20,6 +20,8 @@ from app.core.results import (
     BenchResult,
     CandidateResult,
     CompareResult,
+    EvalCandidate,
+    EvaluationResult,
     KindInfo,
     OutputAnswers,
     OutputResult,
@@ -66,6 +68,63 @@ class Row:
         return [self.label, self.verdict, self.speed, self.latency, self.worst, self.nan, self.note]
 
 
+# A dataset evaluation's metrics as people write them, and which ones each task shows (the first is the main one).
+METRIC_NAMES = {"map50": "mAP50", "map": "mAP", "mean_iou": "mean IoU", "top1": "top-1", "top5": "top-5",
+                "miou": "mIoU", "dice": "Dice", "cer": "CER", "wer": "WER", "exact": "exact match"}
+TASK_METRICS = {"detection": ("map50", "map", "mean_iou"), "classification": ("top1", "top5"),
+                "segmentation": ("miou", "dice"), "recognition": ("cer", "wer", "exact")}
+
+
+def metric_name(metric: str) -> str:
+    return METRIC_NAMES.get(metric, metric)
+
+
+def shown_metrics(doc: EvaluationResult) -> list[str]:
+    """The evaluation's metrics worth a column, the main one first."""
+    measured = doc.reference.metrics
+    order = [doc.main_metric, *TASK_METRICS.get(doc.dataset.task, ())] if doc.main_metric else \
+        list(TASK_METRICS.get(doc.dataset.task, ()))
+    shown = [m for m in dict.fromkeys(order) if m and m in measured]
+    return shown or list(measured)
+
+
+def main_metric(doc: EvaluationResult) -> str:
+    shown = shown_metrics(doc)
+    return shown[0] if shown else ""
+
+
+def points(fraction: float) -> str:
+    """A difference of fractions in percentage points, signed, with a true minus: "−1.4"."""
+    return f"{fraction * 100:+.1f}".replace("-", "−")
+
+
+def _value(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3f}"
+
+
+def metric_change(doc: EvaluationResult, cand: EvalCandidate, metric: str, interval: bool = True) -> str:
+    """``0.512 → 0.498 (−1.4 pts, 95 % CI −2.0 … −0.8)``; the interval left out with `interval` False."""
+    text = f"{_value(doc.reference.metrics.get(metric))} → {_value(cand.metrics.get(metric))}"
+    delta = cand.delta.get(metric)
+    if delta is None:
+        return text
+    ci = cand.interval(metric) if interval else None
+    ci_text = f", 95 % CI {points(ci[0])} … {points(ci[1])}" if ci is not None else ""
+    return f"{text} ({points(delta)} pts{ci_text})"
+
+
+def dataset_line(doc: EvaluationResult | None, target: str) -> str:
+    """A candidate's main metric on the dataset, ``mAP50 0.512 → 0.498 (−1.4 pts)``; "" when it was not
+    evaluated."""
+    if doc is None:
+        return ""
+    cand = next((c for c in doc.candidates if c.name == target), None)
+    metric = main_metric(doc)
+    if cand is None or not metric:
+        return ""
+    return f"{metric_name(metric)} {metric_change(doc, cand, metric, interval=False)}"
+
+
 COLUMNS = ["Variant", "Verdict", "Speed-up", "Median latency", "Worst output", "NaN / Inf", "Note"]
 
 
@@ -88,11 +147,21 @@ class ResultsState:
         self.kinds: dict[str, KindInfo] = {}           # output -> its kind (the compare result's `output_kinds`)
         self.random_ops: RandomOps | None = None       # the latest comparison's random nodes
         self.placement: dict[str, Placement] = {}      # target -> where its nodes ran in the comparison
+        self.evaluation: EvaluationResult | None = None  # the latest evaluation on a labelled dataset
         self._colors: dict[str, int] = {}
 
     @property
     def empty(self) -> bool:
-        return not self.candidates and not self.bench
+        return not self.candidates and not self.bench and self.evaluation is None
+
+    def add_evaluation(self, doc: EvaluationResult) -> None:
+        """The latest evaluation on a dataset replaces the one before (each is a whole picture of the dataset)."""
+        self.evaluation = doc
+        for c in doc.candidates:
+            self._color(c.name)
+
+    def dataset_line(self, target: str) -> str:
+        return dataset_line(self.evaluation, target)
 
     # ----------------------------------------------------------------- data in
     def add_compare(self, doc: CompareResult, plan_precisions: Iterable[str] = ()) -> list[str]:
@@ -200,7 +269,27 @@ class ResultsState:
         out = list(rows.values())
         for row in out:
             self._speed_cells(row)
+        if self.evaluation is not None:
+            out = self._evaluation_rows(out, self.evaluation)
         return out
+
+    def _evaluation_rows(self, rows: list[Row], doc: EvaluationResult) -> list[Row]:
+        """Each evaluated candidate's main metric on the dataset beside its verdict; a row of its own (and one for
+        the evaluation's reference) where it was only evaluated."""
+        by_target = {r.target: r for r in rows}
+        if not rows:
+            ref = doc.reference.name
+            by_target[ref] = Row(f"{ref} (reference)", ref, verdict="reference")
+            rows.append(by_target[ref])
+        for c in doc.candidates:
+            line = f"dataset {dataset_line(doc, c.name)}"
+            row = by_target.get(c.name)
+            if row is None:
+                row = Row(c.name, c.name, passed=c.passed, verdict=("✓ " if c.passed else "✗ ") + line)
+                rows.append(row)
+            else:
+                row.verdict += f" · {line}"
+        return rows
 
     def _compare_row(self, label: str, name: str, c: CandidateResult) -> Row:
         outputs = c.outputs
@@ -276,6 +365,11 @@ class ResultsState:
             s = speed[best]
             parts.append(f"fastest: {best}, {s:.2f}× the reference's speed" if s >= 1 else
                          f"none is faster than {self.speed_reference()} (best: {best}, {1 / s:.2f}× slower)")
+        if self.evaluation is not None and self.evaluation.candidates:
+            doc = self.evaluation
+            ok = sum(c.passed for c in doc.candidates)
+            said = f"on the dataset, {ok} of {len(doc.candidates)} within tolerance of {doc.reference.name}"
+            parts.append(said if parts else said[0].upper() + said[1:])
         return "; ".join(parts) if parts else "Run a comparison or a benchmark to see results here."
 
     def warnings(self) -> list[str]:

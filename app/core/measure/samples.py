@@ -2,11 +2,14 @@
 
 Five public-domain/CC0 photos from scikit-image's sample data live in ``app/resources/samples`` (origin and
 licences in LICENSES.md there), so that image models are compared on real pictures rather than random numbers.
-:func:`photo_source_for` fits an "images" :class:`InputSource` to a model whose one input is an image: NCHW or
-NHWC, RGB, scaled to [0, 1] and normalised with ImageNet's mean and std (3 channels) or left as is (1 channel).
-A one-channel input that is a spectrogram or a feature map gets no photos (:func:`not_photos` says why). A model
-whose metadata says it was exported by Ultralytics (YOLOv5/v8/11/26: ``author`` Ultralytics, or ``stride``, ``names``
-and ``imgsz`` together) is fed [0, 1] pixels with no mean/std, as Ultralytics trains them (:func:`unnormalised`).
+:func:`photo_source_for` gives an "images" :class:`InputSource` to a model whose one input is an image (NCHW or
+NHWC); the photos get the model's preset, as ``trtlab eval``'s images do (:func:`app.core.evaluate.photo_source`
+and :func:`app.core.evaluate.fit_source` fill it from :func:`app.core.evaluate.choose_preset`):
+a model whose metadata says Ultralytics exported it (YOLOv5/v8/11/26: ``author`` Ultralytics, or ``stride``,
+``names`` and ``imgsz`` together) is fed letterboxed [0, 1] pixels with no mean/std, as Ultralytics trains them;
+PaddleOCR's models get PaddleOCR's rules; the rest are resized and normalised with ImageNet's mean and std (3
+channels) or left as is (1 channel). A one-channel input that is a spectrogram or a feature map gets no photos
+(:func:`not_photos` says why).
 
 A speech sample, ``speech.wav`` (synthesised by espeak-ng; LICENSES.md), feeds a model's waveform input instead:
 :func:`speech_source_for` (the rules in :mod:`app.core.measure.audio`).
@@ -20,7 +23,7 @@ from pathlib import Path
 import onnx
 
 from app.core.measure.audio import SPEECH_SAMPLE, feature_map_input, waveform_input
-from app.core.measure.images import IMAGE_EXTENSIONS, ImagePreprocess
+from app.core.measure.images import IMAGE_EXTENSIONS
 from app.core.measure.inputs import InputSource
 from app.core.model import TensorInfo
 
@@ -62,14 +65,17 @@ def model_metadata(model: onnx.ModelProto) -> dict[str, str]:
 
 
 def photo_source_for(infos: list[TensorInfo], shapes: dict[str, tuple[int, ...]],
-                     metadata: Mapping[str, str] | None = None) -> InputSource | None:
-    """An "images" source on the bundled photos fitted to the model's image input, or None.
+                     metadata: Mapping[str, str] | None = None, folder: str | Path | None = None
+                     ) -> InputSource | None:
+    """An "images" source on the bundled photos (or `folder`'s images) for the model's image input, or None.
 
-    ``infos`` are the model's inputs and ``shapes`` their resolved shapes (:func:`resolve_input_shapes`).
-    None unless the model has exactly one input, of a float dtype, with a 4-D shape of 1 or 3 channels on
-    axis 1 (NCHW) or axis 3 (NHWC) and both sides at least 16; None for a one-channel input that is a spectrogram
-    or a feature map (:func:`app.core.measure.audio.feature_map_input`, :func:`not_photos` says why); None too when
-    no photo is installed.
+    ``infos`` are the model's inputs and ``shapes`` their resolved shapes (:func:`resolve_input_shapes`). The
+    source's preprocessing is left to the model's preset (None): :func:`app.core.evaluate.photo_source` and
+    :func:`app.core.evaluate.fit_source` fill it from the whole model (``metadata`` alone cannot tell a PaddleOCR
+    model; it is not read here). None unless the model has exactly one input, of a float dtype, with a 4-D shape of
+    1 or 3 channels on axis 1 (NCHW) or axis 3 (NHWC) and both sides at least 16; None for a one-channel input that
+    is a spectrogram or a feature map (:func:`app.core.measure.audio.feature_map_input`, :func:`not_photos` says
+    why); None too when no photo is installed.
     """
     if len(infos) != 1 or infos[0].dtype not in _FLOAT_DTYPES:
         return None
@@ -78,15 +84,12 @@ def photo_source_for(infos: list[TensorInfo], shapes: dict[str, tuple[int, ...]]
     if raw is None or len(raw) != 4 or not all(isinstance(d, int) and d > 0 for d in raw):
         return None
     fitted = _layout(tuple(int(d) for d in raw))
-    if fitted is None or not sample_photos():
+    if fitted is None or (folder is None and not sample_photos()):
         return None
     layout, channels = fitted
     if channels == 1 and feature_map_input(info.name, [int(d) for d in raw], layout):
         return None  # a spectrogram or feature map: `not_photos` says why
-    plain = unnormalised(metadata)
-    mean, std = (IMAGENET_MEAN, IMAGENET_STD) if channels == 3 and not plain else ((0.0,) * channels, (1.0,) * channels)
-    pre = ImagePreprocess(size=None, layout=layout, color="RGB", scale=1 / 255, mean=mean, std=std)
-    return InputSource(kind="images", path=str(SAMPLES_DIR), preprocess=pre, note=plain)
+    return InputSource(kind="images", path=str(folder if folder is not None else SAMPLES_DIR))
 
 
 def not_photos(infos: list[TensorInfo], shapes: dict[str, tuple[int, ...]]) -> str:

@@ -12,8 +12,8 @@ from app.core.measure.audio import perfect as audio_perfect
 from app.core.measure.compute import PRECISION_WORDS, target_emulations
 from app.core.measure.latency import median_ms, speed_reference, speedups
 from app.core.measure.profile_diff import slower_reasons
-from app.core.measure.results import RANDOM_CALIBRATION
-from app.core.results import BenchResult, CompareResult, OutputResult
+from app.core.measure.results import RANDOM_CALIBRATION, dataset_line
+from app.core.results import BenchResult, CompareResult, EvaluationResult, OutputResult
 from app.core.targets import Target
 
 # The answer verdict's thresholds, on the cosine similarity of the worst output to FP32's, in one place.
@@ -45,6 +45,8 @@ class CardFacts:
     cosine: float | None       # of the worst output
     top1: float | None
     output: str                # the worst output (its histogram is shown)
+    dataset: str = ""          # its main metric on a labelled dataset, "mAP50 0.512 → 0.498 (−1.4 pts)"; "": none
+    dataset_tone: str = NEUTRAL
 
 
 def answer_verdict(cosine: float | None, nonfinite: int = 0) -> tuple[str, str]:
@@ -77,9 +79,11 @@ def speed_verdict(ratio: float) -> tuple[str, str]:
     return f"{1 / ratio:.1f}× slower", BAD
 
 
-def card_facts(compare: CompareResult | None, bench: Mapping[str, BenchResult], reference: str) -> list[CardFacts]:
+def card_facts(compare: CompareResult | None, bench: Mapping[str, BenchResult], reference: str,
+               evaluation: EvaluationResult | None = None) -> list[CardFacts]:
     """One card per compared candidate, in the order compared; `bench`: target -> its bench JSON. Speed-ups are
-    relative to `speed_reference` (the comparison's `reference` wherever it was benchmarked)."""
+    relative to `speed_reference` (the comparison's `reference` wherever it was benchmarked). A candidate that
+    `evaluation` scored on a labelled dataset says its main metric there too."""
     reference = speed_reference(bench, reference)
     ref_median = median_ms(bench.get(reference))
     ratios = speedups(bench, reference)
@@ -123,8 +127,13 @@ def card_facts(compare: CompareResult | None, bench: Mapping[str, BenchResult], 
                 else ""
             if why:
                 speed_detail += f". Slower because {why}"
-        out.append(CardFacts(target, precision, speed, speed_tone, speed_detail, ratio, answers, answers_tone,
-                             " · ".join(parts), cosine, top1, worst.name if worst is not None else ""))
+        facts = CardFacts(target, precision, speed, speed_tone, speed_detail, ratio, answers, answers_tone,
+                          " · ".join(parts), cosine, top1, worst.name if worst is not None else "")
+        scored = next((e for e in evaluation.candidates if e.name == target), None) if evaluation else None
+        if scored is not None:
+            facts.dataset = dataset_line(evaluation, target)
+            facts.dataset_tone = GOOD if scored.passed else BAD
+        out.append(facts)
     return out
 
 

@@ -1,6 +1,8 @@
 """Automatic fallback search: a small set of nodes to keep in high precision so that a variant meets a target.
 
-The target is one tolerance (``cos:0.999``, ``max_abs:0.01``…) that every output must meet. For FP16/BF16
+The target is one tolerance (``cos:0.999``, ``max_abs:0.01``…) that every output must meet, or a drop on a
+dataset's metric against the reference (``DropTarget``: ``map50:-0.5``, evaluations giving the change in points).
+For FP16/BF16
 variants the nodes found are kept FP32; for INT8 variants they are left unquantized — the search itself only
 sees node keys and a caller-supplied ``evaluate(keep)`` that builds and measures the variant.
 
@@ -24,6 +26,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import onnx
@@ -50,6 +53,24 @@ COPYING_OPS = frozenset({"Identity", "Relu", "MaxPool", "GlobalMaxPool", "Concat
                          "Expand", "Tile", "Pad", "DepthToSpace", "SpaceToDepth", "ReduceMax", "ReduceMin", "Max",
                          "Min", "Where", "Dropout"})
 _MAX_FEEDERS = 16  # feeders listed after one ranked node
+
+
+class DropTarget(Protocol):
+    """A target on the change of a dataset metric against the reference, in percentage points (as
+    app.core.evaluate's ``DropTolerance`` states it): met when the change is at least ``points`` (a score) or at
+    most ``points`` (an error rate). Its evaluations give the change in points under the metric's name."""
+
+    @property
+    def metric(self) -> str: ...
+
+    @property
+    def points(self) -> float: ...
+
+    @property
+    def higher_is_better(self) -> bool: ...
+
+
+Target = Tolerance | DropTarget
 
 
 @dataclass
@@ -203,19 +224,28 @@ def rank_candidates(rows: list[LayerError], plannable: set[str] | None = None, *
 
 
 # --------------------------------------------------------------------------------------------- search
-def _as_tolerance(target: Tolerance | str) -> Tolerance:
-    return target if isinstance(target, Tolerance) else Tolerance.parse(target)
+def _as_tolerance(target: Target | str) -> Target:
+    return Tolerance.parse(target) if isinstance(target, str) else target
 
 
-def target_text(target: Tolerance) -> str:
-    """``metric:value`` with every significant digit (``str(Tolerance)`` rounds 0.9999999 to 1)."""
-    return f"{target.metric}:{target.value:.15g}"
+def target_text(target: Target) -> str:
+    """``metric:value`` with every significant digit (``str(Tolerance)`` rounds 0.9999999 to 1); a drop target as
+    it writes itself (``map50:-0.5``)."""
+    return f"{target.metric}:{target.value:.15g}" if isinstance(target, Tolerance) else str(target)
 
 
-def _meets(value: float | None, target: Tolerance) -> bool:
+def _higher_is_better(target: Target) -> bool:
+    return METRICS[target.metric][1] == "min" if isinstance(target, Tolerance) else target.higher_is_better
+
+
+def _bound(target: Target) -> float:
+    return target.value if isinstance(target, Tolerance) else target.points
+
+
+def _meets(value: float | None, target: Target) -> bool:
     if value is None or math.isnan(value):
         return False
-    return value >= target.value if METRICS[target.metric][1] == "min" else value <= target.value
+    return value >= _bound(target) if _higher_is_better(target) else value <= _bound(target)
 
 
 def _worst(outputs: list, metric: str) -> float | None:
@@ -226,7 +256,7 @@ def _worst(outputs: list, metric: str) -> float | None:
     return float(min(values) if sense == "min" else max(values))
 
 
-def measure(result: CandidateReport | Mapping[str, float | bool | None], target: Tolerance
+def measure(result: CandidateReport | Mapping[str, float | bool | None], target: Target
             ) -> tuple[dict[str, float | None], bool]:
     """What one evaluation says: {metric: worst value over outputs} and whether the target is met.
 
@@ -238,6 +268,8 @@ def measure(result: CandidateReport | Mapping[str, float | bool | None], target:
         metrics.setdefault(target.metric, None)
         met = bool(result["met"]) if "met" in result else _meets(metrics[target.metric], target)
         return metrics, met
+    if not isinstance(target, Tolerance):
+        raise TypeError(f"a drop target ({target}) is measured from a mapping of the change, not a report")
     outs = list(result.outputs)
     metrics = {m: _worst(outs, m) for m in (target.metric, *_ALWAYS)}
     metrics["nonfinite"] = float(sum(o.new_nonfinite for o in outs))
@@ -253,22 +285,23 @@ class SearchStopped(Exception):
         self.reason = reason
 
 
-def _closer(a: float | None, b: float | None, target: Tolerance) -> bool:
+def _closer(a: float | None, b: float | None, target: Target) -> bool:
     """Whether value a is nearer the target than b (None is the farthest)."""
     if a is None or math.isnan(a):
         return False
     if b is None or math.isnan(b):
         return True
-    return a > b if METRICS[target.metric][1] == "min" else a < b
+    return a > b if _higher_is_better(target) else a < b
 
 
-def search(ranked: Sequence[str], evaluate: Evaluate, target: Tolerance | str, *, budget_s: float | None = None,
+def search(ranked: Sequence[str], evaluate: Evaluate, target: Target | str, *, budget_s: float | None = None,
            progress: Progress | None = None, cancelled: Callable[[], bool] | None = None) -> FallbackResult:
     """The smallest set of ranked nodes found whose high-precision fallback meets the target.
 
     ``evaluate(keep)`` builds the variant with the nodes in ``keep`` kept in high precision, runs it and
     compares it with the reference; it returns a ``CandidateReport`` (``compare_samples``) or a mapping
-    ``{metric: worst value over outputs}`` (optionally with ``"met": bool``). ``cancelled`` is polled and the
+    ``{metric: worst value over outputs}`` (optionally with ``"met": bool``; for a ``DropTarget``, the change in
+    points under its metric's name). ``cancelled`` is polled and the
     budget (seconds) checked before each evaluation; the evaluation of the variant as planned always runs
     unless the search is cancelled first. ``stopped`` is "exhausted" when even keeping every ranked node
     does not meet the target; ``keep`` is then the set that came closest.
@@ -416,7 +449,7 @@ def half_fallback(model: onnx.ModelProto, plan: PrecisionPlan, precision: str, s
         raise ValueError(f"half_fallback needs fp16 or bf16, not {precision!r}")
     if not samples or len(samples) != len(reference_outputs):
         raise ValueError("half_fallback needs samples and one reference output dict per sample")
-    target = _as_tolerance(target)
+    target = Tolerance.parse(target) if isinstance(target, str) else target
     run = run or run_onnxruntime_cpu
     say = progress or (lambda f, m: None)
     t0 = time.monotonic()

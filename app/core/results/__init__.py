@@ -1,6 +1,6 @@
 """Typed results of every job (docs/architecture.md, "Results"): read once from the job's JSON, then attributes."""
 
-from app.core.results.batch import BatchCell, BatchSummary, CellJob, FailedJob, JobCounts, JobRecord
+from app.core.results.batch import BatchCell, BatchSummary, CellJob, EvalShardResult, FailedJob, JobCounts, JobRecord
 from app.core.results.by_kind import RESULT_TYPES, JobResultType, read_job_result
 from app.core.results.common import FloorEntry, JobDoc, Placement, RandomOp, RandomOps
 from app.core.results.compare import (
@@ -27,6 +27,7 @@ from app.core.results.evaluation import (
     PresetInfo,
     WorstImage,
 )
+from app.core.results.imports import ImportedLayer, ImportResult, KitResult
 from app.core.results.jobs import (
     BenchResult,
     BuildResult,
@@ -54,8 +55,10 @@ from app.core.results.record import JSONValue, Record, ResultFormatError
 __all__ = ["RESULT_TYPES", "AnswerPictures", "Answers", "BatchCell", "BatchSummary", "BenchResult", "BuildResult",
            "CandidateResult", "CellJob", "ChangedNode", "ClassMapInfo", "CompareResult", "DatasetInfo",
            "DiagnoseResult", "DiagnosedOutput", "DiffCounts", "DiffNode", "DiffResult", "EngineLayer",
-           "EvalCandidate", "EvalRun", "EvaluationResult", "FailedJob", "FallbackResult", "FallbackStep",
-           "FloorEntry", "JSONValue", "JobCounts", "JobDoc", "JobRecord", "JobResultType", "KindInfo", "LatencyStats",
+           "EvalCandidate", "EvalRun", "EvalShardResult", "EvaluationResult", "FailedJob", "FallbackResult",
+           "FallbackStep",
+           "FloorEntry", "ImportResult", "ImportedLayer", "JSONValue", "JobCounts", "JobDoc", "JobRecord",
+           "JobResultType", "KindInfo", "KitResult", "LatencyStats",
            "LayerError", "LayerTiming", "MatchedOutput", "NodeDelta", "NumericDiff", "OpCount", "OutputAnswers",
            "OutputResult", "ParseError", "Placement", "PlanMismatch", "PlotData", "PresetInfo", "ProfileDelta",
            "ProfileResult", "ProfiledNode", "RandomOp", "RandomOps", "Record", "ResultFormatError", "RunOutput",

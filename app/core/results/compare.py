@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.core.results.common import JobDoc, Placement, RandomOps
+from app.core.results.evaluation import PresetInfo
 from app.core.results.record import JSONValue, Record, converted, key, optional
 
 TASK_KINDS = ("image", "classes", "detections", "yolo", "sequence", "audio")
@@ -232,6 +233,8 @@ class CompareResult(JobDoc):
     method: str = optional("")
     random_ops: RandomOps | None = optional(None)
     inputs: str = optional("")
+    preprocessing: str = optional("")           # the preset the photos went through, in words (and why)
+    preset: PresetInfo | None = optional(None)  # the same preset as app.core.evaluate.Preset's JSON
     random_data: bool = optional(False)
     notes: Mapping[str, tuple[str, ...]] = optional(factory=dict)
     shapes: Mapping[str, tuple[JSONValue, ...]] = optional(factory=dict)

@@ -23,7 +23,8 @@ class ClassMapInfo(Record):
 
 @dataclass(frozen=True)
 class DatasetInfo(Record):
-    """The dataset evaluated: its folder, format, task, a one-line summary, the images used and the class map."""
+    """The dataset evaluated: its folder, format, task, a one-line summary, the images used, the class map, and notes
+    on it (what loading it noticed; under 50 images, that its intervals are wide)."""
 
     path: str = ""
     format: str = ""
@@ -32,6 +33,7 @@ class DatasetInfo(Record):
     summary: str = ""
     images: int = 0
     class_map: ClassMapInfo | None = None
+    notes: tuple[str, ...] = optional(factory=tuple)
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,9 @@ class EvalCandidate(EvalRun):
 
 @dataclass(frozen=True, kw_only=True)
 class EvaluationResult(JobDoc):
-    """`trtlab eval`: the dataset, the preset, the reference's accuracy and each candidate's against it."""
+    """`trtlab eval`: the dataset, the preset, the reference's accuracy and each candidate's against it. `per_image`
+    is the JSON-lines file asked for ("" when none was), `per_image_metric` the metric of every run's `values`, and
+    `cached` says per target how many images' answers came from the answer cache."""
 
     dataset: DatasetInfo = field(default_factory=DatasetInfo)
     preset: PresetInfo = field(default_factory=PresetInfo)
@@ -112,6 +116,7 @@ class EvaluationResult(JobDoc):
     notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     per_image: str = ""
     per_image_metric: str = optional("")
+    cached: Mapping[str, int] = optional(factory=dict)
     seconds: float = 0.0
 
     @property

@@ -212,6 +212,17 @@ class FallbackResult(JobDoc):
     random_ops: RandomOps | None = optional(None)
     notes: Mapping[str, tuple[str, ...]] = optional(factory=dict)
     plan_file: str = optional("")
+    # Against a dataset's truth (--dataset): the search's subset and the found plan's change on it (candidate −
+    # reference, a fraction, with its 95 % bootstrap interval), then the same on the whole set (`confirmed`: whether
+    # it met the target there; null where the confirmation did not run).
+    dataset: str = optional("")
+    dataset_images: int = optional(0)
+    subset: int = optional(0)
+    subset_delta: float | None = optional(None)
+    subset_ci: tuple[float | None, ...] = optional(factory=tuple)
+    confirmed: bool | None = optional(None)
+    confirmed_delta: float | None = optional(None)
+    confirmed_ci: tuple[float | None, ...] = optional(factory=tuple)
 
     @property
     def metric(self) -> str:

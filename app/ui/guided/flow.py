@@ -453,7 +453,7 @@ class GuidedFlow(QWidget):
         self.precisions_step.set_running(False)
         self._say("")
         model = str(self.w.opened.path) if self.w.opened is not None else ""
-        self.scorecard.show_results(model, self.compare, self.bench, REFERENCE)
+        self.scorecard.show_results(model, self.compare, self.bench, REFERENCE, self.w.results_view.state.evaluation)
         self.w.stack.setCurrentWidget(self.scorecard)
         self.covered = True
         for dock in self.w.model_docks():

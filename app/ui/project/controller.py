@@ -31,6 +31,7 @@ from app.core.results import (
     BuildResult,
     CompareResult,
     DiagnoseResult,
+    EvaluationResult,
     FallbackResult,
     ProfileResult,
     Record,
@@ -136,8 +137,8 @@ class ProjectController(QObject):
         self._mark_changed()
 
     def _results_cleared(self) -> None:
-        """Clear results forgets the comparisons and benchmarks: the project forgets them too."""
-        self.session_results = [r for r in self.session_results if r.kind not in ("compare", "bench")]
+        """Clear results forgets the comparisons, benchmarks and evaluations: the project forgets them too."""
+        self.session_results = [r for r in self.session_results if r.kind not in ("compare", "bench", "eval")]
         self._mark_changed()
 
     def _mark_changed(self) -> None:
@@ -356,10 +357,11 @@ class ProjectController(QObject):
         engine_results = self.w.engine_results
         engine_results.set_engine(read_result(latest.get("build"), BuildResult))
         engine_results.set_profile(read_result(latest.get("profile"), ProfileResult))
-        entries: list[CompareResult | BenchResult] = []
+        entries: list[CompareResult | BenchResult | EvaluationResult] = []
         for r in project.results:
             doc = read_result(r, CompareResult) if r.kind == "compare" else \
-                read_result(r, BenchResult) if r.kind == "bench" else None
+                read_result(r, BenchResult) if r.kind == "bench" else \
+                read_result(r, EvaluationResult) if r.kind == "eval" else None
             if doc is not None:
                 entries.append(doc)
         self.w.results_view.set_model(str(opened.path))

@@ -1,5 +1,6 @@
 """A batch's results folder as a matrix: one row per model, one column per backend × precision × GPU kind; each cell
-says how much faster the variant is than FP32 and how far its outputs moved, coloured so the broken cells stand out.
+says how much faster the variant is than FP32, how far its outputs moved and, where the model was evaluated on a
+dataset, its main metric with the change and the verdict, coloured so the broken cells stand out.
 Activating a cell (double-click or Enter) asks the window to open that model with the batch's results for it."""
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ CELL_ROLE = Qt.ItemDataRole.UserRole
 
 
 def cell_text(cell: BatchCell) -> str:
-    """A cell in a few words: '1.84× · cos 0.99998', 'engine built', 'FAILED bench'."""
+    """A cell in a few words: '1.84× · cos 0.99998', 'engine built', 'FAILED bench', 'top1 0.950 → 0.940 (−1.0 pts)
+    PASS'."""
     if cell.failed:
         return "FAILED " + ", ".join(f.kind for f in cell.failed)
     parts = []
@@ -38,13 +40,25 @@ def cell_text(cell: BatchCell) -> str:
         parts.append(f"cos {cell.cosine:.6f}")
     if cell.built:
         parts.append("engine built")
+    if cell.eval_metric is not None:
+        parts.append(_short_accuracy(cell))
     if not parts:
         return "not run" if cell.not_run else "reference"
     return " · ".join(parts)
 
 
+def _short_accuracy(cell: BatchCell) -> str:
+    """The evaluation without its interval (the tooltip has it): 'top1 0.940 (−1.0 pts) PASS'."""
+    value = "—" if cell.eval_value is None else f"{cell.eval_value:.3f}"
+    if cell.eval_delta is None:
+        return f"{cell.eval_metric} {value}" + (" (reference)" if cell.eval_passed is None else "")
+    points = f"{cell.eval_delta * 100:+.1f}".replace("-", "−")
+    verdict = "" if cell.eval_passed is None else " PASS" if cell.eval_passed else " FAIL"
+    return f"{cell.eval_metric} {value} ({points} pts){verdict}"
+
+
 def cell_colour(cell: BatchCell) -> QColor:
-    if cell.failed or cell.passed is False:
+    if cell.failed or cell.passed is False or cell.eval_passed is False:
         return BAD
     if cell.not_run:
         return EMPTY
@@ -147,6 +161,9 @@ def _tooltip(c: BatchCell) -> str:
         lines.append(f"median {c.median_ms:.3f} ms" + (f", {c.speedup:.2f}× FP32" if c.speedup else ""))
     if c.worst_layer:
         lines.append(f"worst layer {c.worst_layer}")
+    if c.eval_metric is not None:
+        lines.append(f"on {Path(c.eval_dataset or '').name} ({c.eval_images} images): {c.accuracy_text()}")
+        lines += [f"  {why}" for why in c.eval_failures or ()]
     for f in c.failed:
         lines.append(f"{f.kind} failed: {f.error} {f.exit_reason}".strip())
     return "\n".join(lines)

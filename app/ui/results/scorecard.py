@@ -24,7 +24,7 @@ from app.core.measure import (
     card_facts,
     caveats,
 )
-from app.core.results import BenchResult, CompareResult
+from app.core.results import BenchResult, CompareResult, EvaluationResult
 from app.core.targets import Target
 from app.ui.results.answers_view import PictureLabel, pixmap_from_uri
 from app.ui.results.plots import PlotCard, draw_abs_diff
@@ -99,7 +99,14 @@ class PrecisionCard(QFrame):
         for detail in (self.speed_detail, self.answers_detail):
             detail.setWordWrap(True)
             detail.setStyleSheet("color:#4a4f57;")
-        for w in (self.title, self.blurb, self.speed, self.speed_detail, self.answers, self.answers_detail):
+        # Its main metric on a labelled dataset (Run ▸ Evaluate on Dataset…), where it was evaluated.
+        self.dataset = QLabel(f"On the dataset: {facts.dataset}")
+        self.dataset.setStyleSheet(_tone_style(facts.dataset_tone))
+        self.dataset.setWordWrap(True)
+        self.dataset.setToolTip("The candidate's main metric on the labelled dataset: the reference → this precision")
+        self.dataset.setVisible(bool(facts.dataset))
+        for w in (self.title, self.blurb, self.speed, self.speed_detail, self.answers, self.answers_detail,
+                  self.dataset):
             col.addWidget(w)
         self.picture = PictureLabel()
         self.picture.setMinimumSize(120, 120)
@@ -149,7 +156,7 @@ class PrecisionCard(QFrame):
         size = base.pointSizeF() if base.pointSizeF() > 0 else 10.0
         for w, factor, bold in ((self.title, 2.0, True), (self.blurb, 1.0, False), (self.speed, 1.7, True),
                                 (self.answers, 1.7, True), (self.speed_detail, 1.0, False),
-                                (self.answers_detail, 1.0, False)):
+                                (self.answers_detail, 1.0, False), (self.dataset, 1.1, True)):
             f = QFont(base)
             f.setPointSizeF(size * factor)
             f.setBold(bold)
@@ -231,13 +238,14 @@ class ScorecardPage(QWidget):
         esc.activated.connect(self.leaveRequested)
 
     def show_results(self, model: str, compare: CompareResult | None, bench: Mapping[str, BenchResult],
-                     reference: str) -> None:
-        """Fills the cards from the jobs' results: the comparison and each target's benchmark."""
+                     reference: str, evaluation: EvaluationResult | None = None) -> None:
+        """Fills the cards from the jobs' results: the comparison, each target's benchmark and, where there is one,
+        the evaluation on a labelled dataset."""
         for card in [*self.cards, self.reference_card]:
             if card is not None:
                 self.row.removeWidget(card)
                 card.deleteLater()
-        self.facts = card_facts(compare, bench, reference)
+        self.facts = card_facts(compare, bench, reference, evaluation)
         self.cards = [PrecisionCard(f, compare) for f in self.facts] if compare is not None else []
         answers = compare.answers if compare is not None else None
         drawn = next(iter(answers.outputs.values()), None) if answers is not None else None

@@ -30,8 +30,9 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.measure import COLUMNS, ResultsState
-from app.core.results import BenchResult, CompareResult
+from app.core.results import BenchResult, CompareResult, EvaluationResult
 from app.ui.results.answers_view import AnswersView
+from app.ui.results.dataset_view import DatasetView
 from app.ui.results.plots import (
     PlotCard,
     draw_abs_diff,
@@ -136,7 +137,9 @@ class ResultsView(QWidget):
         right = QWidget()
         lay = QVBoxLayout(right)
         lay.setContentsMargins(0, 0, 0, 0)
-        bar = QHBoxLayout()
+        self.output_bar = QWidget()
+        bar = QHBoxLayout(self.output_bar)
+        bar.setContentsMargins(0, 0, 0, 0)
         bar.addWidget(QLabel("Output:"))
         self.output_combo = QComboBox()
         self.output_combo.setToolTip("The model output the accuracy plots show")
@@ -150,7 +153,7 @@ class ResultsView(QWidget):
                                     "embedding, tensor) in the Run panel; the next comparison judges it so")
         self.kind_button.clicked.connect(lambda: self.kindChangeRequested.emit(self.output_combo.currentText()))
         bar.addWidget(self.kind_button)
-        lay.addLayout(bar)
+        lay.addWidget(self.output_bar)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.diff_plot = PlotCard("How far outputs moved from the reference", COMPARE_HINT)
@@ -172,8 +175,20 @@ class ResultsView(QWidget):
                 (self.speedup_plot, "Speed-up", "How many times faster than the reference, by median latency")):
             i = self.tabs.addTab(card, text)
             self.tabs.setTabToolTip(i, tip)
+        self.dataset_view = DatasetView()
+        self.dataset_view.exported.connect(self.exported)
+        i = self.tabs.addTab(self.dataset_view, "Dataset")
+        self.tabs.setTabToolTip(i, "Accuracy of each precision on a labelled dataset (Run ▸ Evaluate on Dataset…)")
+        self.tabs.currentChanged.connect(self._tab_changed)
         lay.addWidget(self.tabs, 1)
         return right
+
+    def _tab_changed(self, _index: int) -> None:
+        """The Dataset tab has its own table and several charts: it takes the whole dock (the scorecard and the
+        output choice, which it does not use, step aside while it shows)."""
+        dataset = self.tabs.currentWidget() is self.dataset_view
+        self.splitter.widget(0).setVisible(not dataset)
+        self.output_bar.setVisible(not dataset)
 
     # ----------------------------------------------------------------- compatibility views of the state
     @property
@@ -213,20 +228,30 @@ class ResultsView(QWidget):
             self.tabs.setCurrentWidget(self.latency_plot)
         self._refresh()
 
-    def restore(self, entries: Iterable[CompareResult | BenchResult], bench_reference: str | None = None,
+    def set_evaluation(self, doc: EvaluationResult) -> None:
+        """The latest evaluation on a labelled dataset: the Dataset tab shows it, the scorecard its main metric."""
+        self.state.add_evaluation(doc)
+        self.tabs.setCurrentWidget(self.dataset_view)
+        self._refresh()
+
+    def restore(self, entries: Iterable[CompareResult | BenchResult | EvaluationResult],
+                bench_reference: str | None = None,
                 plan_precisions: Mapping[str, frozenset[str]] | None = None) -> None:
-        """A saved session's comparisons and benchmarks, in the order they came."""
+        """A saved session's comparisons, benchmarks and evaluations, in the order they came."""
         self.state.clear()
         for doc in entries:
             if isinstance(doc, CompareResult):
                 self.state.add_compare(doc)
+            elif isinstance(doc, EvaluationResult):
+                self.state.add_evaluation(doc)
             else:
                 self.state.add_bench(doc)
         if bench_reference:
             self.state.bench_reference = bench_reference
         self.state.plan_precisions.update(plan_precisions or {})
         self._fill_outputs()
-        self.tabs.setCurrentWidget(self.diff_plot if self.state.candidates else self.latency_plot)
+        self.tabs.setCurrentWidget(self.diff_plot if self.state.candidates else self.latency_plot
+                                   if self.state.bench or self.state.evaluation is None else self.dataset_view)
         self._prefer_answers()
         self._refresh()
 
@@ -289,6 +314,8 @@ class ResultsView(QWidget):
         self._draw_output(self.output_combo.currentText())
         draw_latency(self.latency_plot, self.state)
         draw_speedup(self.speedup_plot, self.state)
+        if self.dataset_view.doc is not self.state.evaluation:
+            self.dataset_view.set_evaluation(self.state.evaluation, self.state)
 
     def _inputs_caption(self) -> str:
         samples = sorted(set(self.state.samples.values()))
@@ -346,6 +373,7 @@ class ResultsView(QWidget):
             head = f"{model} · {output}" if accuracy and output else model
             stem = f"{key}_{_safe(output)}" if accuracy and output else key
             written += card.export(Path(folder), stem, f"{head}<br>{card.title}")
+        written += self.dataset_view.export(Path(folder), model if self.model_name else "")
         if self.state.answers is not None and self.state.answers.outputs:
             from app.core.fileio import atomic_write_bytes
             from app.core.measure import answer_strips

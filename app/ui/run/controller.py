@@ -26,6 +26,7 @@ from app.core.results import (
     BuildResult,
     CompareResult,
     DiagnoseResult,
+    EvaluationResult,
     FallbackResult,
     ProfileResult,
     ResultFormatError,
@@ -39,10 +40,11 @@ from app.ui.results.view import ResultsView
 from app.ui.run.host import JobModel
 from app.ui.run.job_bridge import JobBridge
 from app.ui.run.panel import RunPanel
-from app.ui.run.requests import BenchRequest, CompareRequest, DiagnoseRequest, ModelInputs
+from app.ui.run.requests import BenchRequest, CompareRequest, DiagnoseRequest, EvalRequest, ModelInputs
 
 if TYPE_CHECKING:
     from app.core.readiness import Report
+    from app.ui.run.eval_dialog import EvalDialog
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +55,7 @@ _Spec = TypeVar("_Spec", bound=JobInputs)
 class RunningJob:
     """A job this controller started, and what its result needs to be shown."""
 
-    kind: str                  # "compare" | "bench" | "diagnose" | "fallback" | "variant" | "build" | "profile"
+    kind: str                  # compare | bench | diagnose | fallback | variant | build | profile | eval
     model: str                 # the model it ran on: a result for another model is not shown
     title: str
     spec_json: dict            # recorded with the result in the project
@@ -91,6 +93,7 @@ class RunController(QObject):
         self.bench_queue: list[tuple[BenchSpec, str]] = []  # each target's spec, and the reference of its speed-up
         self.last_refusal = ""  # why the last action did not start ("" once one has)
         self.availability: dict[str, Availability] | None = None  # None until the backends were asked
+        self.eval_dialog: EvalDialog | None = None  # Run ▸ Evaluate on Dataset…, made on first use
         panel.compareRequested.connect(self.start_compare)
         panel.benchRequested.connect(self.start_bench)
         panel.diagnoseRequested.connect(self.start_diagnose)
@@ -102,7 +105,7 @@ class RunController(QObject):
         self._done: dict[str, Callable[[RunningJob, Any], None]] = {
             "diagnose": self._diagnosed, "build": self._built, "fallback": self._fallback_found,
             "variant": self._variant_saved, "profile": self._profiled, "compare": self._compared,
-            "bench": self._benched}
+            "bench": self._benched, "eval": self._evaluated}
 
     def refresh_availability(self) -> None:
         """Which backends can run. TensorRT's checks may start a child process to ask the GPU through
@@ -349,6 +352,44 @@ class RunController(QObject):
         return self._launch(request.spec, request.targets(),
                             lambda s: f"Compare {', '.join(c.name for c in s.candidates)} with {s.reference}")
 
+    def open_eval_dialog(self) -> EvalDialog | None:
+        """Run ▸ Evaluate on Dataset…: the dialog that picks a labelled dataset and the candidates to score on it
+        (None, with the refusal shown, without a model)."""
+        from app.ui.run.eval_dialog import EvalDialog
+
+        opened = self.model.opened()
+        if opened is None:
+            self._refuse("Not started", "Open a model to evaluate it on a dataset.")
+            return None
+        if self.availability is None:
+            self.refresh_availability()
+        if self.eval_dialog is None:
+            from app.ui.common.screen_fit import fit_window
+
+            self.eval_dialog = EvalDialog(self.messages.parent)
+            self.eval_dialog.evalRequested.connect(self._eval_requested)
+            fit_window(self.eval_dialog, (1100, 700), near=self.messages.parent)
+        self.eval_dialog.set_model(opened, self.availability or {})
+        self.eval_dialog.show()
+        self.eval_dialog.raise_()
+        self.eval_dialog.activateWindow()
+        return self.eval_dialog
+
+    def _eval_requested(self, request: EvalRequest) -> None:
+        dialog = self.eval_dialog
+        job = self.start_eval(request)
+        if dialog is not None:
+            if job is None:
+                dialog.show_refusal(self.last_refusal)
+            else:
+                dialog.accept()
+
+    def start_eval(self, request: EvalRequest) -> str | None:
+        """Score the reference and each candidate on a labelled dataset; its progress and Cancel in the Jobs panel."""
+        return self._launch(request.spec, request.targets(),
+                            lambda s: f"Evaluate {', '.join(c.name for c in s.candidates)} on "
+                                      f"{Path(s.dataset).name or s.dataset}")
+
     def start_bench(self, request: BenchRequest) -> str | None:
         """The first target's job id (the others wait their turn); None, with the refusal shown, if none starts."""
         base = self._model_inputs(request.targets)
@@ -434,6 +475,15 @@ class RunController(QObject):
         self.messages.say("Comparison finished." + (
             f" Earlier results against another reference were replaced ({', '.join(dropped)})." if dropped else ""))
         self.messages.show_results()
+
+    def _evaluated(self, run: RunningJob, data: EvaluationResult) -> None:
+        self.results.set_model(run.model)
+        self.results.set_evaluation(data)
+        ok = sum(c.passed for c in data.candidates)
+        self.messages.say(f"Evaluation on {Path(data.dataset.path).name or 'the dataset'} finished: {ok} of "
+                          f"{len(data.candidates)} candidate(s) within tolerance.")
+        self.messages.show_results()
+        self.messages.raise_dock("results", at_least=0.5, share=0.6)  # a table and charts side by side: room
 
     def _benched(self, run: RunningJob, data: BenchResult) -> None:
         self.results.set_model(run.model)

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from app.backends import Availability
 from app.core.errors import TrtlabError
-from app.core.measure import InputSource, model_metadata
+from app.core.measure import RESIZE_RULES, InputSource
 from app.core.model import OpenedModel
 from app.core.targets import Target
 from app.ui.run.backends import DEFAULT_PRECISIONS, BackendRows, PrecisionTicks
@@ -159,10 +159,10 @@ class RunPanel(QWidget):
         self.source = QComboBox()
         for key, text in SOURCES:
             self.source.addItem(text, key)
-        self.source.setItemData(0, "trtlab's sample photos for a model with one image input, resized to it and "
-                                   "normalised with ImageNet's mean and std (the Results caption says how); to "
-                                   "change that, choose 'A folder of images' (app/resources/samples, or your own). "
-                                   "Else seeded random data.",
+        self.source.setItemData(0, "trtlab's sample photos for a model with one image input, preprocessed by the "
+                                   "model's preset (letterbox for Ultralytics exports, PaddleOCR's rules for its "
+                                   "models, else resized with ImageNet's mean and std), shown in the fields below "
+                                   "and editable there (the Results caption says how). Else seeded random data.",
                                 Qt.ItemDataRole.ToolTipRole)
         df.addRow("Source", self.source)
         path_row = QHBoxLayout()
@@ -192,10 +192,22 @@ class RunPanel(QWidget):
         self.scale.setDecimals(6)
         self.scale.setRange(0.0, 1000.0)
         self.scale.setValue(1 / 255)
-        for label, w in (("Layout", self.layout_combo), ("Colour order", self.color), ("Scale", self.scale),
-                         ("Mean", self.mean), ("Std", self.std)):
+        self.preset_label = QLabel("")  # the model's preset the fields below start from, and why
+        self.preset_label.setWordWrap(True)
+        self.fit = QComboBox()
+        self.fit.addItems(list(RESIZE_RULES))
+        self.fit.setToolTip("stretch: resized to the input; letterbox: the aspect ratio kept, padded (Ultralytics); "
+                            "height: text lines to the input's height, right-padded; limit: resized to the input "
+                            "(PaddleOCR's detector)")
+        self.pad = QDoubleSpinBox()
+        self.pad.setDecimals(1)
+        self.pad.setRange(0.0, 255.0)
+        self.pad.setToolTip("the padding's pixel value, 0-255 before the scale (Ultralytics: 114)")
+        df.addRow("Preset", self.preset_label)
+        for label, w in (("Resize", self.fit), ("Padding", self.pad), ("Layout", self.layout_combo),
+                         ("Colour order", self.color), ("Scale", self.scale), ("Mean", self.mean), ("Std", self.std)):
             df.addRow(label, w)
-        self.image_rows = [self.layout_combo, self.color, self.scale, self.mean, self.std]
+        self.image_rows = [self.fit, self.pad, self.layout_combo, self.color, self.scale, self.mean, self.std]
         self.source.currentIndexChanged.connect(self._source_changed)
         col.addWidget(data)
 
@@ -249,7 +261,7 @@ class RunPanel(QWidget):
         """The open model's inputs (profile fields, sample photos fitted to it) and what each output means."""
         s = opened.summary
         self.set_inputs(s.inputs, opened.input_shapes, s.metadata)
-        self.set_photo_source(photo_source(s.inputs, opened.input_shapes, model_metadata(opened.doc.model)))
+        self.set_photo_source(photo_source(s.inputs, opened.input_shapes, opened.doc.model))
         self.outputs_box.set_model(opened.doc.model, output_dims([o.name for o in s.outputs], opened.shapes),
                                    {i.name: list((opened.input_shapes or {}).get(i.name, i.shape or ()))
                                     for i in s.inputs})

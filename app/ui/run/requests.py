@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from app.backends.tasks.specs import BenchSpec, CompareSpec, DiagnoseSpec
+from app.backends.tasks.specs import BenchSpec, CompareSpec, DiagnoseSpec, EvalSpec
 from app.core.measure import InputSource, OutputKind, Tolerance
 from app.core.precision import PrecisionPlan
 from app.core.targets import Target
@@ -111,3 +111,31 @@ class DiagnoseRequest:
     def spec(self, base: ModelInputs) -> DiagnoseSpec:
         return DiagnoseSpec(**self.settings.spec_fields(base), reference=Target.parse(self.reference),
                             candidate=base.target(self.candidate))
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """Score the reference and each candidate on a labelled dataset (Run ▸ Evaluate on Dataset…).
+
+    `format` None: the format is detected; `limit` None: every image; `tolerances` as the user typed them
+    (`map50:-0.5`, `top1:-1`), parsed by the spec."""
+
+    dataset: str
+    candidates: tuple[str, ...]
+    reference: str = "ort-cpu:fp32"
+    labels: str | None = None
+    format: str | None = None
+    limit: int | None = 200
+    shuffle: bool = True
+    seed: int = 0
+    tolerances: tuple[str, ...] = ()
+    tf32: bool = False
+
+    def targets(self) -> list[str]:
+        return [self.reference, *self.candidates]
+
+    def spec(self, base: ModelInputs) -> EvalSpec:
+        return EvalSpec(model=base.model, shapes=base.shapes, plan=base.plan, seed=self.seed,
+                        options={"tf32": self.tf32}, dataset=self.dataset, labels=self.labels, format=self.format,
+                        reference=Target.parse(self.reference), candidates=base.distinct(self.candidates),
+                        tolerances=self.tolerances, limit=self.limit, shuffle=self.shuffle)

@@ -18,6 +18,8 @@ def panel_settings(panel: RunPanel) -> dict[str, Any]:
         "path": panel.path.text(),
         "seed": panel.seed.value(),
         "samples": panel.samples.value(),
+        "image_resize": panel.fit.currentText(),
+        "pad": panel.pad.value(),
         "image_layout": panel.layout_combo.currentText(),
         "color": panel.color.currentText(),
         "scale": panel.scale.value(),
@@ -59,12 +61,13 @@ def apply_settings(panel: RunPanel, s: dict[str, Any], profiles: list[str] | Non
     for box, key in ((panel.seed, "seed"), (panel.samples, "samples"), (panel.calib_samples, "calib_samples")):
         if isinstance(s.get(key), int):
             box.setValue(s[key])
-    for combo, key in ((panel.layout_combo, "image_layout"), (panel.color, "color"),
+    for combo, key in ((panel.fit, "image_resize"), (panel.layout_combo, "image_layout"), (panel.color, "color"),
                        (panel.calib_method, "calib_method")):
         if s.get(key) and combo.findText(s[key]) >= 0:
             combo.setCurrentText(s[key])
-    if isinstance(s.get("scale"), int | float):
-        panel.scale.setValue(float(s["scale"]))
+    for spin, key in ((panel.scale, "scale"), (panel.pad, "pad")):
+        if isinstance(s.get(key), int | float):
+            spin.setValue(float(s[key]))
     panel.mean.setText(str(s.get("mean") or ""))
     panel.std.setText(str(s.get("std") or ""))
     tol = str(s.get("tolerance") or "")

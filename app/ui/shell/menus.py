@@ -190,6 +190,9 @@ class Menus:
         self.act_profile = self._action(r, "&Profile Nodes", lambda: runs.start_profile(), "Ctrl+Alt+P",
                                         icon="profile", tip="Time every node of the first ticked candidate against "
                                                             "the reference, and see where each ran")
+        self.act_evaluate = self._action(
+            r, "&Evaluate on Dataset…", lambda: runs.open_eval_dialog(), "Ctrl+Alt+D", icon="results",
+            tip="Score FP32 and each precision on a labelled dataset (COCO, YOLO, class folders, masks, text lines)")
         self._action(r, "Compare &Precisions Step by Step…", lambda: guided.begin(),
                      tip="FP16, BF16 and INT8 against FP32 in three steps, then a scorecard")
         self.act_cancel_all = self._action(r, "Cancel &All Jobs", lambda: runs.cancel_all(), "Ctrl+.",
@@ -200,7 +203,7 @@ class Menus:
         self.model_actions = [self.act_reload, self.act_export_png, self.act_export_svg, self.act_close,
                               self.act_find, self.act_compare, self.act_bench, self.act_diagnose, self.act_save_plan,
                               self.act_load_plan, self.act_save_variant, self.act_fallback, self.act_build,
-                              self.act_profile, *self.precision_actions]
+                              self.act_profile, self.act_evaluate, *self.precision_actions]
         self.set_model_open(False)
 
     def _action(self, menu: QMenu, text: str, slot: Callable,
@@ -282,6 +285,8 @@ go to the worst layer</td></tr>
 <tr><td><b>Ctrl+Shift+F</b></td><td>Find a fallback: nodes to keep in FP32 so the target is met</td></tr>
 <tr><td><b>Ctrl+Shift+B</b>, <b>Ctrl+Shift+4</b></td><td>Build a TensorRT engine; colour the graph by the precision
 that ran in it</td></tr>
+<tr><td><b>Ctrl+Alt+D</b></td><td>Evaluate each precision on a labelled dataset (the Results' Dataset tab)
+</td></tr>
 <tr><td><b>Ctrl+Alt+P</b>, <b>Ctrl+Shift+5/6</b></td><td>Profile every node; colour the graph by node time / by where
 each node ran (GPU, CPU, fell back)</td></tr>
 </table>

@@ -517,7 +517,8 @@ def test_u2netp_mask_picture_is_not_blank(models_dir):
     import onnx
     import onnxruntime as ort
 
-    from app.core.measure import make_samples, photo_source_for, resolve_input_shapes, sample_photos
+    from app.core.evaluate import photo_source, photo_tensor
+    from app.core.measure import make_samples, resolve_input_shapes, sample_photos
     from app.core.model.tensors import graph_inputs, value_info_to_tensor_info
 
     path = models_dir / "u2netp.onnx"
@@ -528,9 +529,9 @@ def test_u2netp_mask_picture_is_not_blank(models_dir):
     model = onnx.load(str(path))
     infos = [value_info_to_tensor_info(v) for v in graph_inputs(model.graph)]
     shapes = resolve_input_shapes(infos, {})
-    source = photo_source_for(infos, shapes)
+    source = photo_source(model, infos, shapes)
     assert source is not None
-    feeds = make_samples(model, infos, shapes, source, 1)[0]
+    feeds = make_samples(model, infos, shapes, source, 1, photos=photo_tensor)[0]
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
     (mask,) = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"]).run(["1959"], feeds)

@@ -13,6 +13,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from app.core.evaluate import photo_tensor
 from app.core.measure.inputs import (
     ImagePreprocess,
     InputError,
@@ -139,7 +140,7 @@ def _images(model, folder: Path, shape, samples: int = 0, **pre) -> list[dict[st
     infos = _infos(model)
     shapes = resolve_input_shapes(infos, {"img": shape})
     return make_samples(model, infos, shapes, InputSource("images", str(folder), preprocess=ImagePreprocess(**pre)),
-                        samples)
+                        samples, photos=photo_tensor)
 
 
 # --- shapes ------------------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from app.core.measure import InputSource, make_samples, photo_source_for, resolve_input_shapes, sample_photos
+from app.core.evaluate import photo_source, photo_tensor
+from app.core.measure import InputSource, make_samples, resolve_input_shapes, sample_photos
 from app.core.measure.images import read_image
 from app.core.measure.samples import IMAGENET_MEAN, IMAGENET_STD, SAMPLES_DIR
 from app.core.model import graph_inputs, value_info_to_tensor_info
@@ -27,7 +28,7 @@ def _identity_model(tiny_model, *inputs: onnx.ValueInfoProto) -> onnx.ModelProto
 
 def _fit(model: onnx.ModelProto, user: dict | None = None) -> InputSource | None:
     infos = _infos(model)
-    return photo_source_for(infos, resolve_input_shapes(infos, user or {}))
+    return photo_source(model, infos, resolve_input_shapes(infos, user or {}))
 
 
 def test_the_photos_exist_and_decode():
@@ -66,7 +67,7 @@ def test_nhwc_and_grey_models(tiny_model):
     source = _fit(grey, {"img": (2, 1, 32, 48)})
     assert source is not None and source.preprocess.layout == "NCHW"
     assert source.preprocess.mean == (0.0,) and source.preprocess.std == (1.0,)
-    (s,) = make_samples(grey, _infos(grey), {"img": (2, 1, 32, 48)}, source, samples=1)
+    (s,) = make_samples(grey, _infos(grey), {"img": (2, 1, 32, 48)}, source, samples=1, photos=photo_tensor)
     assert s["img"].shape == (2, 1, 32, 48) and 0.0 <= s["img"].min() and s["img"].max() <= 1.0
 
 
@@ -90,10 +91,10 @@ def test_u2netp_samples_are_the_photos(model_paths):
     model = onnx.load(model_paths["u2netp"])
     infos = _infos(model)
     shapes = resolve_input_shapes(infos, {})
-    source = photo_source_for(infos, shapes)
-    photos = make_samples(model, infos, shapes, source, samples=5)
-    assert len(photos) == 5 and len(make_samples(model, infos, shapes, source, samples=2)) == 2
-    assert len(make_samples(model, infos, shapes, source, samples=0)) == 5  # every photo
+    source = photo_source(model, infos, shapes)
+    photos = make_samples(model, infos, shapes, source, samples=5, photos=photo_tensor)
+    assert len(photos) == 5 and len(make_samples(model, infos, shapes, source, samples=2, photos=photo_tensor)) == 2
+    assert len(make_samples(model, infos, shapes, source, samples=0, photos=photo_tensor)) == 5  # every photo
     arrays = [s["input.1"] for s in photos]
     assert all(a.shape == (1, 3, 320, 320) and a.dtype == np.float32 for a in arrays)
     (noise,) = make_samples(model, infos, shapes, InputSource("random", seed=0), samples=1)
@@ -111,15 +112,16 @@ def test_u2netp_samples_are_the_photos(model_paths):
 def test_an_ultralytics_export_gets_pixels_without_mean_and_std():
     """YOLOv8/11/26 exports carry Ultralytics' metadata and are trained on [0, 1] pixels: ImageNet's mean/std would
     shift every photo and the detector would find less."""
-    from app.core.measure.samples import photo_source_for, unnormalised
+    from app.core.measure.samples import unnormalised
     from app.core.model import TensorInfo
 
     info = TensorInfo("images", "float32", (1, 3, 320, 320))
     shapes = {"images": (1, 3, 320, 320)}
-    plain = photo_source_for([info], shapes, {"author": "Ultralytics", "task": "detect"})
+    plain = photo_source({"author": "Ultralytics", "task": "detect"}, [info], shapes)
     assert plain is not None and plain.preprocess is not None
     assert plain.preprocess.mean == (0.0, 0.0, 0.0) and plain.preprocess.std == (1.0, 1.0, 1.0)
+    assert plain.preprocess.resize == "letterbox" and plain.preprocess.pad == 114 and plain.preprocess.preset == "yolo"
     assert "Ultralytics" in plain.describe()
     assert unnormalised({"stride": "32", "names": "{0: 'face'}", "imgsz": "[320, 320]"})
-    other = photo_source_for([info], shapes, {"character": "text\ntitle"})
+    other = photo_source({"character": "text\ntitle"}, [info], shapes)
     assert other is not None and other.preprocess is not None and other.preprocess.mean == (0.485, 0.456, 0.406)

@@ -9,7 +9,8 @@ import onnx
 import pytest
 
 from app.core.errors import ModelNotFoundError, TrtlabError
-from app.core.measure import make_samples, photo_source_for, resolve_input_shapes
+from app.core.evaluate import photo_source, photo_tensor
+from app.core.measure import make_samples, resolve_input_shapes
 from app.core.model import BUNDLED_DEMO, bundled_demo_model, graph_inputs, value_info_to_tensor_info
 from app.core.model import demo as demo_module
 
@@ -32,7 +33,8 @@ def test_the_bundled_model_runs_on_a_sample_photo():
     infos = [value_info_to_tensor_info(v) for v in graph_inputs(model.graph)]
     shapes = resolve_input_shapes(infos, {})
     assert shapes == {"input.1": (1, 3, 320, 320)}
-    (sample,) = make_samples(model, infos, shapes, photo_source_for(infos, shapes), samples=1)
+    source = photo_source(model, infos, shapes)
+    (sample,) = make_samples(model, infos, shapes, source, samples=1, photos=photo_tensor)
     session = ort.InferenceSession(str(bundled_demo_model()), providers=["CPUExecutionProvider"])
     outputs = session.run(None, sample)
     assert len(outputs) == 7
