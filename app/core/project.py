@@ -37,7 +37,8 @@ from app.core.targets import Target
 
 PROJECT_VERSION = 2
 PROJECT_SUFFIX = ".trtlab"
-RESULT_KINDS = ("compare", "bench", "diagnose", "fallback", "build", "variant", "profile")
+RESULT_KINDS = ("compare", "bench", "diagnose", "fallback", "build", "variant", "profile", "import")
+IMPORTS_SUFFIX = ".imports"     # PROJECT.imports/ beside PROJECT.trtlab: the files of the engines imported into it
 # What a project may hold: results and plans as JSON (a few MB in practice), arrays of inputs and outputs
 JSON_LIMIT = 64 * 2**20
 ARRAY_LIMIT = 1 * 2**30
@@ -253,6 +254,41 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} cannot be saved in a project")
 
 
+# ----------------------------------------------------------------------------------------------- imports
+
+def import_result(data: Mapping[str, Any], *, folder: str, model: str | None = None, against: str | None = None,
+                  against_model: str | None = None, title: str = "") -> ProjectResult:
+    """An imported engine (`trtlab import`: an ImportResult's JSON, or an ImportComparison's with `against`) as a
+    project result: the result JSON as it is (its layers, times, latency, verdict, and the source machine's GPU and
+    TensorRT version read from the files), and the command that imports it again."""
+    spec: dict[str, Any] = {"kind": "import", "folder": str(folder)}
+    spec.update({k: str(v) for k, v in (("model", model), ("against", against), ("against_model", against_model))
+                 if v})
+    return ProjectResult.make("import_compare" if against else "import", spec, data, title)
+
+
+def keep_import_files(folder: str | os.PathLike[str], project_path: str | os.PathLike[str]) -> Path:
+    """Copy an imported folder's files (the kit's graph and samples, trtexec's JSON, logs and Polygraphy's outputs;
+    not a serialized engine, which only its GPU and TensorRT version load) into ``PROJECT.imports/<folder name>``
+    beside the project file, so the project keeps them where the folder is gone; returns the copy's folder."""
+    import shutil
+
+    source = Path(folder)
+    project = Path(project_path)
+    stem = project.name[:-len(PROJECT_SUFFIX)] if project.name.lower().endswith(PROJECT_SUFFIX) else project.name
+    target = project.with_name(stem + IMPORTS_SUFFIX) / source.name
+    n = 1
+    while target.exists():
+        n += 1
+        target = target.with_name(f"{source.name}-{n}")
+    try:
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns("*.plan", "*.engine", "*.trt", "__pycache__"))
+    except OSError as exc:
+        raise ProjectError(f"Cannot copy the imported files from '{source}' to '{target}': {exc}.",
+                           fix="Choose a project folder you can write to, with free space.") from exc
+    return target
+
+
 # ----------------------------------------------------------------------------------------------- model
 
 def model_changed(project: Project) -> bool:
@@ -291,6 +327,12 @@ def cli_command(spec_json: Mapping[str, Any]) -> str:
     kind = str(s.get("kind", ""))
     if kind not in (*RESULT_KINDS, "run"):
         raise ProjectError(f"No trtlab command runs a '{kind}' job.", fix=f"Use one of {', '.join(RESULT_KINDS)}.")
+    if kind == "import":  # a folder brought back from a run kit, not a job run on the model
+        line = ["trtlab", "import", str(s.get("folder") or "DIR")]
+        for key in ("model", "against", "against_model"):
+            if s.get(key):
+                line += [f"--{key.replace('_', '-')}", str(s[key])]
+        return shlex.join(line)
     args: list[str] = ["trtlab", kind, str(s.get("model", "MODEL"))]
     has_inputs = kind not in ("build", "variant")
     if kind == "compare":

@@ -54,6 +54,8 @@ def _cell(c: BatchCell | None) -> dict[str, str]:
         layers = c.engine_layers or {}
         small = (small + " · " if small else "") + "engine: " + ", ".join(
             f"{n} {p}" for p, n in sorted(layers.items(), key=lambda kv: -kv[1]))
+    if c.eval_metric is not None:  # accuracy on the model's dataset
+        small = (small + " · " if small else "") + c.accuracy_text()
     not_run = c.not_run
     if c.passed is False:
         css = "bad"
@@ -65,6 +67,9 @@ def _cell(c: BatchCell | None) -> dict[str, str]:
         css = "good"
     if not main and not small:
         main = "not run" if not_run else "reference"
+    elif not main and c.eval_metric is not None:  # an evaluation only: its change in points is the headline
+        main = "reference" if c.eval_delta is None else \
+            f"{c.eval_metric} {c.eval_delta * 100:+.1f} pts".replace("-", "−")
     tip = f"{c.backend}:{c.precision}" + (" — tolerance NOT met" if c.passed is False else "")
     if c.worst_layer:
         tip += f"; worst layer {c.worst_layer}"

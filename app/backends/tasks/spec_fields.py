@@ -47,6 +47,14 @@ def count_of(value: object, what: str) -> int:
     return value
 
 
+def eval_fields(spec: Any) -> None:
+    """The eval job's `limit`, `cache`, `per_image` and `shard` checked, and set on the (frozen) spec as parsed."""
+    if spec.limit is not None:
+        count_of(spec.limit, "limit")
+    object.__setattr__(spec, "per_image", eval_outputs(spec.cache, spec.per_image))
+    object.__setattr__(spec, "shard", shard_of(spec.shard, spec.cache, spec.per_image))
+
+
 def eval_outputs(cache: object, per_image: object) -> str | None:
     """The eval job's `cache` (true or false) checked, and its `per_image` file: None, or a path that is not blank."""
     if not isinstance(cache, bool):

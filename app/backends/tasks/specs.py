@@ -20,12 +20,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from app.backends.tasks.spec_fields import SpecError
 from app.backends.tasks.spec_fields import count_of as _count
-from app.backends.tasks.spec_fields import eval_outputs as _eval_outputs
+from app.backends.tasks.spec_fields import eval_fields as _eval_fields
 from app.backends.tasks.spec_fields import fallback_fields as _fallback_fields
 from app.backends.tasks.spec_fields import field_json as _text
 from app.backends.tasks.spec_fields import parsed_kinds as _parsed
 from app.backends.tasks.spec_fields import shapes_of as _shapes
-from app.backends.tasks.spec_fields import shard_of as _shard
 from app.backends.tasks.spec_fields import source_of as _source
 from app.backends.tasks.spec_fields import target_of as _target
 from app.backends.tasks.spec_fields import tolerance_of as _tolerance
@@ -357,10 +356,7 @@ class EvalSpec(JobInputs):
             raise SpecError("An evaluation needs at least one candidate.", fix="Add a candidate such as ort-cpu:fp16.")
         object.__setattr__(self, "candidates", tuple(_target(c) for c in self.candidates))
         object.__setattr__(self, "tolerances", tuple(str(DropTolerance.parse(str(t))) for t in self.tolerances))
-        if self.limit is not None:
-            _count(self.limit, "limit")
-        object.__setattr__(self, "per_image", _eval_outputs(self.cache, self.per_image))
-        object.__setattr__(self, "shard", _shard(self.shard, self.cache, self.per_image))
+        _eval_fields(self)  # limit, cache, per_image and shard
         super().__post_init__()
 
     def targets(self) -> list[Target]:
