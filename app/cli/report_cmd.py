@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="write an HTML report of a project's or result files' results")
     p.add_argument("inputs", nargs="+", metavar="PROJECT.trtlab|RESULT.json",
                    help="a .trtlab project and/or JSON files written by `trtlab compare|eval|bench|diagnose|fallback|"
-                        "build --json PATH`")
+                        "build|import --json PATH`")
     p.add_argument("-o", "--out", required=True, metavar="REPORT.html", help="the HTML file to write")
     p.add_argument("--title", default="", help="the report's title (default: trtlab report: MODEL)")
 
@@ -44,7 +44,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             items.append(read_result_file(path))
     if not any(i.kind in SHOWN_KINDS for i in items):
         raise CliInputError(f"{' '.join(map(str, paths))}: no compare, bench, diagnose, fallback or build "
-                            "results or evaluations to report.",
+                            "results, imported engines or evaluations to report.",
                             fix="Run a job first (e.g. `trtlab compare MODEL --candidate ort-cpu:fp16 --json "
                                 "result.json`), or save the project after running one.")
     html = build_report(items, project, current_environment(), title=args.title)

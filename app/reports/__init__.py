@@ -7,7 +7,8 @@ the window (File ▸ Export Report…) both use it.
 - `results` — results as the report reads them (`ReportItem`), result files checked, kinds told from keys.
 - `matrix` — `build_matrix_report(summary, links)`: a batch's models × precisions page linking each model's report.
 - `tables`, `charts` — each section's data; `evaluation` — the "Accuracy on <dataset>" section of a `trtlab eval`
-  result; `svg` — the small charts; `words` — numbers in plain words.
+  result; `imports` — the "Imported TensorRT engines" section of `trtlab import` results and their comparisons;
+  `svg` — the small charts; `words` — numbers in plain words.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from app.core.engine import import_label
 from app.core.measure import EMPTY_ADVICE, empty_reference
 from app.core.results import (
     BenchResult,
@@ -18,12 +19,16 @@ from app.core.results import (
     DiagnoseResult,
     EvaluationResult,
     FallbackResult,
+    ImportComparison,
+    ImportResult,
     VariantResult,
 )
 from app.reports import svg
 from app.reports.answers import answers_section, scorecard_phrase, task_of
 from app.reports.charts import bench_charts, compare_plots, engine_chart
 from app.reports.evaluation import eval_section, scorecard_lines
+from app.reports.imports import imports_section
+from app.reports.imports import scorecard_lines as import_scorecard_lines
 from app.reports.results import ReportItem, Result, as_items
 from app.reports.tables import (
     EngineTable,
@@ -217,6 +222,10 @@ def _subject(result: Result) -> str:
         return ", ".join(c.name for c in result.candidates)
     if isinstance(result, VariantResult):
         return ""
+    if isinstance(result, ImportResult):
+        return import_label(result)
+    if isinstance(result, ImportComparison):
+        return f"{result.label_a} against {result.label_b}"
     return result.backend
 
 
@@ -286,7 +295,8 @@ def report_context(items: list[ReportItem], project: object | None, environment:
         "model": model, "model_sha256": (getattr(project, "model_sha256", "") if project is not None else "")
         or next((i.result.model_sha256 for i in items if i.result.model_sha256), ""),
         "when": when,
-        "scorecard": _scorecard(compares, benches, speed_ref, speedups, diagnoses, fallbacks, engines, evaluations),
+        "scorecard": _scorecard(compares, benches, speed_ref, speedups, diagnoses, fallbacks, engines, evaluations)
+        + import_scorecard_lines(items),
         "caveats": _caveats(items, benches),
         "compares": [t for t in (compare_table(i) for i in compares) if t],
         "answers": [a for a in (answers_section(i) for i in compares) if a],
@@ -297,6 +307,7 @@ def report_context(items: list[ReportItem], project: object | None, environment:
         "diagnoses": [t for t in (diagnosis_table(i) for i in diagnoses) if t],
         "fallbacks": [fallback_table(i) for i in fallbacks],
         "engines": engines,
+        "imports": imports_section(items),
         "environment": env_rows,
         "commands": commands,
         "empty": not items,

@@ -2,7 +2,7 @@
 
 A result is its kind, the job's JSON read once into its typed result (``result``: a `CompareResult`,
 `BenchResult`, … of app.core.results), and what is known about how it was made (the job spec, the command line).
-Result files written by `trtlab compare|bench|diagnose|fallback|build|eval --json` carry a "kind" key; older ones
+Result files written by `trtlab compare|bench|diagnose|fallback|build|eval|import --json` carry a "kind" key; older ones
 are recognised by their keys.
 """
 
@@ -22,6 +22,8 @@ from app.core.results import (
     DiagnoseResult,
     EvaluationResult,
     FallbackResult,
+    ImportComparison,
+    ImportResult,
     ProfileResult,
     Record,
     ResultFormatError,
@@ -30,17 +32,17 @@ from app.core.results import (
 )
 
 # What a report shows, in the order its sections come; `run` and `variant` results are listed with their commands.
-SHOWN_KINDS = ("compare", "eval", "bench", "diagnose", "fallback", "build")
+SHOWN_KINDS = ("compare", "eval", "bench", "diagnose", "fallback", "build", "import", "import_compare")
 KINDS = (*SHOWN_KINDS, "run", "variant")
 _ITEM_KEYS = {"kind", "spec", "data", "title", "finished_at", "command"}
 
 Result: TypeAlias = (CompareResult | BenchResult | ProfileResult | DiagnoseResult | FallbackResult | BuildResult
-                     | RunResult | VariantResult | EvaluationResult)
+                     | RunResult | VariantResult | EvaluationResult | ImportResult | ImportComparison)
 # The typed result of each kind's JSON
 RESULT_TYPES: dict[str, type[Result]] = {
     "compare": CompareResult, "bench": BenchResult, "profile": ProfileResult, "diagnose": DiagnoseResult,
     "fallback": FallbackResult, "build": BuildResult, "run": RunResult, "variant": VariantResult,
-    "eval": EvaluationResult}
+    "eval": EvaluationResult, "import": ImportResult, "import_compare": ImportComparison}
 R = TypeVar("R", bound=Record)
 
 
@@ -74,6 +76,10 @@ def infer_kind(data: Mapping[str, Any]) -> str | None:
     given = data.get("kind")
     if isinstance(given, str) and given in KINDS:
         return given
+    if "imported_from" in data and isinstance(data.get("layers"), list):
+        return "import"
+    if "label_a" in data and isinstance(data.get("nodes"), list):
+        return "import_compare"
     if "keep_high_precision" in data:
         return "fallback"
     if "main_metric" in data and isinstance(data.get("dataset"), Mapping):  # before compare: it has candidates too
@@ -121,7 +127,7 @@ def as_item(result: object, source: str = "") -> ReportItem:
     if kind not in KINDS:
         where = f"'{source}'" if source else "A result"
         raise ReportError(f"{where} is not a trtlab result: it has none of the keys of a compare, bench, diagnose, "
-                          "fallback, build or eval result.",
+                          "fallback, build, eval or import result.",
                           fix="Give the JSON that `trtlab compare|bench|diagnose|fallback|build|eval --json PATH` "
                               "wrote, or a .trtlab project.")
     item = ReportItem(kind=kind, result=_typed(kind, data, source), spec=spec, source=source, **made)

@@ -27,6 +27,16 @@ from app.core.engine.cache import (
 )
 from app.core.engine.dim_params import dim_name_problems, named_dims
 from app.core.engine.dtypes import buffer_nbytes, decode_output, encode, trt_name
+from app.core.engine.import_compare import (
+    ChangeGroup,
+    change_words,
+    compare_imports,
+    fusion_words,
+    group_changes,
+    group_words,
+    import_label,
+    short_node,
+)
 from app.core.engine.inspector_json import parse_engine_info
 from app.core.engine.kit import MANIFEST_NAME, KitError, KitManifest, write_kit
 from app.core.engine.layer_dump import DUMP_HEADER, find_dump, parse_layer_dump
@@ -62,14 +72,19 @@ from app.core.engine.rtx import (
 from app.core.engine.trt_import import Imported, ImportInputError, find_artefacts, import_engine
 
 __all__ = ["DEFAULT_LABEL", "DUMP_HEADER", "MANIFEST_NAME", "RTX_TARGETS", "BuildConfig", "BuildConfigError",
+           "ChangeGroup",
            "ImportInputError", "Imported", "InputProfile", "KitError", "KitManifest", "OptimizationProfile",
            "PhaseTracker", "PolygraphyFormatError", "ProfileError", "TimingRecorder", "buffer_nbytes",
-           "check_engine_shapes", "decode_output", "default_root", "describe_targets", "dim_name_problems", "encode",
+           "change_words", "check_engine_shapes", "compare_imports", "decode_output", "default_root",
+           "describe_targets", "dim_name_problems", "encode",
            "engine_key", "engine_path", "enum_names", "explain", "explain_build_failure",
-           "find_artefacts", "find_dump", "has_turing", "import_engine", "issue_from_fields", "lacks_fp8",
+           "find_artefacts", "find_dump", "fusion_words", "group_changes", "group_words", "has_turing",
+           "import_engine", "import_label",
+           "issue_from_fields", "lacks_fp8",
            "load_engine_meta", "load_feeds", "load_run_results", "load_timing_cache", "lookup_engine",
            "make_engine_meta", "make_rtx_engine_meta", "map_issues_to_graph", "map_to_onnx", "named_dims",
            "parse_engine_info", "parse_layer_dump", "parse_profile_args", "parse_targets", "per_layer_times",
            "plan_mismatches", "profile_from_shapes", "profile_problems", "rtx_engine_key", "run_problem",
-           "save_engine", "save_feeds", "save_timing_cache", "shape_in_profile", "shape_text", "suggest_profile",
+           "save_engine", "save_feeds", "save_timing_cache", "shape_in_profile", "shape_text", "short_node",
+           "suggest_profile",
            "timing_cache_path", "trt_name", "validate_profile", "write_kit"]

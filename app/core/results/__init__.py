@@ -27,7 +27,7 @@ from app.core.results.evaluation import (
     PresetInfo,
     WorstImage,
 )
-from app.core.results.imports import ImportedLayer, ImportResult, KitResult
+from app.core.results.imports import ImportComparison, ImportedLayer, ImportedNodeChange, ImportResult, KitResult
 from app.core.results.jobs import (
     BenchResult,
     BuildResult,
@@ -57,7 +57,8 @@ __all__ = ["RESULT_TYPES", "AnswerPictures", "Answers", "BatchCell", "BatchSumma
            "DiagnoseResult", "DiagnosedOutput", "DiffCounts", "DiffNode", "DiffResult", "EngineLayer",
            "EvalCandidate", "EvalRun", "EvalShardResult", "EvaluationResult", "FailedJob", "FallbackResult",
            "FallbackStep",
-           "FloorEntry", "ImportResult", "ImportedLayer", "JSONValue", "JobCounts", "JobDoc", "JobRecord",
+           "FloorEntry", "ImportComparison", "ImportResult", "ImportedLayer", "ImportedNodeChange", "JSONValue",
+           "JobCounts", "JobDoc", "JobRecord",
            "JobResultType", "KindInfo", "KitResult", "LatencyStats",
            "LayerError", "LayerTiming", "MatchedOutput", "NodeDelta", "NumericDiff", "OpCount", "OutputAnswers",
            "OutputResult", "ParseError", "Placement", "PlanMismatch", "PlotData", "PresetInfo", "ProfileDelta",

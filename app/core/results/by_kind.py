@@ -8,6 +8,7 @@ from typing import Any, TypeAlias
 
 from app.core.results.compare import CompareResult
 from app.core.results.evaluation import EvaluationResult
+from app.core.results.imports import ImportComparison, ImportResult, KitResult
 from app.core.results.jobs import (
     BenchResult,
     BuildResult,
@@ -20,12 +21,13 @@ from app.core.results.jobs import (
 from app.core.results.record import ResultFormatError
 
 JobResultType: TypeAlias = (CompareResult | BenchResult | ProfileResult | DiagnoseResult | FallbackResult
-                            | BuildResult | RunResult | VariantResult | EvaluationResult)
+                            | BuildResult | RunResult | VariantResult | EvaluationResult | ImportResult
+                            | ImportComparison | KitResult)
 
 RESULT_TYPES: dict[str, type[JobResultType]] = {
     "compare": CompareResult, "bench": BenchResult, "profile": ProfileResult, "diagnose": DiagnoseResult,
     "fallback": FallbackResult, "build": BuildResult, "run": RunResult, "variant": VariantResult,
-    "eval": EvaluationResult}
+    "eval": EvaluationResult, "import": ImportResult, "import_compare": ImportComparison, "kit": KitResult}
 
 
 def read_job_result(kind: str, doc: Mapping[str, Any]) -> JobResultType:

@@ -71,6 +71,57 @@ class ImportResult(JobDoc):
 
 
 @dataclass(frozen=True)
+class ImportedNodeChange(Record):
+    """One ONNX node in two imported engines (A, B): its time in each and the change, the precision that ran in
+    each, and the layer it ran in with the nodes fused into it. ``gained``/``lost``: the nodes it is fused with in B
+    and not in A, and in A and not in B (among the nodes both engines run)."""
+
+    node: str = ""
+    ms_a: float | None = None                # the node's time per inference (app: ImportResult.node_ms)
+    ms_b: float | None = None
+    delta_ms: float | None = None            # ms_b − ms_a (None where one engine has no time for it)
+    precision_a: str = ""
+    precision_b: str = ""
+    layer_a: str = ""                        # the engine layer that ran it ("" where that engine does not)
+    layer_b: str = ""
+    fused_a: tuple[str, ...] = ()            # the other ONNX nodes of that layer
+    fused_b: tuple[str, ...] = ()
+    gained: tuple[str, ...] = ()
+    lost: tuple[str, ...] = ()
+    precision_changed: bool = False
+    fusion_changed: bool = False             # partners gained or lost, or alone in one engine and fused in the other
+    only_in: str = ""                        # "a" | "b": the node runs in that engine only; "" in both
+
+
+@dataclass(frozen=True)
+class ImportComparison(JobDoc):
+    """Two imported engines (FP16 against INT8, TensorRT 10 against 11, two GPUs) compared on the ONNX graph: per
+    node the time in each and the change (largest change first, then the nodes one engine runs alone), the
+    precisions and fusions that changed, and the totals and latency side by side."""
+
+    label_a: str = ""
+    label_b: str = ""
+    engine_a: ImportResult | None = None
+    engine_b: ImportResult | None = None
+    nodes: tuple[ImportedNodeChange, ...] = ()
+    total_ms_a: float | None = None
+    total_ms_b: float | None = None
+    total_delta_ms: float | None = None       # total_ms_b − total_ms_a
+    median_ms_a: float | None = None          # the timed inferences' median latency (--exportTimes)
+    median_ms_b: float | None = None
+    precision_changes: int = 0
+    fusion_changes: int = 0
+    only_a: tuple[str, ...] = ()              # ONNX nodes engine A runs and B does not
+    only_b: tuple[str, ...] = ()
+    notes: tuple[str, ...] = optional(factory=tuple)
+
+    def changed(self) -> tuple[ImportedNodeChange, ...]:
+        """The nodes whose time, precision or fusion changed, or that one engine runs alone, in the table's order."""
+        return tuple(n for n in self.nodes if n.only_in or n.precision_changed or n.fusion_changed
+                     or (n.delta_ms is not None and n.delta_ms != 0.0))
+
+
+@dataclass(frozen=True)
 class KitResult(JobDoc):
     """A run kit written (`trtlab kit`): where, the graph TensorRT will build, the samples it carries."""
 
