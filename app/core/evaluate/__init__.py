@@ -82,7 +82,13 @@ from app.core.evaluate.presets import (
     metadata_imgsz,
     ultralytics,
 )
-from app.core.evaluate.scoring import Accumulator, new_accumulator, truth_and_answer
+from app.core.evaluate.scoring import (
+    Accumulator,
+    classifier_names,
+    new_accumulator,
+    output_classes,
+    truth_and_answer,
+)
 from app.core.evaluate.shards import shard_doc, shard_order
 from app.core.evaluate.summary import SMALL_DATASET, dataset_notes, per_image_values, write_per_image
 from app.core.evaluate.tolerance import DROP_METRICS, DropTolerance, DropToleranceError
@@ -93,10 +99,11 @@ __all__ = [
     "ClassificationAccumulator", "DetectionAccumulator", "Detections", "Difference", "DropTolerance",
     "DropToleranceError", "EvalResult", "Evaluated", "EvaluationInputError", "Mask", "PairResult", "PerImage",
     "PredictError", "Prediction", "Preset", "PresetError", "RecognitionAccumulator", "Records",
-    "SegmentationAccumulator", "Text", "Transform", "answers_root", "choose_preset", "compare_runs", "ctc_greedy",
-    "dataset_notes", "default_input_shape", "fit_source", "image_key", "image_preset", "load_kinds", "losing",
-    "metadata_imgsz", "model_digest", "model_preprocess", "new_accumulator", "paired_bootstrap", "per_image_values",
-    "photo_source", "photo_tensor", "predict", "predict_classes", "predict_detections", "predict_mask", "predict_text",
-    "preprocessing_json", "run_key", "run_parts", "save_kinds", "shard_doc", "shard_order", "side_by_side",
-    "source_preset", "truth_and_answer", "ultralytics", "worst_images", "worst_pictures", "write_per_image",
+    "SegmentationAccumulator", "Text", "Transform", "answers_root", "choose_preset", "classifier_names",
+    "compare_runs", "ctc_greedy", "dataset_notes", "default_input_shape", "fit_source", "image_key", "image_preset",
+    "load_kinds", "losing", "metadata_imgsz", "model_digest", "model_preprocess", "new_accumulator", "output_classes",
+    "paired_bootstrap", "per_image_values", "photo_source", "photo_tensor", "predict", "predict_classes",
+    "predict_detections", "predict_mask", "predict_text", "preprocessing_json", "run_key", "run_parts", "save_kinds",
+    "shard_doc", "shard_order", "side_by_side", "source_preset", "truth_and_answer", "ultralytics", "worst_images",
+    "worst_pictures", "write_per_image",
 ]

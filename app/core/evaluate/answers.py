@@ -35,7 +35,8 @@ from app.core.measure import OutputKind
 
 log = logging.getLogger(__name__)
 
-ANSWERS_VERSION = 1  # raised when what a file holds changes meaning: older files are then never read
+ANSWERS_VERSION = 2  # raised when what a file holds changes meaning: older files are then never read
+# 2: images resized in their 8-bit pixels (app.core.evaluate.presets: Preset.apply)
 # Backend options that leave the numbers as they are (a thread count, which GPU): not part of a run's key.
 NEUTRAL_OPTIONS = ("threads", "device_id")
 

@@ -237,30 +237,24 @@ class Preset:
 
     def apply(self, image: Image.Image) -> tuple[np.ndarray, Transform]:
         """One image → (the model's input, 1×C×H×W float32 or 1×H×W×C for NHWC, and its :class:`Transform`).
-        The image is read as it is given (apply ``ImageOps.exif_transpose`` first for camera photos)."""
-        img = np.asarray(image.convert("L" if self.color == "L" else "RGB"), np.float32)
-        img = img[..., None] if img.ndim == 2 else img
+        The image is read as it is given (apply ``ImageOps.exif_transpose`` first for camera photos). It is resized
+        in its 8-bit pixels (bilinear), as the pipelines the presets come from resize theirs (Ultralytics' and
+        PaddleOCR's OpenCV, torchvision's Pillow), then scaled, normalised and placed."""
+        picture = image.convert("L" if self.color == "L" else "RGB")
+        t = self.geometry(picture.width, picture.height)
+        if (picture.height, picture.width) != t.content:
+            picture = picture.resize((t.content[1], t.content[0]), Image.Resampling.BILINEAR)
+        content = np.asarray(picture, np.float32)
+        content = content[..., None] if content.ndim == 2 else content
         if self.color == "BGR":
-            img = img[..., ::-1]
-        t = self.geometry(img.shape[1], img.shape[0])
-        content = _resize(img, *t.content)
-        canvas = np.full((*t.input, img.shape[2]), self.pad, np.float32)
+            content = content[..., ::-1]
+        canvas = np.full((*t.input, content.shape[2]), self.pad, np.float32)
         canvas[t.offset[0]:t.offset[0] + t.content[0], t.offset[1]:t.offset[1] + t.content[1]] = content
-        mean = np.resize(np.asarray(self.mean, np.float32), img.shape[2])
-        std = np.resize(np.asarray(self.std, np.float32), img.shape[2])
+        mean = np.resize(np.asarray(self.mean, np.float32), content.shape[2])
+        std = np.resize(np.asarray(self.std, np.float32), content.shape[2])
         x = ((canvas * np.float32(self.scale) - mean) / std).astype(np.float32)
         x = x if self.layout == "NHWC" else np.transpose(x, (2, 0, 1))
         return np.ascontiguousarray(x[None]), t
-
-
-def _resize(img: np.ndarray, height: int, width: int) -> np.ndarray:
-    """Bilinear resize of float32 (H, W, C), one Pillow "F" plane per channel (no rounding to 8 bits)."""
-    if img.shape[:2] == (height, width):
-        return img
-    planes = [np.asarray(Image.fromarray(np.ascontiguousarray(img[..., c])).resize((width, height),
-                                                                                    Image.Resampling.BILINEAR))
-              for c in range(img.shape[2])]
-    return np.stack(planes, axis=-1)
 
 
 # ------------------------------------------------------------------------------------------------- choosing

