@@ -347,22 +347,29 @@ class DatasetView(QWidget):
         for a, b in pairs:
             counts[(float(a), float(b))] = counts.get((float(a), float(b)), 0) + 1
         if len(counts) <= 30 and len(counts) < len(pairs):
+            middle = (lo + hi) / 2
             for (a, b), n in counts.items():
-                note = pg.TextItem(f"{n} image{'s' if n != 1 else ''}", color=INK, anchor=(-0.1, 1.1))
+                # Counts face the plot's inside: away from the edges and from the legend at the top left.
+                note = pg.TextItem(f"{n} image{'s' if n != 1 else ''}", color=INK,
+                                   anchor=(-0.1 if a <= middle else 1.1, -0.1 if b > middle else 1.1))
                 note.setPos(a, b)
                 plot.addItem(note)
         metric = metric_name(doc.per_image_metric) if doc.per_image_metric else "per-image metric"
         plot.setLabel("bottom", f"{metric}, reference ({doc.reference.name})")
         plot.setLabel("left", f"{metric}, {cand.name}")
-        plot.enableAutoRange()
+        span = hi - lo
+        # Room at the top for the legend (top-left), and around the points for their counts.
+        plot.setXRange(lo - 0.08 * span, hi + 0.08 * span, padding=0)
+        plot.setYRange(lo - 0.08 * span, hi + 0.6 * span, padding=0)
         card.show_plot()
 
     def _fill_worst(self, cand: EvalCandidate | None) -> None:
         while self.worst_list.count():
             item = self.worst_list.takeAt(0)
-            w = item.widget() if item is not None else None
-            if w is not None:
-                w.deleteLater()
+            old = item.widget() if item is not None else None
+            if old is not None:
+                old.hide()  # gone at once, not when the event loop next deletes it
+                old.deleteLater()
         self.worst_pictures = []
         self._worst_pix = []
         worst = cand.worst if cand is not None else ()

@@ -68,7 +68,8 @@ class ResultsView(QWidget):
         self.splitter.setChildrenCollapsible(False)
         # Small minimum widths: the dock may be narrow (it switches to one above the other), and a wide
         # minimum here would widen the whole window.
-        for pane, least in ((self._build_summary(), 120), (self._build_plots(), 160)):
+        self.summary_pane = self._build_summary()
+        for pane, least in ((self.summary_pane, 120), (self._build_plots(), 160)):
             pane.setMinimumWidth(least)
             self.splitter.addWidget(pane)
         self.splitter.setStretchFactor(0, 5)
@@ -187,7 +188,7 @@ class ResultsView(QWidget):
         """The Dataset tab has its own table and several charts: it takes the whole dock (the scorecard and the
         output choice, which it does not use, step aside while it shows)."""
         dataset = self.tabs.currentWidget() is self.dataset_view
-        self.splitter.widget(0).setVisible(not dataset)
+        self.summary_pane.setVisible(not dataset)
         self.output_bar.setVisible(not dataset)
 
     # ----------------------------------------------------------------- compatibility views of the state

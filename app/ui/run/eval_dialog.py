@@ -78,8 +78,8 @@ class DatasetPreview:
 def read_preview(folder: str, labels: str | None, format: str | None, model: Any) -> DatasetPreview:
     """The dataset in `folder` as the dialog shows it (runs off the GUI thread): a user's mistake comes back as
     `error` with its fix, never raised."""
-    from app.backends.tasks.eval import classifier_names, output_classes
     from app.core.dataset import ClassMapError, class_map, load_dataset, model_class_names, preview_pictures
+    from app.core.evaluate import classifier_names, output_classes
 
     out = DatasetPreview(folder)
     try:
