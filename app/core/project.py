@@ -37,7 +37,7 @@ from app.core.targets import Target
 
 PROJECT_VERSION = 2
 PROJECT_SUFFIX = ".trtlab"
-RESULT_KINDS = ("compare", "bench", "diagnose", "fallback", "build", "variant", "profile", "import")
+RESULT_KINDS = ("compare", "bench", "diagnose", "fallback", "build", "variant", "profile", "eval", "import")
 IMPORTS_SUFFIX = ".imports"     # PROJECT.imports/ beside PROJECT.trtlab: the files of the engines imported into it
 # What a project may hold: results and plans as JSON (a few MB in practice), arrays of inputs and outputs
 JSON_LIMIT = 64 * 2**20
@@ -334,7 +334,7 @@ def cli_command(spec_json: Mapping[str, Any]) -> str:
                 line += [f"--{key.replace('_', '-')}", str(s[key])]
         return shlex.join(line)
     args: list[str] = ["trtlab", kind, str(s.get("model", "MODEL"))]
-    has_inputs = kind not in ("build", "variant")
+    has_inputs = kind not in ("build", "variant", "eval")  # eval's inputs are its dataset
     if kind == "compare":
         if s.get("reference", "ort-cpu:fp32") != "ort-cpu:fp32":
             args += ["--reference", s["reference"]]
@@ -354,6 +354,18 @@ def cli_command(spec_json: Mapping[str, Any]) -> str:
                  "--target", s["target"], "--samples", str(s.get("samples", 1))]
         if s.get("budget_s"):
             args += ["--budget", f"{float(s['budget_s']):g}s"]
+        if s.get("dataset"):
+            args += [*_dataset_args(s), "--subset", str(s.get("subset", 200))]
+    elif kind == "eval":
+        args += _dataset_args(s)
+        if s.get("reference", "ort-cpu:fp32") != "ort-cpu:fp32":
+            args += ["--reference", s["reference"]]
+        for c in s.get("candidates", []):
+            args += ["--candidate", c]
+        for t in s.get("tolerances", []):
+            args += ["--tol", t]
+        args += [*(["--limit", str(s["limit"])] if s.get("limit") else []),
+                 *(["--shuffle"] if s.get("shuffle") else []), *(["--no-cache"] if s.get("cache") is False else [])]
     elif kind == "run":
         args += ["--backend", s["target"]]
     elif kind == "profile":
@@ -393,6 +405,15 @@ def cli_command(spec_json: Mapping[str, Any]) -> str:
         if s.get("opset"):
             args += ["--opset", str(s["opset"])]
     return shlex.join(args)
+
+
+def _dataset_args(s: Mapping[str, Any]) -> list[str]:
+    """--dataset DIR, and its labels file and format where they were given."""
+    out = ["--dataset", str(s.get("dataset") or "DIR")]
+    for key in ("labels", "format"):
+        if s.get(key):
+            out += [f"--{key}", str(s[key])]
+    return out
 
 
 def _uses_int8(s: Mapping[str, Any]) -> bool:

@@ -258,6 +258,25 @@ def test_cli_command_repeats_only_what_was_set_over_the_models_preset():
     assert argv[argv.index("--fit") + 1] == "stretch" and "--pad" not in argv
 
 
+def test_an_evaluations_command_names_its_dataset_and_parses():
+    from app.cli.main import build_parser
+
+    spec = {"kind": "eval", "model": "/m.onnx", "dataset": "/data/faces", "labels": "/data/faces/a.json",
+            "format": "coco", "reference": "ort-cpu:fp32", "candidates": ["ort-cpu:fp16", "ort-cpu:int8"],
+            "tolerances": ["map50:-0.5"], "limit": 200, "shuffle": True, "seed": 3, "cache": False,
+            "calib_method": "entropy", "calib_samples": 16, "inputs": {"kind": "images", "path": "/ignored"}}
+    args = build_parser().parse_args(shlex.split(cli_command(spec))[1:])
+    assert (args.command, args.model, args.dataset, args.labels, args.format) == \
+        ("eval", "/m.onnx", "/data/faces", "/data/faces/a.json", "coco")
+    assert (args.candidate, args.tol, args.limit, args.shuffle, args.seed, args.no_cache) == \
+        (["ort-cpu:fp16", "ort-cpu:int8"], ["map50:-0.5"], 200, True, 3, True)
+    assert (args.calib_method, args.calib_samples) == ("entropy", 16)
+    fallback = {"kind": "fallback", "model": "/m.onnx", "candidate": "ort-cpu:int8", "target": "top1:-1",
+                "dataset": "/data/turned", "subset": 50, "seed": 2}
+    args = build_parser().parse_args(shlex.split(cli_command(fallback))[1:])
+    assert (args.target, args.dataset, args.subset, args.seed) == ("top1:-1", "/data/turned", 50, 2)
+
+
 def test_cli_command_refuses_an_unknown_kind():
     with pytest.raises(ProjectError, match="No trtlab command"):
         cli_command({"kind": "teleport", "model": "/m.onnx"})

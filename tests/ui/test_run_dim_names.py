@@ -57,3 +57,14 @@ def test_a_build_with_one_name_two_sizes_is_refused(qtbot, window, model_paths):
     assert not (window.banner.isVisible() and "share the name" in window.banner.text())  # a started job hides it
     if job is not None:
         window.run_controller.cancel_all()
+
+
+def test_a_dynamic_image_input_takes_the_size_its_model_says(qtbot, window, model_paths):
+    """PP-OCR's classifier (x: ?×3×?×?) opened with no shapes: a job runs it at PaddleOCR's 48×192, as the command
+    line does, instead of refusing for want of sizes; sizes set in the Shapes panel still win."""
+    open_and_wait(qtbot, window, model_paths["ppocr_cls_mobile_v2"])
+    base = window.run_controller._model_inputs(["ort-cpu:fp32", "ort-cpu:fp16"])
+    assert base is not None and dict(base.shapes) == {"x": (1, 3, 48, 192)}
+    _open_with_shape(qtbot, window, model_paths["ppocr_cls_mobile_v2"], "2x3x48x96")
+    base = window.run_controller._model_inputs(["ort-cpu:fp32"])
+    assert base is not None and dict(base.shapes) == {"x": (2, 3, 48, 96)}

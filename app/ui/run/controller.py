@@ -43,6 +43,7 @@ from app.ui.run.panel import RunPanel
 from app.ui.run.requests import BenchRequest, CompareRequest, DiagnoseRequest, EvalRequest, ModelInputs
 
 if TYPE_CHECKING:
+    from app.core.model import OpenedModel
     from app.core.readiness import Report
     from app.ui.run.eval_dialog import EvalDialog
 
@@ -168,8 +169,9 @@ class RunController(QObject):
             return None
         from app.core.measure import resolve_input_shapes
 
+        given = {**(opened.input_shapes or {}), **(shapes or {})}
         try:
-            resolved = resolve_input_shapes(opened.summary.inputs, {**(opened.input_shapes or {}), **(shapes or {})})
+            resolved = resolve_input_shapes(opened.summary.inputs, {**metadata_shapes(opened, given), **given})
         except TrtlabError as exc:
             # Caught here, before any job starts: the message names the input and its dynamic dim.
             self._refuse("Input shapes needed", exc.message, exc.fix)
@@ -493,6 +495,21 @@ class RunController(QObject):
         self.messages.say(f"Benchmark of {data.backend} finished.")
         self.messages.show_results()
         self._next_bench()
+
+
+def metadata_shapes(opened: OpenedModel, given: Mapping[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+    """Each dynamic image input the Shapes panel leaves open, at the size the model's metadata gives (Ultralytics'
+    ``imgsz``, PaddleOCR's line height: app.core.evaluate.default_input_shape), as the command line fills it."""
+    from app.core.evaluate import default_input_shape
+    from app.core.model import dynamic_dims
+
+    out: dict[str, tuple[int, ...]] = {}
+    for info in opened.summary.inputs:
+        if info.name not in given and info.shape is not None and dynamic_dims(info):
+            shape = default_input_shape(opened.doc.model, info)
+            if shape is not None:
+                out[info.name] = shape
+    return out
 
 
 def _can_build(a: Availability) -> bool:
