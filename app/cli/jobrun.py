@@ -6,10 +6,12 @@ from __future__ import annotations
 import shutil
 import signal
 import sys
+import time
 from typing import TYPE_CHECKING
 
 from app.cli.output import EXIT_BAD_INPUT, EXIT_JOB_FAILED, EXIT_UNAVAILABLE
 from app.core.errors import INTERNAL_FAULTS, TrtlabError, is_user_error
+from app.jobs import time_left
 
 if TYPE_CHECKING:
     from app.backends.tasks.specs import JobInputs
@@ -48,13 +50,20 @@ def run_job(spec: JobInputs, title: str, keep_workdir: bool = False) -> dict:
     from app.jobs import JobRunner
 
     last = [""]
+    first: list[tuple[float, float]] = []  # (time, fraction) of the first fraction: where the estimate starts
 
     def on_event(ev: JobEvent) -> None:
         kind, msg = getattr(ev, "kind", ""), getattr(ev, "message", "")
         if kind == "progress" and msg and msg != last[0]:
             last[0] = msg
             frac = getattr(ev, "fraction", None)
-            sys.stderr.write(f"  [{'   ' if frac is None else f'{100 * frac:3.0f}%'}] {msg}\n")
+            left = ""
+            if frac is not None and frac >= 0:
+                if not first or frac < first[0][1]:
+                    first[:] = [(time.monotonic(), frac)]
+                left = time_left(first[0], frac, time.monotonic())
+            sys.stderr.write(f"  [{'   ' if frac is None else f'{100 * frac:3.0f}%'}] {msg}"
+                             + (f" (about {left} left)" if left else "") + "\n")
         elif kind == "log" and getattr(ev, "level", "info") in ("warning", "error"):
             sys.stderr.write(f"  {ev.level}: {msg}\n")
 

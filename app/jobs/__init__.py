@@ -8,9 +8,11 @@ own jobs parse them back into their typed spec, app.backends.tasks.specs);
 
 from __future__ import annotations
 
+from app.jobs.estimate import ESTIMATE_AFTER_S, time_left
 from app.jobs.protocol import JobCancelled, JobContext, JobEvent, JobResult, JobSpec
 from app.jobs.results import load_arrays, load_result, save_result
 from app.jobs.runner import JobHandle, JobRunner, StopSignals, catch_stop_signals, run_inline
 
-__all__ = ["JobCancelled", "JobContext", "JobEvent", "JobHandle", "JobResult", "JobRunner", "JobSpec",
-           "StopSignals", "catch_stop_signals", "load_arrays", "load_result", "run_inline", "save_result"]
+__all__ = ["ESTIMATE_AFTER_S", "JobCancelled", "JobContext", "JobEvent", "JobHandle", "JobResult", "JobRunner",
+           "JobSpec", "StopSignals", "catch_stop_signals", "load_arrays", "load_result", "run_inline", "save_result",
+           "time_left"]

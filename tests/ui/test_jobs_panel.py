@@ -56,6 +56,30 @@ def test_progress_bar_moves_and_row_finishes_done(qtbot, panel):
     assert panel.table.rowCount() == 0 and bridge.jobs() == []
 
 
+def test_a_job_that_reports_fractions_says_about_how_long_it_has_left(qtbot, panel):
+    """Ten steps of 0.5 s: after 3 s at its pace the row says the time left; it never says so before."""
+    job = panel.bridge.start(JobSpec(T + "sleep_job", {"steps": 10, "step_s": 0.5}, title="Ten steps"))
+    qtbot.waitUntil(lambda: panel.bar(job).value() > 0, timeout=20_000)
+    assert "left" not in panel.elapsed_text(job)
+    qtbot.waitUntil(lambda: "left" in panel.elapsed_text(job), timeout=15_000)
+    left = panel.elapsed_text(job).split("about ")[1]
+    assert left.endswith(" s left") and 1 <= int(left.split()[0]) <= 5
+    with qtbot.waitSignal(panel.bridge.finished, timeout=20_000):
+        pass
+    assert "left" not in panel.elapsed_text(job)
+
+
+def test_the_time_left_is_the_pace_so_far_carried_to_the_end():
+    from app.jobs import time_left
+
+    assert time_left(None, 0.5, 10.0) == ""
+    assert time_left((0.0, 0.1), 0.11, 10.0) == ""   # moved less than 2 %: no pace yet
+    assert time_left((0.0, 0.0), 0.5, 2.0) == ""     # not 3 s yet
+    assert time_left((0.0, 0.0), 0.25, 10.0) == "30 s"
+    assert time_left((100.0, 0.2), 0.4, 160.0) == "3 min"  # 20 % a minute, 60 % to go: 180 s
+    assert time_left((0.0, 0.0), -1.0, 10.0) == ""
+
+
 def test_indeterminate_progress_is_a_busy_bar_and_elapsed_time_runs(qtbot, panel):
     job = panel.bridge.start(JobSpec(T + "stubborn_job", {"seconds": 60}, title="Busy"))
     qtbot.waitUntil(lambda: panel.status_text(job) == "busy", timeout=20_000)

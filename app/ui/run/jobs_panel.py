@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.jobs import JobResult
+from app.jobs import JobResult, time_left
 from app.ui.run.job_bridge import JobBridge
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,8 @@ class _Job:
     cancel: QPushButton
     started: float                  # wall clock, as JobHandle.started
     lines: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
+    first: tuple[float, float] | None = None   # (time, fraction) of the first fraction reported: the estimate's start
+    fraction: float = -1.0                     # the latest fraction (negative: busy, no fraction)
     result: JobResult | None = None
 
 
@@ -74,6 +76,7 @@ class JobsPanel(QWidget):
         hdr = self.table.horizontalHeader()
         hdr.setSectionResizeMode(COL_TITLE, QHeaderView.ResizeMode.Stretch)
         hdr.setSectionResizeMode(COL_STATUS, QHeaderView.ResizeMode.Stretch)
+        hdr.setSectionResizeMode(COL_TIME, QHeaderView.ResizeMode.ResizeToContents)  # "12.3 s · about 40 s left"
         self.table.itemSelectionChanged.connect(self._show_selected)
 
         bottom = QWidget()
@@ -177,6 +180,9 @@ class JobsPanel(QWidget):
         else:
             entry.bar.setRange(0, BAR_MAX)
             entry.bar.setValue(round(min(1.0, fraction) * BAR_MAX))
+            if entry.first is None or fraction < entry.first[1]:  # a job that starts its count again: afresh
+                entry.first = (time.time(), fraction)
+        entry.fraction = fraction
         if entry.cancel.isEnabled():  # keep "cancelling…" once the user asked
             entry.status.setText(message or "running")
 
@@ -242,7 +248,8 @@ class JobsPanel(QWidget):
         now = time.time()
         running = [e for e in self._jobs.values() if e.result is None]
         for entry in running:
-            entry.elapsed.setText(f"{now - entry.started:.1f} s")
+            left = time_left(entry.first, entry.fraction, now)
+            entry.elapsed.setText(f"{now - entry.started:.1f} s" + (f" · about {left} left" if left else ""))
         if not running:
             self._clock.stop()
 
