@@ -46,9 +46,15 @@ def add_common(p: argparse.ArgumentParser, *, precision: bool = True, inputs: bo
                    help="calibration samples (default: 16 random, or every file of a folder up to 512)")
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs (default 0)")
     p.add_argument("--json", metavar="PATH|-", help="write the results as JSON to PATH, or stdout with -")
-    img = p.add_argument_group("image preprocessing (for a folder of images or the sample photos; each default "
-                               "comes from the model's preset: letterbox for Ultralytics exports, PaddleOCR's rules, "
-                               "else ImageNet's; a setting given here wins)")
+    add_image_options(p, "for a folder of images or the sample photos")
+    p.add_argument("--tf32", action="store_true", help="allow TF32 on CUDA backends (default: strict FP32)")
+
+
+def add_image_options(p: argparse.ArgumentParser, what: str) -> None:
+    """The image preprocessing options, each defaulting to the model's preset (read by `image_options`)."""
+    img = p.add_argument_group(f"image preprocessing ({what}; each default comes from the model's preset: letterbox "
+                               "for Ultralytics exports, PaddleOCR's rules, else ImageNet's; a setting given here "
+                               "wins)")
     img.add_argument("--resize", metavar="HxW", help="resize to HxW (default: the input's dims)")
     img.add_argument("--fit", choices=("stretch", "letterbox"), default=None,
                      help="stretch to the size, or letterbox (aspect ratio kept, padded with --pad)")
@@ -58,7 +64,6 @@ def add_common(p: argparse.ArgumentParser, *, precision: bool = True, inputs: bo
     img.add_argument("--scale", type=float, default=None, help="multiply pixel values (e.g. 1/255 = 0.00392157)")
     img.add_argument("--mean", metavar="M,M,M", help="subtract per channel after scaling")
     img.add_argument("--std", metavar="S,S,S", help="divide per channel after the mean")
-    p.add_argument("--tf32", action="store_true", help="allow TF32 on CUDA backends (default: strict FP32)")
 
 
 def _floats(text: str | None, what: str) -> tuple[float, ...] | None:

