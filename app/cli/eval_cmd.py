@@ -41,6 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                     "default: found in the folder")
     p.add_argument("--format", choices=tuple(FORMAT_NAMES), default=None, help="the dataset's format (default: "
                                                                                "detected)")
+    p.add_argument("--class-names", metavar="FILE", help="the model's class names, one a line in its index order "
+                                                         "(default: its metadata's; matched to the dataset's by name)")
     p.add_argument("--reference", default="ort-cpu:fp32", metavar="B[:P]")
     p.add_argument("--candidate", action="append", required=True, metavar="B[:P]")
     p.add_argument("--tol", action="append", default=[], metavar="METRIC:POINTS",
@@ -97,6 +99,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
                             fix="Give the folder that holds the labelled images.")
     if args.labels and not Path(args.labels).is_file():
         raise CliInputError(f"--labels '{args.labels}' does not exist.", fix="Give the dataset's labels file.")
+    if args.class_names and not Path(args.class_names).is_file():
+        raise CliInputError(f"--class-names '{args.class_names}' does not exist.",
+                            fix="Give a text file with the model's class names, one a line in its index order.")
     if args.plan and plan_needed(cands) is None:
         raise CliInputError("--plan is given but no candidate runs it.",
                             fix="Add a candidate such as --candidate ort-cpu:plan.")
@@ -112,6 +117,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     check_available(ref, *cands)
     preset = given_preset(args)
     spec = EvalSpec(model=args.model, dataset=str(dataset), labels=args.labels, format=args.format, preset=preset,
+                    class_names=args.class_names,
                     reference=ref, candidates=tuple(cands), tolerances=tolerances, limit=args.limit,
                     shuffle=bool(args.shuffle), seed=args.seed, shapes=given_shapes(args), options=job_options(args),
                     output_kinds=output_kinds_arg(args), cache=not args.no_cache,

@@ -197,3 +197,15 @@ def test_image_options_given_over_the_models_preset_are_used_and_said(turned: Pa
     assert "letterbox" in text.stdout and "--fit, --pad given" in text.stdout
     bad = trtlab("eval", ORIENTATION, "--dataset", turned, "--candidate", "ort-cpu:fp16", "--mean", "0.5,x")
     assert bad.returncode == 2 and "--mean" in bad.stderr
+
+
+def test_class_names_given_in_a_file_map_the_models_classes(turned: Path, tmp_path: Path) -> None:
+    """The angles written out in the model's index order: the classes map by name, from that file."""
+    names = tmp_path / "angles.txt"
+    names.write_text("0\n90\n180\n270\n", encoding="utf-8")
+    r = trtlab("eval", ORIENTATION, "--dataset", turned, "--candidate", "ort-cpu:fp16", "--limit", "4",
+               "--class-names", names, "--json", "-")
+    assert r.returncode == 0, r.stderr
+    result = EvaluationResult.from_json(json.loads(r.stdout))
+    assert result.dataset.class_map is not None and result.dataset.class_map.how == "by name, from angles.txt"
+    assert len(result.dataset.class_map.pairs) == 4

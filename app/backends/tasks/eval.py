@@ -205,7 +205,7 @@ def prepare(spec: EvalSpec) -> Setup:
     names: dict[int, str] | None = model_class_names(model) or classifier_names(model)
     classes = None
     if dataset.task in ("detection", "classification") and (names or dataset.categories):
-        classes = class_map(names, dataset.categories, model_classes=output_classes(model))
+        classes = class_map(names, dataset.categories, spec.class_names, model_classes=output_classes(model))
     return Setup(info.name, preset, shape, dataset, order, classes, names)
 
 

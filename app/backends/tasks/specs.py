@@ -332,6 +332,7 @@ class EvalSpec(JobInputs):
     dataset: str                              # the dataset's folder
     labels: str | None = None                 # its labels file (COCO JSON, data.yaml, CSV, text lines); None: found
     format: str | None = None                 # app.core.dataset's format name; None: detected
+    class_names: str | None = None            # the model's class names, a line each in its index order; None: its own
     reference: Target = Target("ort-cpu")
     candidates: tuple[Target, ...]
     tolerances: tuple[str, ...] = ()          # drops allowed against the reference, e.g. map50:-0.5
@@ -363,7 +364,7 @@ class EvalSpec(JobInputs):
         return [self.reference, *self.candidates]
 
     def input_files(self) -> list[str]:
-        return [*super().input_files(), self.dataset, *([self.labels] if self.labels else [])]
+        return [*super().input_files(), self.dataset, *(f for f in (self.labels, self.class_names) if f)]
 
 
 SPECS: dict[str, type[JobInputs]] = {cls.kind: cls for cls in (RunSpec, CompareSpec, BenchSpec, DiagnoseSpec,

@@ -27,6 +27,8 @@ from app.core.dataset.errors import ClassMapError
 from app.core.dataset.files import read_names
 
 UNMATCHED_TOLERANCE = 0.05
+CLASS_NAMES_FIX = ("Give the model's class names in a text file, one a line in the model's index order "
+                   "(trtlab eval --class-names FILE)")
 BACKGROUND_NAMES = frozenset({"background", "__background__", "bg", "void"})
 COCO_80_NAMES = (
     "person", "bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck", "boat", "traffic light",
@@ -113,7 +115,7 @@ def class_map(model_names: Sequence[str] | Mapping[int, str] | None,
             raise ClassMapError(
                 "The model does not name its classes, and the dataset's categories are names: trtlab cannot tell "
                 f"which model class is which category.{_table({}, dataset_categories, {})}",
-                fix="Give a labels file: one class name per line, in the model's index order.")
+                fix=f"{CLASS_NAMES_FIX}.")
         count = model_classes if model_classes is not None else len(dataset_categories)
         pairs = tuple((int(n), cid) for cid, n in dataset_categories if int(n) < count)
         return _checked(pairs, how, {k: str(k) for k in range(count)}, dataset_categories)
@@ -151,8 +153,7 @@ def _checked(pairs: tuple[tuple[int, int], ...], how: str, names: Mapping[int, s
         table = _table(names, categories, mapped)
         raise ClassMapError(
             f"The model's classes and the dataset's categories do not match: {what}.{table}",
-            fix="Give a labels file (one class name per line, in the model's index order), or correct the dataset's "
-                "category names.")
+            fix=f"{CLASS_NAMES_FIX}, or correct the dataset's category names.")
     return ClassMap(pairs=pairs, how=how, unmatched=tuple(name for _cid, name in unmatched))
 
 
