@@ -431,8 +431,8 @@ def infer_output_kinds(model: onnx.ModelProto, output_dims: Mapping[str, Sequenc
         if k.kind == "sequence" and not k.labels and (chars := dictionary_labels(model, dims[-1] if dims else None)):
             out[o.name] = replace(k, characters=chars, reason=(k.reason + "; " if k.reason else "")
                                   + f"text from the model's own dictionary ({len(chars) - 1} tokens and the blank)")
-    if (names := metadata_names(model)) and any(k.kind in _NAMED_KINDS and not k.labels for k in out.values()):
-        out = {n: replace(k, characters=names) if k.kind in _NAMED_KINDS and not k.labels else k
+    if (own := metadata_names(model)) and any(k.kind in _NAMED_KINDS and not k.labels for k in out.values()):
+        out = {n: replace(k, characters=own) if k.kind in _NAMED_KINDS and not k.labels else k
                for n, k in out.items()}
     return out
 
