@@ -85,6 +85,25 @@ def test_the_dialog_previews_a_real_dataset_and_refuses_one_without_labels(qtbot
     dialog.tolerance_edit.setText("top1:-1")
     assert dialog.run_button.isEnabled()
 
+    # The model's class names from a file: names that match no folder are refused with both lists; the angles map.
+    wrong = tmp_path / "wrong.txt"
+    wrong.write_text("north\neast\nsouth\nwest\n", encoding="utf-8")
+    dialog.names_edit.setText(str(wrong))
+    dialog.load()
+    qtbot.waitUntil(lambda: dialog.preview is not None and not dialog.loading, timeout=60_000)
+    assert not dialog.preview.classes_ok and "north" in dialog.classes_text.toPlainText()
+    assert not dialog.run_button.isEnabled()
+    angles = tmp_path / "angles.txt"
+    angles.write_text("0\n90\n180\n270\n", encoding="utf-8")
+    dialog.names_edit.setText(str(angles))
+    dialog.load()
+    qtbot.waitUntil(lambda: dialog.preview is not None and not dialog.loading, timeout=60_000)
+    assert dialog.preview.classes_ok and "from angles.txt" in dialog.classes_text.toPlainText()
+    assert dialog.run_button.isEnabled() and dialog.request().class_names == str(angles)
+    dialog.names_edit.setText("")
+    dialog.load()
+    qtbot.waitUntil(lambda: dialog.preview is not None and not dialog.loading, timeout=60_000)
+
     # Images without labels: the message and its fix; Run stays disabled.
     bare = tmp_path / "bare"
     bare.mkdir()

@@ -18,7 +18,7 @@ from app.core.dataset.classmap import (
 )
 from app.core.dataset.detect import LOOKED_FOR, detect_format, load_dataset
 from app.core.dataset.errors import ClassMapError, DatasetError
-from app.core.dataset.files import IGNORE_INDEX, IMAGE_EXTENSIONS, image_size, read_mask
+from app.core.dataset.files import IGNORE_INDEX, IMAGE_EXTENSIONS, image_size, read_mask, read_names
 from app.core.dataset.preview import (
     Marks,
     draw_marks,
@@ -57,6 +57,7 @@ __all__ = [
     "preview_item",
     "preview_pictures",
     "read_mask",
+    "read_names",
     "truth_marks",
     "upright",
 ]

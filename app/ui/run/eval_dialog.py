@@ -75,7 +75,8 @@ class DatasetPreview:
     fix: str = ""
 
 
-def read_preview(folder: str, labels: str | None, format: str | None, model: Any) -> DatasetPreview:
+def read_preview(folder: str, labels: str | None, format: str | None, model: Any,
+                 class_names: str | None = None) -> DatasetPreview:
     """The dataset in `folder` as the dialog shows it (runs off the GUI thread): a user's mistake comes back as
     `error` with its fix, never raised."""
     from app.core.dataset import ClassMapError, class_map, load_dataset, model_class_names, preview_pictures
@@ -98,7 +99,12 @@ def read_preview(folder: str, labels: str | None, format: str | None, model: Any
     names = model_class_names(model) or classifier_names(model) if model is not None else None
     if dataset.task in ("detection", "classification") and (names or dataset.categories):
         try:
-            mapped = class_map(names, dataset.categories, model_classes=output_classes(model) if model else None)
+            mapped = class_map(names, dataset.categories, class_names or None,
+                               model_classes=output_classes(model) if model else None)
+            if class_names:
+                from app.core.dataset import read_names
+
+                names = dict(enumerate(read_names(Path(class_names))))
             out.classes = class_lines(mapped.pairs, mapped.how, mapped.unmatched, names or {}, dataset.categories)
         except ClassMapError as exc:
             out.classes, out.classes_ok, out.classes_fix = exc.message, False, exc.fix
@@ -159,6 +165,7 @@ class EvalDialog(QDialog):
         self._generation = 0                         # each pick's number: a load finishing late is dropped
         self._reading = 0                            # loads still running (a superseded one runs to its end)
         self._labels_read = ""                       # the labels file of the dataset read last
+        self._names_read = ""                        # the model's class names file it was read with
         outer = QVBoxLayout(self)
         top = QHBoxLayout()
         top.addWidget(self._build_inputs(), 5)
@@ -202,6 +209,14 @@ class EvalDialog(QDialog):
         labels_browse = QPushButton("Browse…")
         labels_browse.clicked.connect(self._browse_labels)
         form.addRow("Labels file:", _row(self.labels_edit, labels_browse))
+        self.names_edit = QLineEdit()
+        self.names_edit.setPlaceholderText("optional: the model's own")
+        self.names_edit.setToolTip("The model's class names, one a line in its index order, where its metadata has "
+                                   "none or others than the dataset's (trtlab eval --class-names)")
+        self.names_edit.editingFinished.connect(self._path_edited)
+        names_browse = QPushButton("Browse…")
+        names_browse.clicked.connect(self._browse_names)
+        form.addRow("Class names:", _row(self.names_edit, names_browse))
         from app.core.dataset import FORMAT_NAMES
 
         self.format_combo = QComboBox()
@@ -367,16 +382,25 @@ class EvalDialog(QDialog):
             self.labels_edit.setText(path)
             self.load()
 
+    def _browse_names(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "The model's class names", self.folder_edit.text() or
+                                              str(Path.home()), "Text (*.txt *.names);;All files (*)")
+        if path:
+            self.names_edit.setText(path)
+            self.load()
+
     def _path_edited(self) -> None:
         shown = self.preview
-        wanted = (self.folder_edit.text().strip(), self.labels_edit.text().strip())
-        if shown is None or wanted != (shown.folder, self._labels_read):
+        wanted = (self.folder_edit.text().strip(), self.labels_edit.text().strip(), self.names_edit.text().strip())
+        if shown is None or wanted != (shown.folder, self._labels_read, self._names_read):
             self.load()
 
     def load(self) -> None:
         """Read the chosen dataset on a worker thread; a load still running is superseded (its answer dropped)."""
         folder = self.folder_edit.text().strip()
         labels = self.labels_edit.text().strip() or None
+        names = self.names_edit.text().strip() or None
+        self._names_read = names or ""
         self._generation += 1
         generation = self._generation
         self.preview = None
@@ -400,7 +424,7 @@ class EvalDialog(QDialog):
                 self._show(DatasetPreview(folder, error=f"Reading the dataset failed: {text}",
                                           fix="This is a fault in trtlab; please report it with the folder."))
 
-        task: Task = run_task(self, lambda: read_preview(folder, labels, fmt, model), done, failed)
+        task: Task = run_task(self, lambda: read_preview(folder, labels, fmt, model, names), done, failed)
         self._reading += 1
         task.finished.connect(self._read_one)
 
@@ -496,6 +520,7 @@ class EvalDialog(QDialog):
         limit = self.limit_spin.value() or None
         return EvalRequest(dataset=self.folder_edit.text().strip(), candidates=tuple(self.candidates()),
                            reference=self.reference_combo.currentText() or REFERENCE, labels=labels, format=fmt,
+                           class_names=self.names_edit.text().strip() or None,
                            limit=limit, shuffle=self.shuffle_check.isChecked(), seed=self.seed_spin.value(),
                            tolerances=self.tolerances())
 

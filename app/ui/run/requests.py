@@ -125,6 +125,7 @@ class EvalRequest:
     reference: str = "ort-cpu:fp32"
     labels: str | None = None
     format: str | None = None
+    class_names: str | None = None  # the model's class names file; None: its own
     limit: int | None = 200
     shuffle: bool = True
     seed: int = 0
@@ -137,5 +138,6 @@ class EvalRequest:
     def spec(self, base: ModelInputs) -> EvalSpec:
         return EvalSpec(model=base.model, shapes=base.shapes, plan=base.plan, seed=self.seed,
                         options={"tf32": self.tf32}, dataset=self.dataset, labels=self.labels, format=self.format,
+                        class_names=self.class_names,
                         reference=Target.parse(self.reference), candidates=base.distinct(self.candidates),
                         tolerances=self.tolerances, limit=self.limit, shuffle=self.shuffle)
