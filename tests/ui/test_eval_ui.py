@@ -215,3 +215,17 @@ def test_cancel_during_an_evaluation_leaves_the_window_usable(qtbot, window, mod
     # The window goes on: the dialog opens again, reads the dataset and could run.
     dialog = _dialog(qtbot, window, turned)
     assert dialog.run_button.isEnabled() and not window.run_controller.running
+
+
+def test_another_dataset_opens_on_the_candidate_that_loses_most():
+    from app.core.results import EvaluationResult
+    from app.ui.results.dataset_view import most_lost
+
+    def doc(metric: str, deltas: dict[str, float | None]) -> EvaluationResult:
+        return EvaluationResult.from_json({"kind": "eval", "main_metric": metric, "candidates": [
+            {"name": name, "delta": {metric: d}} for name, d in deltas.items()]})
+
+    assert most_lost(doc("top1", {"a:fp16": 0.0, "a:int8": -0.05, "a:bf16": -0.01})) == "a:int8"
+    assert most_lost(doc("cer", {"a:fp16": 0.001, "a:int8": 0.02})) == "a:int8"  # CER: a rise is the loss
+    assert most_lost(doc("map50", {"a:fp16": None, "a:int8": 0.01})) == "a:int8"
+    assert most_lost(doc("map50", {"a:fp16": 0.0, "a:int8": 0.0})) == "a:fp16"  # none lose: the first

@@ -162,6 +162,7 @@ class DatasetView(QWidget):
     # ----------------------------------------------------------------- data in
     def set_evaluation(self, doc: EvaluationResult | None, state: ResultsState | None = None) -> None:
         """Show an evaluation (None: the empty state); `state` gives each candidate its colour in every plot."""
+        same_data = self.doc is not None and doc is not None and self.doc.dataset.path == doc.dataset.path
         self.doc, self.state = doc, state
         self.export_label.hide()
         if doc is None:
@@ -180,8 +181,10 @@ class DatasetView(QWidget):
         self.candidate_combo.blockSignals(True)
         self.candidate_combo.clear()
         self.candidate_combo.addItems(names)
-        if current in names:
+        if same_data and current in names:  # the same dataset again: the candidate the user was looking at
             self.candidate_combo.setCurrentText(current)
+        elif names:  # another dataset opens on the candidate that loses most: its pictures are the story
+            self.candidate_combo.setCurrentText(most_lost(doc))
         self.candidate_combo.blockSignals(False)
         self.stack.setCurrentWidget(self.content)
         self._draw_per_class(doc)
@@ -469,6 +472,18 @@ class DatasetView(QWidget):
         self.export_label.setText(f"Saved {len(written)} file(s) to {folder}")
         self.export_label.show()
         self.exported.emit(f"Exported {len(written)} dataset chart and picture files to {folder}")
+
+
+def most_lost(doc: EvaluationResult) -> str:
+    """The candidate whose main metric drops most against the reference (CER and WER: rises most); the first one
+    where none is known."""
+    sign = 1.0 if doc.main_metric in ("cer", "wer") else -1.0
+
+    def loss(cand: EvalCandidate) -> float:
+        delta = cand.delta.get(doc.main_metric)
+        return sign * delta if delta is not None else float("-inf")
+
+    return max(doc.candidates, key=loss).name
 
 
 def _value(v: float | None) -> str:
