@@ -85,6 +85,20 @@ def test_the_dialog_previews_a_real_dataset_and_refuses_one_without_labels(qtbot
     dialog.tolerance_edit.setText("top1:-1")
     assert dialog.run_button.isEnabled()
 
+    # The preprocessing: the model's preset in the fields; a changed field goes into the request, a wrong one stops Run.
+    assert "imagenet" in dialog.preset_label.text() and dialog.fit_combo.currentText() == "stretch"
+    assert dialog.request().preset is None  # nothing changed: the job chooses, as the CLI does
+    dialog.fit_combo.setCurrentText("letterbox")
+    dialog.pad_edit.setText("0")
+    preset = dialog.request().preset
+    assert preset is not None and preset["resize"] == "letterbox" and preset["name"] == "imagenet"
+    assert "resize set in the window" in str(preset["reason"]) and list(preset["mean"]) == [0.485, 0.456, 0.406]
+    dialog.mean_edit.setText("0.5, x")
+    assert not dialog.run_button.isEnabled() and dialog.preset_error.isVisible()
+    dialog.mean_edit.setText("0.485, 0.456, 0.406")
+    dialog.fit_combo.setCurrentText("stretch")
+    assert dialog.run_button.isEnabled() and dialog.request().preset is None
+
     # The model's class names from a file: names that match no folder are refused with both lists; the angles map.
     wrong = tmp_path / "wrong.txt"
     wrong.write_text("north\neast\nsouth\nwest\n", encoding="utf-8")

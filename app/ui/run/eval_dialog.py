@@ -8,6 +8,7 @@ their labels drawn. Run sends an `EvalRequest`; the run controller starts the jo
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -271,8 +272,85 @@ class EvalDialog(QDialog):
         self.tolerance_error.hide()
         run_form.addRow(self.tolerance_error)
         col.addWidget(run)
+        col.addWidget(self._build_preprocessing())
         col.addStretch(1)
         return box
+
+    def _build_preprocessing(self) -> QWidget:
+        """The model's preset, each setting editable (trtlab eval's --fit, --pad, --scale, --mean, --std)."""
+        box = QGroupBox("Preprocessing")
+        form = QFormLayout(box)
+        self.preset_label = QLabel("the model's preset")
+        self.preset_label.setWordWrap(True)
+        form.addRow(self.preset_label)
+        self.fit_combo = QComboBox()
+        self.fit_combo.setToolTip("How each image is brought to the input's size: stretched, or letterboxed (aspect "
+                                  "ratio kept, padded)")
+        self.pad_edit, self.scale_edit, self.mean_edit, self.std_edit = (QLineEdit() for _ in range(4))
+        self.mean_edit.setToolTip("Subtracted per channel after scaling (one value, or one per channel)")
+        self.std_edit.setToolTip("Divided per channel after the mean")
+        form.addRow("Fit:", _row(self.fit_combo, QLabel("pad"), self.pad_edit))
+        form.addRow("Scale:", self.scale_edit)
+        form.addRow("Mean / std:", _row(self.mean_edit, self.std_edit))
+        for edit in (self.pad_edit, self.scale_edit, self.mean_edit, self.std_edit):
+            edit.textChanged.connect(lambda _t: self._sync())
+        self.fit_combo.currentIndexChanged.connect(lambda _i: self._sync())
+        self.preset_error = QLabel()
+        self.preset_error.setWordWrap(True)
+        self.preset_error.setStyleSheet("color:#a3221b;")
+        self.preset_error.hide()
+        form.addRow(self.preset_error)
+        return box
+
+    def _show_preset(self, preset: Any) -> None:
+        """The model's own preset in the fields (what Run uses unless a field is changed)."""
+        self.preset = preset
+        self.preset_label.setText(f"From the model: {preset.name}" + (f" ({preset.reason})" if preset.reason else ""))
+        self.fit_combo.blockSignals(True)
+        self.fit_combo.clear()
+        rules = [preset.resize] + [r for r in ("stretch", "letterbox") if r != preset.resize]
+        self.fit_combo.addItems(rules)
+        self.fit_combo.blockSignals(False)
+        for edit, value in ((self.pad_edit, preset.pad), (self.scale_edit, preset.scale)):
+            edit.setText(f"{value:g}")
+        self.mean_edit.setText(", ".join(f"{v:g}" for v in preset.mean))
+        self.std_edit.setText(", ".join(f"{v:g}" for v in preset.std))
+
+    def preset_json(self) -> dict[str, Any] | None:
+        """The preset with the fields' values (Preset JSON) where a field differs from the model's; None when none
+        does. Raises PresetError (or ValueError for a number that does not read) for a setting that is not one."""
+        from app.core.evaluate import Preset
+
+        base = getattr(self, "preset", None)
+        if base is None:
+            return None
+
+        def numbers(text: str) -> tuple[float, ...]:
+            return tuple(float(v) for v in text.replace(",", " ").split())
+
+        edited = {"resize": self.fit_combo.currentText() or base.resize, "pad": float(self.pad_edit.text()),
+                  "scale": float(self.scale_edit.text()), "mean": numbers(self.mean_edit.text()),
+                  "std": numbers(self.std_edit.text())}
+        doc = base.to_json()
+        changed = [k for k, v in edited.items() if not _same(doc[k], v)]
+        if not changed:
+            return None
+        if base.resize not in ("stretch", "letterbox") and "resize" in changed and base.size is None:
+            raise ValueError(f"The model's {base.resize} rule has no fixed size to {edited['resize']} to.")
+        reason = f"{base.reason}; {', '.join(changed)} set in the window".lstrip("; ")
+        return Preset.from_json({**doc, **{k: list(v) if isinstance(v, tuple) else v for k, v in edited.items()},
+                                 "reason": reason}).to_json()
+
+    def _preset_problem(self) -> str:
+        from app.core.evaluate import PresetError
+
+        try:
+            self.preset_json()
+        except PresetError as exc:
+            return f"{exc.message} {exc.fix}"
+        except ValueError as exc:
+            return f"A preprocessing setting is not a number: {exc}"
+        return ""
 
     def _build_preview(self) -> QWidget:
         box = QWidget()
@@ -356,9 +434,24 @@ class EvalDialog(QDialog):
                 cb.toggled.connect(lambda _on: self._sync())
                 self.grid.addWidget(cb, r + 1, c + 1, Qt.AlignmentFlag.AlignCenter)
                 self.checks[target] = cb
+        if not same:
+            self._model_preset(opened)
         if not same and self.folder_edit.text().strip():
             self.load()  # the class map depends on the model
         self._sync()
+
+    def _model_preset(self, opened: OpenedModel) -> None:
+        """The preset trtlab eval would choose for the model (its one image input), shown in the fields."""
+        from app.backends.tasks.eval import image_input
+        from app.core.evaluate import choose_preset
+
+        try:
+            preset = choose_preset(opened.doc.model, image_input(opened.doc.model))
+        except TrtlabError as exc:
+            self.preset = None
+            self.preset_label.setText(exc.message)
+            return
+        self._show_preset(preset)
 
     def candidates(self) -> list[str]:
         return [t for t, cb in self.checks.items() if cb.isChecked() and cb.isEnabled()]
@@ -495,7 +588,7 @@ class EvalDialog(QDialog):
     def ready(self) -> bool:
         p = self.preview
         return (p is not None and not p.error and p.classes_ok and bool(self.candidates())
-                and not self._tolerance_problem())
+                and not self._tolerance_problem() and not self._preset_problem())
 
     def _sync(self) -> None:
         reference = self.reference_combo.currentText()
@@ -504,6 +597,11 @@ class EvalDialog(QDialog):
         problem = self._tolerance_problem()
         self.tolerance_error.setText(problem)
         self.tolerance_error.setVisible(bool(problem))
+        if hasattr(self, "preset_error"):
+            preset_problem = self._preset_problem()
+            self.preset_error.setText(preset_problem)
+            self.preset_error.setVisible(bool(preset_problem))
+            problem = problem or preset_problem
         self.run_button.setEnabled(self.ready())
         p = self.preview
         self.run_button.setToolTip(
@@ -520,7 +618,7 @@ class EvalDialog(QDialog):
         limit = self.limit_spin.value() or None
         return EvalRequest(dataset=self.folder_edit.text().strip(), candidates=tuple(self.candidates()),
                            reference=self.reference_combo.currentText() or REFERENCE, labels=labels, format=fmt,
-                           class_names=self.names_edit.text().strip() or None,
+                           class_names=self.names_edit.text().strip() or None, preset=self.preset_json(),
                            limit=limit, shuffle=self.shuffle_check.isChecked(), seed=self.seed_spin.value(),
                            tolerances=self.tolerances())
 
@@ -534,6 +632,15 @@ class EvalDialog(QDialog):
         """Why Run did not start (the run controller's refusal)."""
         self.refusal.setText(text or "The evaluation did not start.")
         self.refusal.show()
+
+
+def _same(a: Any, b: Any) -> bool:
+    """A setting as the preset has it and as a field reads (numbers as written, to 6 significant digits)."""
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return math.isclose(float(a), float(b), rel_tol=1e-5, abs_tol=1e-9)
+    return bool(a == b)
 
 
 def _row(*widgets: QWidget) -> QWidget:

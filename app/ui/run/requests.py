@@ -126,6 +126,7 @@ class EvalRequest:
     labels: str | None = None
     format: str | None = None
     class_names: str | None = None  # the model's class names file; None: its own
+    preset: Mapping[str, Any] | None = None  # the preprocessing (Preset JSON) where the user changed it; None: chosen
     limit: int | None = 200
     shuffle: bool = True
     seed: int = 0
@@ -138,6 +139,6 @@ class EvalRequest:
     def spec(self, base: ModelInputs) -> EvalSpec:
         return EvalSpec(model=base.model, shapes=base.shapes, plan=base.plan, seed=self.seed,
                         options={"tf32": self.tf32}, dataset=self.dataset, labels=self.labels, format=self.format,
-                        class_names=self.class_names,
+                        class_names=self.class_names, preset=self.preset,
                         reference=Target.parse(self.reference), candidates=base.distinct(self.candidates),
                         tolerances=self.tolerances, limit=self.limit, shuffle=self.shuffle)
