@@ -124,6 +124,15 @@ class EnginePanel(QWidget):
         self.times_at = time.monotonic()  # the graph's "time" colours show the newer of these and a profile
         self._fill()
 
+    def show_imported(self, times: Mapping[str, LayerTiming], summary: str) -> None:
+        """An engine built and run elsewhere (File ▸ Import TensorRT Results…), after `set_build` showed its layers:
+        their times from trtexec's profile, the slowest first, and `summary` (where it ran) as the headline."""
+        self.times = dict(times or {})
+        self.times_at = time.monotonic()
+        self._fill()
+        self.table.sortItems(COLUMNS.index("Time (ms)"), Qt.SortOrder.DescendingOrder)
+        self.summary.setText(html.escape(summary))
+
     def _fill(self) -> None:
         layers = self.doc.layers if self.doc is not None else ()
         self.table.setSortingEnabled(False)

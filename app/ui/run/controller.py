@@ -28,6 +28,7 @@ from app.core.results import (
     DiagnoseResult,
     EvaluationResult,
     FallbackResult,
+    KitResult,
     ProfileResult,
     ResultFormatError,
     VariantResult,
@@ -43,9 +44,14 @@ from app.ui.run.panel import RunPanel
 from app.ui.run.requests import BenchRequest, CompareRequest, DiagnoseRequest, EvalRequest, ModelInputs
 
 if TYPE_CHECKING:
+    from PySide6.QtWidgets import QMessageBox
+
+    from app.core.engine import OptimizationProfile
     from app.core.model import OpenedModel
     from app.core.readiness import Report
+    from app.ui.common.task_thread import Task
     from app.ui.run.eval_dialog import EvalDialog
+    from app.ui.run.kit_dialog import KitDialog
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +101,10 @@ class RunController(QObject):
         self.last_refusal = ""  # why the last action did not start ("" once one has)
         self.availability: dict[str, Availability] | None = None  # None until the backends were asked
         self.eval_dialog: EvalDialog | None = None  # Run ▸ Evaluate on Dataset…, made on first use
+        self.kit_dialog: KitDialog | None = None    # File ▸ Export Run Kit…, made on first use
+        self.kits: dict[str, tuple[VariantSpec, OptimizationProfile | None]] = {}  # variant path -> its kit's spec
+        self._kit_task: Task | None = None
+        self.kit_message: QMessageBox | None = None  # the last "Run kit written" message
         panel.compareRequested.connect(self.start_compare)
         panel.benchRequested.connect(self.start_bench)
         panel.diagnoseRequested.connect(self.start_diagnose)
@@ -350,6 +360,106 @@ class RunController(QObject):
 
         return self._launch(make, [target], lambda _s: f"Save variant as {out}")
 
+    def open_kit_dialog(self) -> KitDialog | None:
+        """File ▸ Export Run Kit…: the dialog that picks the kit's folder and precision (None, with the refusal
+        shown, without a model)."""
+        from app.ui.run.kit_dialog import KitDialog
+
+        opened = self.model.opened()
+        if opened is None:
+            self._refuse("Not started", "Open a model to write a run kit for it.")
+            return None
+        if self.kit_dialog is None:
+            self.kit_dialog = KitDialog(self.messages.parent)
+            self.kit_dialog.kitRequested.connect(self._kit_requested)
+        self.kit_dialog.setWindowTitle(f"Export Run Kit for {opened.path.name}")
+        self.kit_dialog.set_model(opened.path, self.model.plan.is_trivial())
+        self.kit_dialog.show()
+        self.kit_dialog.raise_()
+        return self.kit_dialog
+
+    def _kit_requested(self, folder: str, precision: str) -> None:
+        dialog = self.kit_dialog
+        job = self.start_kit(folder, precision)
+        if dialog is not None:
+            if job is None:
+                dialog.show_refusal(self.last_refusal)
+            else:
+                dialog.accept()
+
+    def start_kit(self, folder: str, precision: str = "") -> str | None:
+        """Write a run kit into `folder` (new or empty): the variant job for `precision` ("": the plan) with the Run
+        panel's settings, then `finish_kit` (the samples, the manifest, run_kit.py, the README) when it ends."""
+        from app.core.engine import named_dims, parse_profile_args
+
+        opened = self.model.opened()
+        if opened is None:
+            self._refuse("Not started", "Open a model first.")
+            return None
+        out = Path(folder).expanduser()
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+            self._refuse("Not started", f"{out} is {'not empty' if out.is_dir() else 'a file'}.",
+                         "Give a new or empty folder: the kit's results are read back from it.")
+            return None
+        settings = self.panel.job_settings()
+        if settings is None:
+            return None
+        try:
+            profile = parse_profile_args(self.panel.profile_args(), opened.summary.inputs,
+                                         opened.input_shapes or None, dim_names=named_dims(opened.doc.model.graph))
+        except TrtlabError as exc:
+            self._refuse("Not started", exc.message, exc.fix)
+            self.messages.raise_dock("run")
+            return None
+        target = Target("ort-cpu", precision or PLAN)
+
+        def make(base: ModelInputs) -> VariantSpec:
+            out.mkdir(parents=True, exist_ok=True)
+            name = f"{Path(base.model).stem}.{precision or 'plan'}.onnx"
+            spec = VariantSpec(**settings.spec_fields(base), target=base.target(target),
+                               out=str((out / name).resolve()))
+            self.kits[spec.out] = (spec, profile if profile.inputs else None)
+            return spec
+
+        return self._launch(make, [target], lambda _s: f"Export run kit to {out}",
+                            shapes={k: tuple(p.opt) for k, p in profile.inputs.items()})
+
+    def _finish_kit(self, spec: VariantSpec, data: VariantResult, profile: OptimizationProfile | None) -> None:
+        """The kit around its variant, off the GUI thread (the samples are read and written there)."""
+        from app.ui.common.task_thread import run_task
+
+        def work() -> KitResult | TrtlabError:
+            from app.backends.kit_files import finish_kit
+
+            try:
+                return finish_kit(spec, data, profile, tf32=bool(spec.options.get("tf32")))
+            except TrtlabError as exc:
+                return exc
+
+        def done(r: KitResult | TrtlabError) -> None:
+            self._kit_task = None
+            if isinstance(r, TrtlabError):
+                self.messages.show_error(r)
+                return
+            from PySide6.QtWidgets import QMessageBox
+
+            self.kit_message = box = QMessageBox(QMessageBox.Icon.Information, "Run kit written", (
+                f"The run kit is in {r.out}: {r.variant} ({r.plan_summary or r.precision}), {r.samples} sample(s), "
+                "run_kit.py and README.md.\n\nOn a machine with TensorRT (Linux or Windows), in that folder:\n"
+                "    python run_kit.py        (TensorRT for RTX: python run_kit.py --rtx)\n\nThen bring the whole "
+                "folder back and use File ▸ Import TensorRT Results…."), QMessageBox.StandardButton.Ok,
+                self.messages.parent)
+            box.open()  # not modal to the event loop: the window goes on
+            self.messages.say(f"Run kit written to {r.out}")
+
+        def failed(message: str) -> None:
+            self._kit_task = None
+            self.messages.show_message("Run kit not finished", message, "The variant is written; the Jobs panel has "
+                                       "its log.")
+
+        self.messages.say("Writing the run kit's samples and script…")
+        self._kit_task = run_task(self.messages.parent, work, done, failed)
+
     def start_compare(self, request: CompareRequest) -> str | None:
         return self._launch(request.spec, request.targets(),
                             lambda s: f"Compare {', '.join(c.name for c in s.candidates)} with {s.reference}")
@@ -465,6 +575,10 @@ class RunController(QObject):
                           f"node(s) to keep in FP32{'' if data.met else ' (target not met)'}.")
 
     def _variant_saved(self, run: RunningJob, data: VariantResult) -> None:
+        kit = self.kits.pop(str(run.spec_json.get("out", "")), None)
+        if kit is not None:
+            self._finish_kit(kit[0], data, kit[1])
+            return
         self.messages.say(f"Variant saved to {data.out}.")
 
     def _profiled(self, run: RunningJob, data: ProfileResult) -> None:

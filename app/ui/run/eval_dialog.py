@@ -328,7 +328,8 @@ class EvalDialog(QDialog):
         def numbers(text: str) -> tuple[float, ...]:
             return tuple(float(v) for v in text.replace(",", " ").split())
 
-        edited = {"resize": self.fit_combo.currentText() or base.resize, "pad": float(self.pad_edit.text()),
+        fit = self.fit_combo.currentText() or base.resize
+        edited = {"resize": fit, "pad": float(self.pad_edit.text()),
                   "scale": float(self.scale_edit.text()), "mean": numbers(self.mean_edit.text()),
                   "std": numbers(self.std_edit.text())}
         doc = base.to_json()
@@ -336,7 +337,7 @@ class EvalDialog(QDialog):
         if not changed:
             return None
         if base.resize not in ("stretch", "letterbox") and "resize" in changed and base.size is None:
-            raise ValueError(f"The model's {base.resize} rule has no fixed size to {edited['resize']} to.")
+            raise ValueError(f"The model's {base.resize} rule has no fixed size to {fit} to.")
         reason = f"{base.reason}; {', '.join(changed)} set in the window".lstrip("; ")
         return Preset.from_json({**doc, **{k: list(v) if isinstance(v, tuple) else v for k, v in edited.items()},
                                  "reason": reason}).to_json()

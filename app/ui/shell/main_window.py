@@ -47,6 +47,7 @@ from app.ui.results.profile_panel import ProfilePanel
 from app.ui.results.view import ResultsView
 from app.ui.run.controller import RunController
 from app.ui.run.host import JobModel
+from app.ui.run.imports import EngineImports
 from app.ui.run.job_bridge import JobBridge
 from app.ui.run.jobs_panel import JobsPanel
 from app.ui.run.panel import RunPanel
@@ -155,13 +156,15 @@ class MainWindow(QMainWindow):
         self.run_controller = RunController(self.run_panel, self.jobs, JobModel(lambda: self.opened, self.plan,
                                                                                self.readiness.run),
                                             self.results_view, self.messages, self)
+        self.imports = EngineImports(self.engine_results, self.engine_panel, self.results_view, self.messages,
+                                     lambda: self.opened)
         self.presentation = Presentation(self, self)
         self.guided = GuidedFlow(self)
         self.menus = Menus(self, self, files=self.files, project=self.project, batch=self.batch,
                            precision=self.precision, colors=self.colors, plan_files=self.plan_files, plan=self.plan,
                            runs=self.run_controller,
                            run_panel=self.run_panel, graph_page=self.graph_page, workspace=self.workspace,
-                           presentation=self.presentation, guided=self.guided)
+                           presentation=self.presentation, guided=self.guided, imports=self.imports)
         self._connect()
         self.project.start()
         self.files.refresh_recent()
@@ -255,6 +258,7 @@ class MainWindow(QMainWindow):
         self.precision.fallbackRequested.connect(lambda: self.run_controller.start_fallback())
         self.plan_files.variantRequested.connect(self.run_controller.save_variant)
         self.run_controller.resultReady.connect(self.project.record_result)
+        self.imports.imported.connect(self.project.record_result)
         self.run_controller.diagnosed.connect(self.precision.set_diagnosis)
         self.run_controller.built.connect(self.engine_results.set_engine)
         self.run_controller.profiled.connect(self.engine_results.set_profile)
@@ -447,6 +451,7 @@ class MainWindow(QMainWindow):
         self.workspace.save_layout()
         self.hide()
         self.loader.wait(60_000)
+        self.imports.wait(60_000)
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.sync()
         super().closeEvent(event)

@@ -24,6 +24,7 @@ from app.ui.precision.work import PrecisionWork
 from app.ui.project.batch import BatchResults
 from app.ui.project.controller import ProjectController
 from app.ui.run.controller import RunController
+from app.ui.run.imports import EngineImports
 from app.ui.run.panel import RunPanel
 from app.ui.shell.files import ModelFiles
 from app.ui.shell.presentation import Presentation
@@ -52,7 +53,8 @@ class Menus:
     def __init__(self, window: QMainWindow, commands: WindowCommands, *, files: ModelFiles,
                  project: ProjectController, batch: BatchResults, precision: PrecisionWork, colors: GraphColors,
                  plan_files: PlanFiles, plan: PlanController, runs: RunController, run_panel: RunPanel,
-                 graph_page: GraphPage, workspace: Workspace, presentation: Presentation, guided: GuidedFlow) -> None:
+                 graph_page: GraphPage, workspace: Workspace, presentation: Presentation, guided: GuidedFlow,
+                 imports: EngineImports) -> None:
         self.w = window
         self.model_actions: list[QAction] = []  # usable only with a model open
         view = graph_page.view
@@ -83,6 +85,13 @@ class Menus:
         self.act_export_report = self._action(f, "Export &Report…", commands.export_report,
                                               tip="Write the results as one HTML report, plots included",
                                               icon="export")
+        f.addSeparator()
+        self.act_export_kit = self._action(
+            f, "Export Run &Kit…", lambda: runs.open_kit_dialog(), "Ctrl+Alt+K", icon="export",
+            tip="A folder that builds and runs this model's variant with trtexec on any GPU machine")
+        self.act_import_trt = self._action(
+            f, "&Import TensorRT Results…", imports.import_dialog, "Ctrl+Alt+I", icon="open",
+            tip="A run kit's folder (or trtexec's files) brought back: the engine's layers on the graph")
         f.addSeparator()
         self.act_close = self._action(f, "&Close Model", commands.close_model, QKeySequence.StandardKey.Close,
                                       icon="close")
@@ -203,7 +212,8 @@ class Menus:
         self.model_actions = [self.act_reload, self.act_export_png, self.act_export_svg, self.act_close,
                               self.act_find, self.act_compare, self.act_bench, self.act_diagnose, self.act_save_plan,
                               self.act_load_plan, self.act_save_variant, self.act_fallback, self.act_build,
-                              self.act_profile, self.act_evaluate, *self.precision_actions]
+                              self.act_profile, self.act_evaluate, self.act_export_kit, self.act_import_trt,
+                              *self.precision_actions]
         self.set_model_open(False)
 
     def _action(self, menu: QMenu, text: str, slot: Callable,
@@ -285,6 +295,8 @@ go to the worst layer</td></tr>
 <tr><td><b>Ctrl+Shift+F</b></td><td>Find a fallback: nodes to keep in FP32 so the target is met</td></tr>
 <tr><td><b>Ctrl+Shift+B</b>, <b>Ctrl+Shift+4</b></td><td>Build a TensorRT engine; colour the graph by the precision
 that ran in it</td></tr>
+<tr><td><b>Ctrl+Alt+K</b> / <b>Ctrl+Alt+I</b></td><td>Export a run kit for TensorRT on another machine / import
+its results (the engine's layers on the graph)</td></tr>
 <tr><td><b>Ctrl+Alt+D</b></td><td>Evaluate each precision on a labelled dataset (the Results' Dataset tab)
 </td></tr>
 <tr><td><b>Ctrl+Alt+P</b>, <b>Ctrl+Shift+5/6</b></td><td>Profile every node; colour the graph by node time / by where
