@@ -92,13 +92,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise CliInputError(f"--tol {exc.message}", fix=exc.fix) from exc
     if args.limit is not None:
         check_positive(args.limit, "--limit")
-    dataset = Path(args.dataset)
-    if not dataset.is_dir():
-        raise CliInputError(f"--dataset '{dataset}' is not a folder." if dataset.exists()
-                            else f"--dataset '{dataset}' does not exist.",
-                            fix="Give the folder that holds the labelled images.")
-    if args.labels and not Path(args.labels).is_file():
-        raise CliInputError(f"--labels '{args.labels}' does not exist.", fix="Give the dataset's labels file.")
+    dataset = dataset_arg(args)
     if args.class_names and not Path(args.class_names).is_file():
         raise CliInputError(f"--class-names '{args.class_names}' does not exist.",
                             fix="Give a text file with the model's class names, one a line in its index order.")
@@ -131,6 +125,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 _PRESET_KEYS = {"size": "size", "resize": "resize", "pad": "pad", "layout": "layout", "color": "color",
                 "scale": "scale", "mean": "mean", "std": "std"}  # image option → Preset field
+
+
+def dataset_arg(args: argparse.Namespace) -> Path:
+    """--dataset as a folder that is there, and --labels as a file that is there (eval's and fallback's)."""
+    dataset = Path(args.dataset)
+    if not dataset.is_dir():
+        raise CliInputError(f"--dataset '{dataset}' is not a folder." if dataset.exists()
+                            else f"--dataset '{dataset}' does not exist.",
+                            fix="Give the folder that holds the labelled images.")
+    if args.labels and not Path(args.labels).is_file():
+        raise CliInputError(f"--labels '{args.labels}' does not exist.", fix="Give the dataset's labels file.")
+    return dataset
 
 
 def given_preset(args: argparse.Namespace) -> dict | None:

@@ -143,16 +143,10 @@ def _dataset_checks(args: argparse.Namespace) -> int:
     import importlib.util
     import sys
 
-    from app.cli.eval_cmd import EVAL_EXTRA
+    from app.cli.eval_cmd import EVAL_EXTRA, dataset_arg
 
     check_positive(args.subset, "--subset")
-    dataset = Path(args.dataset)
-    if not dataset.is_dir():
-        raise CliInputError(f"--dataset '{dataset}' is not a folder." if dataset.exists()
-                            else f"--dataset '{dataset}' does not exist.",
-                            fix="Give the folder that holds the labelled images.")
-    if args.labels and not Path(args.labels).is_file():
-        raise CliInputError(f"--labels '{args.labels}' does not exist.", fix="Give the dataset's labels file.")
+    dataset_arg(args)
     missing = [m for m in EVAL_EXTRA if importlib.util.find_spec(m) is None]
     if missing:
         sys.stderr.write(f"trtlab fallback: scoring a dataset needs {' and '.join(missing)}, which are not installed "

