@@ -1,4 +1,5 @@
-"""Targets: `B:P`, a backend running the variant graph of a precision (`B:plan`: of the job's precision plan).
+"""Targets: `B:P`, a backend running the variant graph of a precision (`B:plan`: of the job's precision plan), with
+the runtime's own settings where some are chosen (`ort-cuda:fp16@cuda_graph=1,conv_algo=heuristic`: KNOBS).
 
 The one parser of that spelling, so every part of trtlab (specs, CLI, batch matrices, reports, the window) reads
 a target the same way: `Target.parse` checks what a person wrote, `Target.read` reads back what trtlab wrote
@@ -16,6 +17,23 @@ PLAN = "plan"   # the precision of `B:plan`: whatever the job's precision plan a
 BACKEND_NAMES = ("ort-cpu", "ort-cuda", "ort-trt", "trt", "trt-rtx")
 ENGINE_BACKENDS = ("trt", "trt-rtx")   # build TensorRT engines (`trtlab build --backend`)
 CPU_BACKENDS = ("ort-cpu",)
+_COUNT = "a count"   # a knob whose value is a whole number >= 1
+# The runtime's settings a target may carry, per backend: each knob's values (the first is ONNX Runtime's default).
+KNOBS: dict[str, dict[str, tuple[str, ...]]] = {
+    "ort-cuda": {
+        "cuda_graph": ("0", "1"),                              # enable_cuda_graph: one captured graph replayed
+        "nhwc": ("0", "1"),                                    # prefer_nhwc: channels-last convolutions
+        "conv_algo": ("exhaustive", "heuristic", "default"),   # cudnn_conv_algo_search
+        "conv_workspace": ("1", "0"),                          # cudnn_conv_use_max_workspace
+        "opt": ("all", "extended", "basic", "disable"),         # graph_optimization_level
+    },
+    "ort-cpu": {
+        "threads": (_COUNT,),                                  # intra_op_num_threads
+        "mode": ("sequential", "parallel"),                    # execution_mode
+        "inter_threads": (_COUNT,),                            # inter_op_num_threads (parallel mode)
+        "opt": ("all", "extended", "basic", "disable"),
+    },
+}
 
 
 class BackendSpecError(TrtlabError):
@@ -32,10 +50,27 @@ class Target:
 
     backend: str
     precision: str = "fp32"
+    knobs: tuple[tuple[str, str], ...] = ()   # the runtime's settings (KNOBS), sorted by name; () : its defaults
 
     @property
     def name(self) -> str:
-        return f"{self.backend}:{self.precision}"
+        base = f"{self.backend}:{self.precision}"
+        return f"{base}@{','.join(f'{k}={v}' for k, v in self.knobs)}" if self.knobs else base
+
+    @property
+    def base(self) -> Target:
+        """The same backend and precision with the runtime's default settings."""
+        return replace(self, knobs=())
+
+    @property
+    def settings(self) -> dict[str, str]:
+        """The runtime's settings this target sets, by knob name."""
+        return dict(self.knobs)
+
+    def with_knobs(self, knobs: dict[str, str] | Iterable[tuple[str, str]]) -> Target:
+        """The same backend and precision with these settings (checked as `parse` checks them)."""
+        items = knobs.items() if isinstance(knobs, dict) else knobs
+        return replace(self, knobs=_checked_knobs(self.backend, items, self.name))
 
     def __str__(self) -> str:
         return self.name
@@ -63,8 +98,8 @@ class Target:
         return replace(self, precision=precision.lower())
 
     def with_backend(self, backend: str) -> Target:
-        """The same precision on another backend."""
-        return replace(self, backend=backend)
+        """The same precision on another backend (its settings belong to the old backend: dropped)."""
+        return replace(self, backend=backend, knobs=self.knobs if backend == self.backend else ())
 
     def plan_as_fp32(self, trivial: bool) -> Target:
         """`B:fp32` for `B:plan` when the plan changes nothing (`trivial`): the model itself, said as such."""
@@ -75,7 +110,8 @@ class Target:
         """A target as a person writes it (`ort-cpu` is `ort-cpu:fp32`), checked."""
         if isinstance(text, Target):
             return text
-        backend, _, precision = str(text).strip().partition(":")
+        head, _, knob_text = str(text).strip().partition("@")
+        backend, _, precision = head.partition(":")
         precision = (precision or "fp32").lower()
         if backend not in BACKEND_NAMES:
             raise BackendSpecError(f"Unknown backend '{backend}' in '{text}'.",
@@ -83,7 +119,7 @@ class Target:
         if precision not in PRECISIONS and precision != PLAN:
             raise BackendSpecError(f"Unknown precision '{precision}' in '{text}'.",
                                    fix=f"Use one of {', '.join(PRECISIONS)}, or 'plan' with a precision plan.")
-        return cls(backend, precision)
+        return cls(backend, precision, _checked_knobs(backend, _knob_items(knob_text, str(text)), str(text)))
 
     @classmethod
     def of(cls, backend: str, precision: str = "fp32") -> Target:
@@ -95,8 +131,10 @@ class Target:
         """A target trtlab wrote (in a result, a project, a batch folder): split, not checked."""
         if isinstance(text, Target):
             return text
-        backend, _, precision = str(text).strip().partition(":")
-        return cls(backend, (precision or "fp32").lower())
+        head, _, knob_text = str(text).strip().partition("@")
+        backend, _, precision = head.partition(":")
+        knobs = tuple(sorted(tuple(part.partition("=")[::2]) for part in knob_text.split(",") if part))
+        return cls(backend, (precision or "fp32").lower(), knobs)
 
 
 def plan_needed(targets: Iterable[Target | str]) -> Target | None:
@@ -111,3 +149,36 @@ def require_plan(targets: Iterable[Target | str], plan: object | None) -> None:
         raise PrecisionNotAvailable(f"{target.name} needs a precision plan, and none was given.",
                                     fix="Pass --plan PLAN.json, or use a precision such as "
                                         f"{target.with_precision('fp16').name}.")
+
+
+def _knob_items(text: str, whole: str) -> list[tuple[str, str]]:
+    items = []
+    for part in (p.strip() for p in text.split(",")) if text.strip() else ():
+        name, eq, value = part.partition("=")
+        if not eq or not name.strip() or not value.strip():
+            raise BackendSpecError(f"'{part}' in '{whole}' is not a setting NAME=VALUE.",
+                                   fix="Write settings after '@' as NAME=VALUE pairs separated by commas, e.g. "
+                                       "ort-cuda:fp16@cuda_graph=1,conv_algo=heuristic.")
+        items.append((name.strip().lower(), value.strip().lower()))
+    return items
+
+
+def _checked_knobs(backend: str, items: Iterable[tuple[str, str]], whole: str) -> tuple[tuple[str, str], ...]:
+    """Settings checked against the backend's KNOBS, sorted by name; a knob given twice is refused."""
+    known = KNOBS.get(backend, {})
+    out: dict[str, str] = {}
+    for name, value in items:
+        if name not in known:
+            raise BackendSpecError(f"{backend} has no setting '{name}' (in '{whole}').",
+                                   fix=(f"Its settings are {', '.join(known)}." if known else
+                                        f"{backend} takes no settings after '@'; ort-cuda and ort-cpu do."))
+        allowed = known[name]
+        ok = value.isdigit() and int(value) >= 1 if allowed == (_COUNT,) else value in allowed
+        if not ok:
+            choices = "a whole number of 1 or more" if allowed == (_COUNT,) else " or ".join(allowed)
+            raise BackendSpecError(f"'{value}' is not a value of {backend}'s {name} (in '{whole}').",
+                                   fix=f"Use {choices}.")
+        if name in out:
+            raise BackendSpecError(f"{name} is set twice in '{whole}'.", fix="Give each setting once.")
+        out[name] = value
+    return tuple(sorted(out.items()))

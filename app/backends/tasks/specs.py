@@ -1,6 +1,6 @@
 """What each job is asked to do: one frozen dataclass per job kind (run, compare, bench, diagnose, fallback, variant,
-build, profile, eval), made and checked once where the request starts (the CLI's arguments, the GUI's panels), sent
-to the job's process as JSON and parsed back into the same type there.
+build, profile, eval; sweep and tune in `speed_specs`), made and checked once where the request starts (the CLI, the
+GUI's panels), sent to the job's process as JSON and parsed back into the same type there.
 
 A spec checks what it can without the model (targets, tolerances, counts, budgets, a plan, inputs) once, as it is
 made, holding the parsed values (`Target`, `Tolerance`, `InputSource`; their text is only in its JSON); an unknown
@@ -367,14 +367,14 @@ class EvalSpec(JobInputs):
         return [*super().input_files(), self.dataset, *(f for f in (self.labels, self.class_names) if f)]
 
 
-SPECS: dict[str, type[JobInputs]] = {cls.kind: cls for cls in (RunSpec, CompareSpec, BenchSpec, DiagnoseSpec,
-                                                               FallbackSpec, VariantSpec, BuildSpec, ProfileSpec,
-                                                               EvalSpec)}
+SPECS: dict[str, type[JobInputs]] = {c.kind: c for c in (RunSpec, CompareSpec, BenchSpec, DiagnoseSpec, FallbackSpec,
+                                                         VariantSpec, BuildSpec, ProfileSpec, EvalSpec)}
 
 
 def spec_from_json(d: Mapping[str, Any]) -> JobInputs:
-    """Any job's spec from its JSON (its "kind" names the type)."""
-    cls = SPECS.get(str(d.get("kind", "")))
+    """Any job's spec from its JSON (its "kind" names the type; the speed jobs' are in `speed_specs`)."""
+    from app.backends.tasks import speed_specs
+    cls = {**SPECS, "sweep": speed_specs.SweepSpec, "tune": speed_specs.TuneSpec}.get(str(d.get("kind", "")))
     if cls is None:
         raise SpecError(f"Unknown job kind '{d.get('kind')}'.", fix=f"Use one of {', '.join(SPECS)}.")
     return cls.from_json(d)

@@ -51,6 +51,7 @@ from app.core.results.jobs import (
     VariantResult,
 )
 from app.core.results.record import JSONValue, Record, ResultFormatError
+from app.core.results.speed import SweepKnee, SweepPoint, SweepResult, TuneResult, TuneTrial
 
 __all__ = ["RESULT_TYPES", "AnswerPictures", "Answers", "BatchCell", "BatchSummary", "BenchResult", "BuildResult",
            "CandidateResult", "CellJob", "ChangedNode", "ClassMapInfo", "CompareResult", "DatasetInfo",
@@ -63,5 +64,6 @@ __all__ = ["RESULT_TYPES", "AnswerPictures", "Answers", "BatchCell", "BatchSumma
            "LayerError", "LayerTiming", "MatchedOutput", "NodeDelta", "NumericDiff", "OpCount", "OutputAnswers",
            "OutputResult", "ParseError", "Placement", "PlanMismatch", "PlotData", "PresetInfo", "ProfileDelta",
            "ProfileResult", "ProfiledNode", "RandomOp", "RandomOps", "Record", "ResultFormatError", "RunOutput",
-           "RunResult", "SampleFacts", "Task", "TextPair", "ValueHists", "VariantResult", "WorstImage",
+           "RunResult", "SampleFacts", "SweepKnee", "SweepPoint", "SweepResult", "Task", "TextPair", "TuneResult",
+           "TuneTrial", "ValueHists", "VariantResult", "WorstImage",
            "read_job_result"]

@@ -19,15 +19,17 @@ from app.core.results.jobs import (
     VariantResult,
 )
 from app.core.results.record import ResultFormatError
+from app.core.results.speed import SweepResult, TuneResult
 
 JobResultType: TypeAlias = (CompareResult | BenchResult | ProfileResult | DiagnoseResult | FallbackResult
                             | BuildResult | RunResult | VariantResult | EvaluationResult | ImportResult
-                            | ImportComparison | KitResult)
+                            | ImportComparison | KitResult | SweepResult | TuneResult)
 
 RESULT_TYPES: dict[str, type[JobResultType]] = {
     "compare": CompareResult, "bench": BenchResult, "profile": ProfileResult, "diagnose": DiagnoseResult,
     "fallback": FallbackResult, "build": BuildResult, "run": RunResult, "variant": VariantResult,
-    "eval": EvaluationResult, "import": ImportResult, "import_compare": ImportComparison, "kit": KitResult}
+    "eval": EvaluationResult, "import": ImportResult, "import_compare": ImportComparison, "kit": KitResult,
+    "sweep": SweepResult, "tune": TuneResult}
 
 
 def read_job_result(kind: str, doc: Mapping[str, Any]) -> JobResultType:
