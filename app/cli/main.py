@@ -19,9 +19,9 @@ from app.core.errors import TrtlabError
 
 # Every subcommand of the public interface; those not built yet say so and exit 2.
 SUBCOMMANDS = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check",
-               "build", "report", "batch", "profile", "diff", "eval", "kit", "import")
+               "build", "report", "batch", "profile", "diff", "eval", "kit", "import", "tune")
 _BUILT = ("inspect", "run", "compare", "bench", "variant", "diagnose", "fallback", "check", "build", "batch",
-          "report", "profile", "diff", "eval", "kit", "import")
+          "report", "profile", "diff", "eval", "kit", "import", "tune")
 _PLANNED = frozenset(SUBCOMMANDS) - set(_BUILT)
 
 
@@ -43,13 +43,15 @@ def _command_modules() -> dict[str, ModuleType]:
         profile_cmd,
         report_cmd,
         run_cmd,
+        tune_cmd,
         variant_cmd,
     )
 
     return {"run": run_cmd, "compare": compare_cmd, "diagnose": diagnose_cmd, "fallback": fallback_cmd,
             "variant": variant_cmd, "bench": bench_cmd, "profile": profile_cmd,
             "build": build_cmd, "check": check_cmd, "diff": diff_cmd, "batch": batch_cmd,
-            "report": report_cmd, "eval": eval_cmd, "kit": kit_cmd, "import": import_cmd}
+            "report": report_cmd, "eval": eval_cmd, "kit": kit_cmd, "import": import_cmd,
+            "tune": tune_cmd}
 
 
 class _Parser(argparse.ArgumentParser):

@@ -133,7 +133,7 @@ class Target:
             return text
         head, _, knob_text = str(text).strip().partition("@")
         backend, _, precision = head.partition(":")
-        knobs = tuple(sorted(tuple(part.partition("=")[::2]) for part in knob_text.split(",") if part))
+        knobs = tuple(sorted((name, value) for name, _, value in (p.partition("=") for p in knob_text.split(",") if p)))
         return cls(backend, (precision or "fp32").lower(), knobs)
 
 

