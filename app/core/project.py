@@ -37,7 +37,8 @@ from app.core.targets import Target
 
 PROJECT_VERSION = 2
 PROJECT_SUFFIX = ".trtlab"
-RESULT_KINDS = ("compare", "bench", "diagnose", "fallback", "build", "variant", "profile", "eval", "import")
+RESULT_KINDS = ("compare", "bench", "diagnose", "fallback", "build", "variant", "profile", "eval", "import", "sweep",
+                "tune")
 IMPORTS_SUFFIX = ".imports"     # PROJECT.imports/ beside PROJECT.trtlab: the files of the engines imported into it
 # What a project may hold: results and plans as JSON (a few MB in practice), arrays of inputs and outputs
 JSON_LIMIT = 64 * 2**20
@@ -368,6 +369,8 @@ def cli_command(spec_json: Mapping[str, Any]) -> str:
                  *(["--shuffle"] if s.get("shuffle") else []), *(["--no-cache"] if s.get("cache") is False else [])]
     elif kind == "run":
         args += ["--backend", s["target"]]
+    elif kind in ("sweep", "tune"):
+        args = _speed_args(s, args)
     elif kind == "profile":
         args += ["--backend", s["target"], *(["--against", s["against"]] if s.get("against") else []),
                  "--iterations", str(s.get("iterations", 20))]
@@ -405,6 +408,18 @@ def cli_command(spec_json: Mapping[str, Any]) -> str:
         if s.get("opset"):
             args += ["--opset", str(s["opset"])]
     return shlex.join(args)
+
+
+def _speed_args(s: Mapping[str, Any], args: list[str]) -> list[str]:
+    """A sweep is `trtlab bench --sweep`; a tune names the settings it tried and the sessions it timed."""
+    timing = ["--warmup", str(s.get("warmup", "10")), "--iterations", str(s.get("iterations", "100"))]
+    if s["kind"] == "tune":
+        knobs = ["--knobs", ",".join(s["knobs"])] if s.get("knobs") else []
+        return [*args, "--backend", s["target"], *knobs, "--sessions", str(s.get("sessions", 3)), *timing]
+    values = ",".join(str(v) for v in s.get("values", []))
+    axis = f"{s['input']}:{s.get('axis', 0)}" if s.get("input") else "batch"
+    backends = [a for t in s.get("sweep_targets", []) for a in ("--backend", t)]
+    return ["trtlab", "bench", *args[2:], *backends, "--sweep", f"{axis}={values}", *timing]
 
 
 def _dataset_args(s: Mapping[str, Any]) -> list[str]:
