@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import app.backends.tasks.specs as specs
+import app.backends.tasks.speed_specs as speed_specs
 import app.core.results as results
 from app.core.results import Record
 
@@ -61,10 +62,11 @@ def _result_keys() -> set[str]:
         if isinstance(cls, type) and issubclass(cls, Record) and dataclasses.is_dataclass(cls):
             keys |= {f.metadata.get("json_key", f.name) for f in dataclasses.fields(cls)} - {"extra", "present"}
     spec_keys: set[str] = set()
-    for name in dir(specs):
-        cls = getattr(specs, name)
-        if isinstance(cls, type) and dataclasses.is_dataclass(cls):
-            spec_keys |= {f.name for f in dataclasses.fields(cls)}
+    for module in (specs, speed_specs):
+        for name in dir(module):
+            cls = getattr(module, name)
+            if isinstance(cls, type) and dataclasses.is_dataclass(cls):
+                spec_keys |= {f.name for f in dataclasses.fields(cls)}
     return keys - spec_keys - SHARED_WORDS
 
 

@@ -1,5 +1,5 @@
 """What each job is asked to do: one frozen dataclass per job kind (run, compare, bench, diagnose, fallback, variant,
-build, profile, eval; sweep and tune in `speed_specs`), made and checked once where the request starts (the CLI, the
+build, eval; sweep, tune and profile in `speed_specs`), made and checked once where the request starts (the CLI, the
 GUI's panels), sent to the job's process as JSON and parsed back into the same type there.
 
 A spec checks what it can without the model (targets, tolerances, counts, budgets, a plan, inputs) once, as it is
@@ -306,26 +306,6 @@ class BuildSpec(JobInputs):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ProfileSpec(JobInputs):
-    """`trtlab profile`: per-node times and placement of one target (ONNX Runtime's profiler, engine layers)."""
-
-    target: Target
-    against: Target | None = None  # a second target profiled the same way, side by side (e.g. FP32 for FP16)
-    iterations: int = 20
-    kind: ClassVar[str] = "profile"
-    job: ClassVar[str] = "app.backends.tasks.profile:profile_task"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "target", _target(self.target))
-        object.__setattr__(self, "against", _target(self.against) if self.against else None)
-        _count(self.iterations, "iterations")
-        super().__post_init__()
-
-    def targets(self) -> list[Target]:
-        return [t for t in (self.against, self.target) if t is not None]
-
-
-@dataclass(frozen=True, kw_only=True)
 class EvalSpec(JobInputs):
     """`trtlab eval`: the reference and each candidate over a labelled dataset, scored by its task's metric."""
 
@@ -368,16 +348,20 @@ class EvalSpec(JobInputs):
 
 
 SPECS: dict[str, type[JobInputs]] = {c.kind: c for c in (RunSpec, CompareSpec, BenchSpec, DiagnoseSpec, FallbackSpec,
-                                                         VariantSpec, BuildSpec, ProfileSpec, EvalSpec)}
+                                                         VariantSpec, BuildSpec, EvalSpec)}
 
 
 def spec_from_json(d: Mapping[str, Any]) -> JobInputs:
-    """Any job's spec from its JSON (its "kind" names the type; the speed jobs' are in `speed_specs`)."""
-    from app.backends.tasks import speed_specs
-    cls = {**SPECS, "sweep": speed_specs.SweepSpec, "tune": speed_specs.TuneSpec}.get(str(d.get("kind", "")))
-    if cls is None:
-        raise SpecError(f"Unknown job kind '{d.get('kind')}'.", fix=f"Use one of {', '.join(SPECS)}.")
-    return cls.from_json(d)
+    """Any job's spec from its JSON (its "kind" names the type: one of SPECS, or a spec type of another module that
+    is loaded, such as `speed_specs`' sweep, tune and profile)."""
+    kinds, todo = dict(SPECS), list(JobInputs.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        kinds.setdefault(cls.kind, cls)
+        todo += cls.__subclasses__()
+    if (found := kinds.get(str(d.get("kind", "")))) is None:
+        raise SpecError(f"Unknown job kind '{d.get('kind')}'.", fix=f"Use one of {', '.join(kinds)}.")
+    return found.from_json(d)
 
 
 def takes(spec_type: type[S]) -> Callable[[Callable[[S, Any], dict]], Callable[[Any, Any], dict]]:

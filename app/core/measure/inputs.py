@@ -437,7 +437,10 @@ def _image_samples(inputs: list[TensorInfo], shapes: dict[str, tuple[int, ...]],
                          f"{list(shape)}: axis {axis} differs.",
                          fix=f"Resize to {h}×{w}, or set the input shape to match the resize.")
     files = _folder(Path(source.path or ""), images.IMAGE_EXTENSIONS, "images")
-    if len(files) < batch:
+    own = Path(__file__).resolve().parents[2] / "resources" / "samples"  # trtlab's sample photos (SAMPLES_DIR)
+    if len(files) < batch and Path(source.path or "").resolve() == own:
+        files = [files[k % len(files)] for k in range(batch)]  # the few built-in photos repeated to fill one batch
+    elif len(files) < batch:
         raise InputError(f"Folder '{source.path}' has {len(files)} image(s) but one batch needs {batch}.",
                          fix=f"Add images or set a batch size of at most {len(files)}.")
     if photos is None:

@@ -424,6 +424,20 @@ def test_png_batches_and_resize(tmp_path, tiny_model):
     assert "Resize to 1×4" in e.value.fix
 
 
+def test_the_builtin_photos_repeat_to_fill_a_large_batch(tiny_model):
+    """trtlab's own five photos feed any batch (a sweep or a tune at batch 32), repeated in order; a user's folder
+    with fewer images than one batch is refused above."""
+    from app.core.measure import SAMPLES_DIR
+
+    model = _io_model(tiny_model, [helper.make_tensor_value_info("img", TensorProto.FLOAT, ["N", 3, 8, 8])])
+    five = _images(model, SAMPLES_DIR, (5, 3, 8, 8), samples=1)[0]["img"]
+    twelve = _images(model, SAMPLES_DIR, (12, 3, 8, 8), samples=1)[0]["img"]
+    assert twelve.shape == (12, 3, 8, 8)
+    np.testing.assert_array_equal(twelve[:5], five)
+    np.testing.assert_array_equal(twelve[5:10], five)
+    np.testing.assert_array_equal(twelve[10:], five[:2])
+
+
 @pytest.mark.parametrize("filters", [(1,), (2,), (3,), (4,), (0, 1, 2, 3, 4)])
 def test_png_filters_decode_exactly(tmp_path, filters):
     from app.core.measure.images import read_image
