@@ -12,6 +12,7 @@ from app.core.results import (
     FallbackResult,
     ProfileResult,
     RunResult,
+    SweepResult,
     VariantResult,
 )
 from app.core.targets import Target
@@ -96,6 +97,45 @@ def format_bench(doc: BenchResult) -> str:
             f"{doc.throughput_per_s:.1f}/s over {doc.iterations} iterations"
             + (f"\nWARNING: {doc.warning}" if doc.warning else "")
             + "".join(f"\nWARNING: {n}" for n in doc.notes if "ran on the CPU, not the GPU" in n))
+
+
+def format_sweep(doc: SweepResult) -> str:
+    """A table per target (value, p50, p99, throughput, memory, status), where its throughput stops growing, and
+    why a half-precision target is not faster than FP32."""
+    dim = "batch" if doc.is_batch and not doc.input else f"{doc.input or 'dim'}:{doc.axis}"
+    rate = "items/s" if doc.is_batch else "runs/s"
+    sources = {p.memory_source for p in doc.points if p.memory_source}
+    memory = {"device": "device MB", "process": "RSS MB"}.get(next(iter(sources)), "memory MB") \
+        if len(sources) == 1 else "memory MB"
+    lines = [f"Sweep of {dim} over {', '.join(map(str, doc.values))} ({doc.mode})"]
+    for target in doc.targets:
+        lines += ["", f"{target}", f"  {dim:>8} {'p50 ms':>10} {'p99 ms':>10} {rate:>10} {memory:>10}  status"]
+        for p in doc.series(target):
+            lat = p.latency_ms
+            status = p.status + (" (unstable)" if p.unstable else "")
+            if p.status in ("oom", "failed", "skipped") and p.message:
+                status = p.message
+            lines.append(f"  {p.value:>8} {num(lat.median, '.3f'):>10} {num(lat.p99, '.3f'):>10} "
+                         f"{num(p.throughput_per_s, ',.1f'):>10} {num(p.peak_memory_mb, '.1f'):>10}  {status}")
+        knee = doc.knees.get(target)
+        if knee is not None:
+            best = (f"best {num(knee.best_throughput_per_s, ',.1f')} {rate} at {dim} {knee.best_value}"
+                    if knee.best_value is not None else "no measured point")
+            lines.append(f"  knee: {dim} {knee.value if knee.value is not None else '—'}; {best}. {knee.reason}")
+        if target in doc.why:
+            lines.append(f"  why: {doc.why[target]}")
+    if sources:
+        lines.append("")
+        lines.append("memory: " + "; ".join(
+            {"device": "device: GPU memory in use after the point's runs less before its session",
+             "process": "process: peak resident memory above its level before the point's session"}[s]
+            for s in sorted(sources)))
+    unstable = [f"{p.target} at {p.value}" for p in doc.points if p.unstable]
+    if unstable:
+        lines.append(f"WARNING: unstable timings at {', '.join(unstable[:6])}"
+                     + (f" and {len(unstable) - 6} more" if len(unstable) > 6 else "")
+                     + ": run more iterations (--iterations 3s).")
+    return "\n".join(lines)
 
 
 def format_profile(doc: ProfileResult, top: int = 15) -> str:

@@ -21,6 +21,8 @@ from app.core.results import (
     FallbackResult,
     ImportComparison,
     ImportResult,
+    SweepResult,
+    TuneResult,
     VariantResult,
 )
 from app.reports import svg
@@ -30,6 +32,7 @@ from app.reports.evaluation import eval_section, scorecard_lines
 from app.reports.imports import imports_section
 from app.reports.imports import scorecard_lines as import_scorecard_lines
 from app.reports.results import ReportItem, Result, as_items
+from app.reports.speed import sweep_scorecard, sweep_sections
 from app.reports.tables import (
     EngineTable,
     bench_table,
@@ -38,6 +41,7 @@ from app.reports.tables import (
     engine_table,
     fallback_table,
 )
+from app.reports.tuning import tune_scorecard, tune_sections
 from app.reports.words import fmt_cos, speed_words, target_words
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -226,6 +230,10 @@ def _subject(result: Result) -> str:
         return import_label(result)
     if isinstance(result, ImportComparison):
         return f"{result.label_a} against {result.label_b}"
+    if isinstance(result, SweepResult):
+        return ", ".join(result.targets)
+    if isinstance(result, TuneResult):
+        return result.target
     return result.backend
 
 
@@ -296,7 +304,7 @@ def report_context(items: list[ReportItem], project: object | None, environment:
         or next((i.result.model_sha256 for i in items if i.result.model_sha256), ""),
         "when": when,
         "scorecard": _scorecard(compares, benches, speed_ref, speedups, diagnoses, fallbacks, engines, evaluations)
-        + import_scorecard_lines(items),
+        + import_scorecard_lines(items) + sweep_scorecard(items) + tune_scorecard(items),
         "caveats": _caveats(items, benches),
         "compares": [t for t in (compare_table(i) for i in compares) if t],
         "answers": [a for a in (answers_section(i) for i in compares) if a],
@@ -308,6 +316,8 @@ def report_context(items: list[ReportItem], project: object | None, environment:
         "fallbacks": [fallback_table(i) for i in fallbacks],
         "engines": engines,
         "imports": imports_section(items),
+        "sweeps": sweep_sections(items, colors),
+        "tunes": tune_sections(items),
         "environment": env_rows,
         "commands": commands,
         "empty": not items,

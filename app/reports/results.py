@@ -28,21 +28,26 @@ from app.core.results import (
     Record,
     ResultFormatError,
     RunResult,
+    SweepResult,
+    TuneResult,
     VariantResult,
 )
 
 # What a report shows, in the order its sections come; `run` and `variant` results are listed with their commands.
-SHOWN_KINDS = ("compare", "eval", "bench", "diagnose", "fallback", "build", "import", "import_compare")
+SHOWN_KINDS = ("compare", "eval", "bench", "diagnose", "fallback", "build", "import", "import_compare", "sweep",
+               "tune")
 KINDS = (*SHOWN_KINDS, "run", "variant")
 _ITEM_KEYS = {"kind", "spec", "data", "title", "finished_at", "command"}
 
 Result: TypeAlias = (CompareResult | BenchResult | ProfileResult | DiagnoseResult | FallbackResult | BuildResult
-                     | RunResult | VariantResult | EvaluationResult | ImportResult | ImportComparison)
+                     | RunResult | VariantResult | EvaluationResult | ImportResult | ImportComparison | SweepResult
+                     | TuneResult)
 # The typed result of each kind's JSON
 RESULT_TYPES: dict[str, type[Result]] = {
     "compare": CompareResult, "bench": BenchResult, "profile": ProfileResult, "diagnose": DiagnoseResult,
     "fallback": FallbackResult, "build": BuildResult, "run": RunResult, "variant": VariantResult,
-    "eval": EvaluationResult, "import": ImportResult, "import_compare": ImportComparison}
+    "eval": EvaluationResult, "import": ImportResult, "import_compare": ImportComparison, "sweep": SweepResult,
+    "tune": TuneResult}
 R = TypeVar("R", bound=Record)
 
 

@@ -46,7 +46,7 @@ def _examples(model: str) -> list:
 
 
 def test_every_job_kind_has_a_spec_whose_job_takes_it():
-    assert set(SPECS) == {"run", "compare", "bench", "diagnose", "fallback", "variant", "build", "profile", "eval"}
+    assert set(SPECS) == {"run", "compare", "bench", "diagnose", "fallback", "variant", "build", "eval"}
     for kind, cls in SPECS.items():
         fn = resolve(cls.job)
         assert cls.job == f"app.backends.tasks.{kind}:{kind}_task"

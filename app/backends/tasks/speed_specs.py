@@ -1,5 +1,6 @@
-"""The speed jobs' specs: a benchmark sweep over one dimension (`trtlab bench --sweep`) and a runtime's settings tuned
-(`trtlab tune`). Kept beside `specs` (whose registry holds them) so that module stays short."""
+"""The speed jobs' specs: a benchmark sweep over one dimension (`trtlab bench --sweep`), a runtime's settings tuned
+(`trtlab tune`) and where the time goes, per node, at one point or two (`trtlab profile`). Kept beside `specs` (whose
+registry holds them) so that module stays short."""
 
 from __future__ import annotations
 
@@ -94,3 +95,32 @@ class TuneSpec(JobInputs):
         _count(self.sessions, "sessions")
         _timing(self, self.warmup, self.iterations, self.mode, self.target)
         super().__post_init__()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfileSpec(JobInputs):
+    """`trtlab profile`: per-node times and placement of one target (ONNX Runtime's profiler, engine layers), beside
+    a second target's (`against`) or beside the same target's at another batch (`against_batch`)."""
+
+    target: Target
+    against: Target | None = None  # a second target profiled the same way, side by side (e.g. FP32 for FP16)
+    iterations: int = 20
+    batch: int | None = None          # dim 0 of every input (a dynamic batch); None: the shapes as given
+    against_batch: int | None = None  # the same target profiled at this batch too: the two points side by side
+    kind: ClassVar[str] = "profile"
+    job: ClassVar[str] = "app.backends.tasks.profile:profile_task"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "target", _target(self.target))
+        object.__setattr__(self, "against", _target(self.against) if self.against else None)
+        _count(self.iterations, "iterations")
+        for name in ("batch", "against_batch"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _count(getattr(self, name), name))
+        if self.against is not None and self.against_batch is not None:
+            raise SpecError("A profile sets side by side either two targets or two batches of one target, not both.",
+                            fix="Drop --against, or drop --against-batch.")
+        super().__post_init__()
+
+    def targets(self) -> list[Target]:
+        return [t for t in (self.against, self.target) if t is not None]

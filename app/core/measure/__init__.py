@@ -47,7 +47,14 @@ from app.core.measure.pictures import (
 )
 from app.core.measure.plausible import implausible, prove_kinds
 from app.core.measure.profile import NodeTime, Profile, parse_ort_profile
-from app.core.measure.profile_diff import device_word, node_devices, node_shares, profile_delta, slower_reasons
+from app.core.measure.profile_diff import (
+    device_word,
+    node_devices,
+    node_shares,
+    points_delta,
+    profile_delta,
+    slower_reasons,
+)
 from app.core.measure.random_draws import (
     FLOOR_SEED_BASE,
     FLOOR_SLACK,
@@ -82,6 +89,23 @@ from app.core.measure.samples import (
     sample_photos,
     speech_source_for,
 )
+from app.core.measure.sweep import (
+    FP16_WORTH,
+    KNEE_GAIN,
+    SweepAxis,
+    SweepError,
+    base_shapes,
+    error_line,
+    find_knee,
+    is_out_of_memory,
+    items_per_s,
+    needs_why,
+    parse_sweep,
+    parse_values,
+    shapes_at,
+    swept_inputs,
+    why_not_faster,
+)
 from app.core.measure.tolerance import ELEMENTWISE, METRICS, Tolerance, ToleranceError, fmt_metric
 from app.core.measure.verdicts import (
     A_LITTLE_COS,
@@ -101,19 +125,22 @@ from app.core.measure.verdicts import (
 )
 
 __all__ = ["A_LITTLE_COS", "BAD", "COLUMNS", "DEFAULT_TASK_TOLERANCES", "ELEMENTWISE", "EMPTY_ADVICE", "FAIR",
-           "FLOOR_SEED_BASE", "FLOOR_SLACK", "GOOD", "IMAGE_NOT_PROBABILITY", "KINDS", "KIND_METRICS", "MAX_OUTPUTS",
-           "MAX_SAMPLES", "METRICS", "METRIC_NAMES", "NEUTRAL", "NOISE_FLOOR", "PRECISION_WORDS", "RANDOM_CALIBRATION",
-           "RESIZE_RULES", "SAME_SEEDS", "SAMPLES_DIR", "SCORE_THRESHOLD", "UNCHANGED_COS", "Budget", "CandidateReport",
-           "CardFacts", "Emulation", "ImagePreprocess", "InputSource", "MeasureCancelled", "NodeTime", "OutputKind",
-           "OutputKindError", "OutputMetrics", "PhotoTensor", "Profile", "Randomness", "ResultsState", "Tolerance",
-           "ToleranceError", "answer_labels", "answer_strips", "answer_verdict", "card_facts", "caveats",
-           "compare_report_json", "compare_samples", "cosine_text", "dataset_line", "decode_picture",
-           "default_timing_mode", "detection_rows", "device_of", "device_word", "dictionary_labels", "empty_reference",
-           "emulation", "find_randomness", "floor_summary", "floor_text", "fmt_metric", "implausible",
-           "infer_output_kinds", "input_picture", "judge", "judge_by_floor", "main_metric", "make_samples", "measure",
-           "median_ms", "metric_change", "metric_name", "model_metadata", "model_rate", "node_devices", "node_shares",
-           "not_photos", "output_pictures", "parse_ort_profile", "parse_output_kinds", "photo_source_for", "png_b64",
+           "FLOOR_SEED_BASE", "FLOOR_SLACK", "FP16_WORTH", "GOOD", "IMAGE_NOT_PROBABILITY", "KINDS", "KIND_METRICS",
+           "KNEE_GAIN", "MAX_OUTPUTS", "MAX_SAMPLES", "METRICS", "METRIC_NAMES", "NEUTRAL", "NOISE_FLOOR",
+           "PRECISION_WORDS", "RANDOM_CALIBRATION", "RESIZE_RULES", "SAME_SEEDS", "SAMPLES_DIR", "SCORE_THRESHOLD",
+           "UNCHANGED_COS", "Budget", "CandidateReport", "CardFacts", "Emulation", "ImagePreprocess", "InputSource",
+           "MeasureCancelled", "NodeTime", "OutputKind", "OutputKindError", "OutputMetrics", "PhotoTensor", "Profile",
+           "Randomness", "ResultsState", "SweepAxis", "SweepError", "Tolerance", "ToleranceError", "answer_labels",
+           "answer_strips", "answer_verdict", "base_shapes", "card_facts", "caveats", "compare_report_json",
+           "compare_samples", "cosine_text", "dataset_line", "decode_picture", "default_timing_mode", "detection_rows",
+           "device_of", "device_word", "dictionary_labels", "empty_reference", "emulation", "error_line", "find_knee",
+           "find_randomness", "floor_summary", "floor_text", "fmt_metric", "implausible", "infer_output_kinds",
+           "input_picture", "is_out_of_memory", "items_per_s", "judge", "judge_by_floor", "main_metric",
+           "make_samples", "measure", "median_ms", "metric_change", "metric_name", "model_metadata", "model_rate",
+           "needs_why", "node_devices", "node_shares", "not_photos", "output_pictures", "parse_ort_profile",
+           "parse_output_kinds", "parse_sweep", "parse_values", "photo_source_for", "png_b64", "points_delta",
            "profile_delta", "prove_kinds", "read_image", "resolve_input_shapes", "same_draws", "sample_photos",
-           "sample_words", "shown_metrics", "slower_because", "slower_reasons", "source_shapes", "speech_source_for",
-           "speed_reference", "speed_verdict", "speedups", "target_emulations", "target_note", "task_verdict",
-           "task_words", "timing_json", "timing_note", "wav_bytes", "wav_from_uri"]
+           "sample_words", "shapes_at", "shown_metrics", "slower_because", "slower_reasons", "source_shapes",
+           "speech_source_for", "speed_reference", "speed_verdict", "speedups", "swept_inputs", "target_emulations",
+           "target_note", "task_verdict", "task_words", "timing_json", "timing_note", "wav_bytes", "wav_from_uri",
+           "why_not_faster"]

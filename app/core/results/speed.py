@@ -26,6 +26,9 @@ class SweepPoint(Record):
     cov: float | None = optional(None)
     unstable: bool = optional(False)
     message: str = optional("")               # "out of memory at batch 128", the error's first line
+    memory_source: str = optional("")         # "device": GPU memory in use after the runs less before the session;
+                                              # "process": the process's peak RSS above its level before the session
+    iterations: int = optional(0)             # the timed runs
 
 
 @dataclass(frozen=True)
