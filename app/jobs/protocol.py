@@ -22,7 +22,7 @@ from app.core.errors import TrtlabError
 if TYPE_CHECKING:  # numpy is imported lazily so that a bare child starts fast
     import numpy as np
 
-EVENT_KINDS = ("started", "progress", "log", "result", "error")
+EVENT_KINDS = ("started", "progress", "partial", "log", "result", "error")
 FINAL_KINDS = ("result", "error")
 LEVELS = ("debug", "info", "warning", "error")
 STATUSES = ("done", "failed", "cancelled")
@@ -92,7 +92,7 @@ class JobEvent:
     fraction: float | None = None   # progress: 0..1, None = indeterminate
     message: str = ""
     level: str = "info"             # log: one of LEVELS
-    data: dict | None = None        # result payload, error details, or {"stream": "stdio"} for output lines
+    data: dict | None = None        # result payload, a partial result, error details, or {"stream": "stdio"}
 
     @property
     def final(self) -> bool:
@@ -160,6 +160,11 @@ class JobContext:
             return
         self._last_progress = key
         self._emit(JobEvent("progress", fraction=fraction, message=str(message)))
+
+    def partial(self, data: Mapping[str, Any]) -> None:
+        """A part of the result, sent as soon as it is known (JSON-safe, shaped as the final result is): a
+        viewer can show it before the job ends. The final result still holds everything."""
+        self._emit(JobEvent("partial", data=to_json_safe(data, "the job's partial result")))
 
     def log(self, message: str, level: str = "info") -> None:
         """A line for the job's log (shown in the jobs panel, printed by the CLI for warnings)."""
