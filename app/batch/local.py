@@ -1,14 +1,17 @@
 """The local executor: a batch on this machine through trtlab's own job runner (a child process per job), a few
 jobs at once, benchmarks one at a time with nothing else running (a benchmark beside another job would measure
-that job too), each variant built once (app.batch.order). It never starts Ray."""
+that job too), each variant built once (app.batch.order). With several GPUs (app.batch.gpus) a GPU job runs with only
+its GPU visible, one job per GPU at a time, and a benchmark alone on its GPU. It never starts Ray."""
 
 from __future__ import annotations
 
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
-from app.batch.matrix import BatchJob, MatrixError
+from app.batch.gpus import Placement, gpu_failure, place, visible_gpus
+from app.batch.matrix import BatchJob, GpuChoice, MatrixError
 from app.batch.order import Scheduler
 from app.jobs import JobEvent, JobHandle, JobResult, JobRunner, StopSignals
 
@@ -32,19 +35,24 @@ def gpu_matches(kind: str, name: str) -> bool:
 
 
 class LocalExecutor:
-    """Runs batch jobs in child processes on this machine: up to `jobs` at once; a benchmark alone."""
+    """Runs batch jobs in child processes on this machine: up to `jobs` at once (and one per GPU of the placement);
+    a benchmark alone (on its GPU)."""
 
     name = "local"
 
-    def __init__(self, jobs: int = 1, grace: float = CANCEL_GRACE_S) -> None:
+    def __init__(self, jobs: int = 1, grace: float = CANCEL_GRACE_S, gpus: GpuChoice | None = None) -> None:
         if jobs < 1:
             raise MatrixError(f"--jobs {jobs}: give a positive count.", fix="Write e.g. --jobs 2.")
         self.jobs = jobs
         self.runner = JobRunner(grace=grace)
         self.interrupted: int | None = None
+        self.gpus = gpus or GpuChoice()
+        self.placement: Placement | None = None   # decided by `check` (or the first `run`)
 
     def check(self, batch: list[BatchJob]) -> None:
-        """Refuse, before anything starts, jobs that need a GPU kind this machine does not have."""
+        """Refuse, before anything starts, a `gpus:` entry naming GPUs this process does not see, and jobs that need
+        a GPU kind this machine does not have; decides the placement."""
+        self.placement = place(self.gpus, visible_gpus())
         gpus = local_gpus()
         missing = sorted({j.gpu for j in batch if j.gpu and not any(gpu_matches(j.gpu, g) for g in gpus)})
         if missing:
@@ -58,7 +66,8 @@ class LocalExecutor:
         """Run every job; `on_finished` hears each result as it ends (cancelled ones included). Ctrl+C / SIGTERM
         cancel the running jobs and start no more (a second one stops them at once); returns False when
         interrupted (`interrupted` holds the signal)."""
-        order = Scheduler(batch, limit=self.jobs)
+        placement = self.placement or place(self.gpus, visible_gpus())
+        order = Scheduler(batch, limit=self.jobs, devices=placement.devices, placed=placement.placed)
         running: dict[JobHandle, BatchJob] = {}
         self.interrupted = None
         with StopSignals() as stops:
@@ -74,7 +83,10 @@ class LocalExecutor:
                     if on_interrupt is not None:
                         on_interrupt(signum, forced)
                 while (job := order.next(list(running.values()))) is not None:
-                    running[self.runner.start(job.spec.job_spec(job.label))] = job
+                    device = order.device.get(job.id)
+                    env = None if device is None else placement.environment(device)
+                    job = job if device is None else replace(job, device=device)
+                    running[self.runner.start(job.spec.job_spec(job.label), env=env)] = job
                 for handle, job in list(running.items()):
                     for ev in handle.poll():
                         if on_event is not None:
@@ -85,6 +97,8 @@ class LocalExecutor:
                         if result.workdir:
                             shutil.rmtree(result.workdir, ignore_errors=True)
                         order.finished(job, result.status == "done")
+                        if job.device is not None and result.status == "failed":
+                            result.error = gpu_failure(result.error, job.device)
                         on_finished(job, result)
                 if running:
                     time.sleep(0.05)

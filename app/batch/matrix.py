@@ -23,7 +23,7 @@ from app.core.targets import PLAN
 STEPS = ("build", "compare", "diagnose", "eval", "bench")  # a model's jobs in order: engines first, timing last
 MATRIX_VERSION = 1
 _TOP_KEYS = {"version", "models", "precisions", "backends", "steps", "reference", "tolerances", "samples", "seed",
-             "bench", "calib_method", "calib_samples", "shapes", "inputs", "calib"}
+             "bench", "calib_method", "calib_samples", "shapes", "inputs", "calib", "gpus"}
 _MODEL_KEYS = {"path", "shapes", "inputs", "calib", "precisions", "profile", "output_kinds", "dataset"}
 _DATASET_KEYS = ("path", "labels", "format", "limit", "shuffle", "seed", "shards")
 
@@ -52,6 +52,7 @@ class BatchJob:
     model_sha256: str = ""    # the model's bytes when the matrix was expanded (part of the id)
     after: tuple[str, ...] = ()                    # ids of the jobs that must end before this one starts
     fills: tuple[tuple[str, str, str], ...] = ()   # an evaluation's cells: (target name, backend, precision)
+    device: int | None = None  # the GPU it ran on (app.batch.gpus), set by the executor; not part of the id
 
     @property
     def shard(self) -> tuple[int, int] | None:
@@ -99,11 +100,55 @@ class Matrix:
     def name(self) -> str:
         return self.path.stem
 
+    @property
+    def gpus(self) -> GpuChoice:
+        """The `gpus:` entry: which GPUs of this machine the jobs are placed on, one job per GPU at a time."""
+        return parse_gpus(self.doc.get("gpus"))
+
+
+@dataclass(frozen=True)
+class GpuChoice:
+    """The matrix's `gpus:` entry: `all` (every visible GPU), `indices` (those), or `count` (the first N visible);
+    `given` False when the matrix has none (then the jobs of GPU backends are placed where more than one GPU is
+    visible, and CPU jobs are not)."""
+
+    given: bool = False
+    indices: tuple[int, ...] = ()
+    count: int | None = None
+
+    @property
+    def text(self) -> str:
+        if not self.given:
+            return "(default)"
+        if self.indices:
+            return f"[{', '.join(map(str, self.indices))}]"
+        return "all" if self.count is None else str(self.count)
+
+
+def parse_gpus(value: object) -> GpuChoice:
+    """The `gpus:` entry, checked for its form (which GPUs exist is checked where the batch runs: `devices`)."""
+    if value is None:
+        return GpuChoice()
+    if isinstance(value, str) and value.strip().lower() == "all":
+        return GpuChoice(given=True)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise MatrixError(f"gpus: {value} is not a positive count of GPUs.",
+                              fix="Write gpus: 2 (the first two visible GPUs), gpus: [0, 1] or gpus: all.")
+        return GpuChoice(given=True, count=value)
+    if isinstance(value, (list, tuple)) and value:
+        if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value):
+            raise MatrixError(f"gpus: {list(value)!r} is not a list of GPU indices.",
+                              fix="Write the device indices as whole numbers, e.g. gpus: [0, 1].")
+        if len(set(value)) != len(value):
+            raise MatrixError(f"gpus: {list(value)!r} names a GPU twice.", fix="Name each GPU once, e.g. gpus: [0, 1].")
+        return GpuChoice(given=True, indices=tuple(value))
+    raise MatrixError(f"gpus: {value!r} is not a GPU choice.",
+                      fix="Write gpus: all, a list of device indices (gpus: [0, 1]) or a count (gpus: 2).")
+
 
 def load_matrix(path: str | Path) -> Matrix:
-    """Read and check a matrix file; model paths and globs are relative to the file."""
-    import yaml
-
+    """Read and check a matrix file (YAML, or JSON in a .json file); model paths and globs are relative to it."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -111,6 +156,14 @@ def load_matrix(path: str | Path) -> Matrix:
         raise MatrixError(f"The batch matrix '{path}' does not exist.", fix="Give the path of a .yaml file.") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise MatrixError(f"Cannot read the batch matrix '{path}': {exc}.", fix="Give a readable YAML file.") from exc
+    if path.suffix.lower() == ".json":  # JSON needs no YAML library
+        try:
+            return parse_matrix(json.loads(text), path)
+        except json.JSONDecodeError as exc:
+            raise MatrixError(f"The batch matrix '{path.name}' is not valid JSON at line {exc.lineno}, column "
+                              f"{exc.colno}: {exc.msg}.", fix="Fix the JSON syntax there.") from None
+    import yaml
+
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -158,6 +211,7 @@ def parse_matrix(doc: object, path: Path) -> Matrix:
     if not models:
         raise MatrixError("The batch matrix names no models.", fix="Add a 'models:' list of paths or globs.")
     matrix = Matrix(path=path.resolve(), doc=doc, models=models)
+    _ = matrix.gpus  # its form checked now; which GPUs exist, where the batch runs
     expand(matrix)  # every setting checked now, before anything runs
     for model in models:
         _check_shapes(doc, model)

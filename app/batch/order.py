@@ -6,7 +6,7 @@ leaves its images to the final job, which computes what the cache lacks."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from app.batch.matrix import BatchJob
 
@@ -18,9 +18,15 @@ def variant_group(job: BatchJob) -> tuple[str, str] | None:
 
 
 class Scheduler:
-    """Hands out jobs in order: `next(running)` is the first job allowed to start now, or None."""
+    """Hands out jobs in order: `next(running)` is the first job allowed to start now, or None.
 
-    def __init__(self, batch: Iterable[BatchJob], limit: int | None = None, benches_alone: bool = True) -> None:
+    With `devices` (GPUs of this machine, app.batch.gpus) the jobs `placed` says run on a GPU go one per GPU at a
+    time, each to a free one (`device[job id]`), beside at most `limit` jobs that are not placed; a placed benchmark
+    runs alone on its GPU, and nothing that is not placed runs beside it (it would take the CPU its GPU work is
+    launched from), while another GPU's benchmark may."""
+
+    def __init__(self, batch: Iterable[BatchJob], limit: int | None = None, benches_alone: bool = True,
+                 devices: Sequence[int] = (), placed: Callable[[BatchJob], bool] | None = None) -> None:
         jobs = list(batch)
         self.queue = [j for j in jobs if j.kind != "bench"] + [j for j in jobs if j.kind == "bench"]
         self.limit = limit            # jobs at once (None: the executor's resources decide)
@@ -28,6 +34,9 @@ class Scheduler:
         # all of a node's CPUs) keep others off its node instead, so benchmarks need not wait for each other.
         self.benches_alone = benches_alone
         self.built: set[tuple[str, str]] = set()
+        self.devices = tuple(devices)
+        self.placed = placed if placed is not None and self.devices else (lambda _job: False)
+        self.device: dict[str, int] = {}   # a placed job's GPU, by job id (kept after it ends: its record says it)
 
     def finished(self, job: BatchJob, ok: bool) -> None:
         """A job ended: when it ran, its variant is in the cache (a failed one may have failed before building it:
@@ -40,20 +49,32 @@ class Scheduler:
         self.queue.clear()
 
     def next(self, running: list[BatchJob]) -> BatchJob | None:
-        if self.benches_alone and any(j.kind == "bench" for j in running):
-            return None  # a benchmark runs alone
-        if self.limit is not None and len(running) >= self.limit:
-            return None
+        on_gpu = [j for j in running if j.id in self.device]
+        off_gpu = [j for j in running if j.id not in self.device]
+        if self.benches_alone and any(j.kind == "bench" for j in off_gpu):
+            return None  # a benchmark that is not placed runs alone
+        gpu_bench = any(j.kind == "bench" for j in on_gpu)
+        free = [d for d in self.devices if d not in {self.device[j.id] for j in on_gpu}]
         building = {variant_group(j) for j in running} - {None}
-        others_left = any(j.kind != "bench" for j in self.queue) or bool(running)
+        others_left = any(j.kind != "bench" for j in self.queue) or any(j.kind != "bench" for j in running)
         unfinished = {j.id for j in self.queue} | {j.id for j in running}
         for k, job in enumerate(self.queue):
-            if job.kind == "bench" and others_left and self.benches_alone:
-                return None  # benchmarks wait for every other job, then go one at a time
+            placed = self.placed(job)
+            if job.kind == "bench" and self.benches_alone:
+                if others_left:
+                    return None  # benchmarks wait for every other job, then go one at a time (one per GPU)
+                if not placed and running:
+                    continue  # a CPU benchmark runs alone: after the GPUs' benchmarks
+            if placed and not free:
+                continue  # every GPU has its job
+            if not placed and (gpu_bench or (self.limit is not None and len(off_gpu) >= self.limit)):
+                continue
             if unfinished.intersection(job.after):
                 continue  # an evaluation's final job: its shards have not all ended
             group = variant_group(job)
             if group is not None and group not in self.built and group in building:
                 continue  # another job is building this variant: take it from the cache once it is done
+            if placed:
+                self.device[job.id] = free[0]
             return self.queue.pop(k)
         return None

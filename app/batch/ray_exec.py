@@ -19,12 +19,14 @@ import os
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from app.backends import BackendUnavailable
+from app.batch.gpus import gpu_failure, uses_gpu
 from app.batch.local import OnEvent, OnFinished, OnInterrupt
-from app.batch.matrix import BatchJob, MatrixError
+from app.batch.matrix import BatchJob, GpuChoice, MatrixError
 from app.batch.order import Scheduler
 from app.jobs import JobEvent, JobResult, StopSignals
 
@@ -108,6 +110,8 @@ def run_on_node(job_spec: dict, job_id: str, events: Any, model: dict | None) ->
         time.sleep(0.05)
     doc = result.to_json()
     doc["ray_node"] = ray.get_runtime_context().get_node_id()
+    gpus = ray.get_gpu_ids()  # the GPU Ray gave the task (it set CUDA_VISIBLE_DEVICES to it); none for a CPU job
+    doc["ray_gpu"] = str(gpus[0]) if gpus else None
     if model is not None:
         doc["model_on_node"] = spec.params["model"]
     brought: dict[str, bytes] = {}
@@ -139,7 +143,7 @@ class RayExecutor:
     name = "ray"
 
     def __init__(self, cluster: str, models: str = "auto", num_cpus: int | None = None,
-                 grace: float = CANCEL_GRACE_S, results: Path | None = None) -> None:
+                 grace: float = CANCEL_GRACE_S, results: Path | None = None, gpus: GpuChoice | None = None) -> None:
         if cluster != "local-ray" and not cluster.startswith("ray://"):
             raise MatrixError(f"--cluster {cluster}: not a Ray address.",
                               fix="Use --cluster local-ray, or --cluster ray://HEAD:10001.")
@@ -147,6 +151,7 @@ class RayExecutor:
         self.cluster = cluster
         self.grace = grace
         self.results = results
+        self.gpus = gpus or GpuChoice()  # given: every job asks Ray for a GPU; else the GPU backends' jobs
         self.interrupted: int | None = None
         self._started_here = False
         if not self.ray.is_initialized():
@@ -205,18 +210,22 @@ class RayExecutor:
                               fix="Remove those kinds from the matrix, or add nodes that have them (Ray names "
                                   "kinds as accelerator types: H100, A100, L4, A10G…).")
         gpus = self.ray.cluster_resources().get("GPU", 0)
-        needs_gpu = [j for j in batch if _needs_gpu(j)]
+        needs_gpu = [j for j in batch if self._needs_gpu(j)]
         if needs_gpu and not gpus:
             raise MatrixError(f"{needs_gpu[0].label} needs a GPU, and the Ray cluster has none.",
                               fix="Run GPU backends on a cluster with GPU nodes, or use ort-cpu.")
 
+    def _needs_gpu(self, job: BatchJob) -> bool:
+        """A GPU backend's job (app.batch.gpus), or every job where the matrix has a `gpus:` entry."""
+        return self.gpus.given or uses_gpu(job)
+
     def _options(self, job: BatchJob) -> dict[str, Any]:
         opts: dict[str, Any] = {"max_retries": NODE_RETRIES, "retry_exceptions": False, "num_cpus": 1}
-        if _needs_gpu(job):
-            opts["num_gpus"] = 1  # a GPU job has its GPU to itself: a benchmark never shares it
+        if self._needs_gpu(job):
+            opts["num_gpus"] = 1  # a GPU job has its GPU to itself (Ray sets CUDA_VISIBLE_DEVICES to it)
         if job.gpu:
             opts["accelerator_type"] = job.gpu
-        if job.kind == "bench" and not _needs_gpu(job):
+        if job.kind == "bench" and not self._needs_gpu(job):
             # A CPU benchmark takes a whole node's CPUs, so nothing runs beside it.
             opts["num_cpus"] = max(1, int(min((n["Resources"].get("CPU", 1) for n in self.ray.nodes()
                                                if n.get("Alive")), default=1)))
@@ -259,8 +268,12 @@ class RayExecutor:
                 self._deliver(ray.get(events.take.remote()), by_id, on_event)
                 for ref in ready:
                     job = refs.pop(ref)
-                    result = self._result(ref, job)
+                    result, gpu = self._result(ref, job)
                     order.finished(job, result.status == "done")
+                    if gpu is not None:
+                        job = replace(job, device=gpu)
+                        if result.status == "failed":
+                            result.error = gpu_failure(result.error, gpu)
                     on_finished(job, result)
                 submit()
         self._deliver(ray.get(events.take.remote()), by_id, on_event)
@@ -275,18 +288,19 @@ class RayExecutor:
             if job_id in by_id:
                 on_event(by_id[job_id], JobEvent.from_json(ev))
 
-    def _result(self, ref: Any, job: BatchJob) -> JobResult:
-        """The job's result; a task Ray could not finish (its node lost twice, cancelled by force) is a failed or
-        cancelled result naming why."""
+    def _result(self, ref: Any, job: BatchJob) -> tuple[JobResult, int | None]:
+        """The job's result and the GPU Ray gave it (its id on the node; None: none); a task Ray could not finish
+        (its node lost twice, cancelled by force) is a failed or cancelled result naming why."""
         from ray.exceptions import RayError, TaskCancelledError
 
         try:
             out = self.ray.get(ref)
         except TaskCancelledError:
-            return JobResult("cancelled", error="cancelled", exit_reason="cancelled by force after the grace period")
+            return JobResult("cancelled", error="cancelled",
+                             exit_reason="cancelled by force after the grace period"), None
         except RayError as exc:
             return JobResult("failed", error=f"Ray could not run the job: {str(exc).splitlines()[0]}",
-                             exit_reason="ray task failed", error_type="crash")
+                             exit_reason="ray task failed", error_type="crash"), None
         result = JobResult.from_json(out["result"])
         if out.get("artifacts") and result.data is not None:
             result.data["artifacts"] = self._store_artifacts(job, out["artifacts"])
@@ -294,7 +308,8 @@ class RayExecutor:
             result.data["ray_node"] = out["result"].get("ray_node")
             if out["result"].get("model_on_node"):
                 result.data["model_on_node"] = out["result"]["model_on_node"]
-        return result
+        gpu = str(out["result"].get("ray_gpu") or "")
+        return result, int(gpu) if gpu.isdigit() else None
 
     def _store_artifacts(self, job: BatchJob, files: dict[str, bytes]) -> list[str]:
         from app.core.fileio import atomic_write_bytes
@@ -314,9 +329,3 @@ class RayExecutor:
                              "ref": self.ray.put(data)}
         return shipped[path]
 
-
-def _needs_gpu(job: BatchJob) -> bool:
-    """Every backend but ONNX Runtime's CPU provider runs on a GPU; a TensorRT for RTX build needs none."""
-    if job.kind == "build" and job.backend == "trt-rtx":
-        return bool(job.gpu)
-    return job.backend != "ort-cpu"

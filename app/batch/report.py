@@ -27,13 +27,14 @@ def write_reports(results: Path, jobs: list[BatchJob], summary: BatchSummary, ma
             record = recorded.get(job.id)
             if record is None:
                 continue
+            on = "" if record.gpu is None else f" (GPU {record.gpu})"
             if not record.done:
-                failures.append({"label": job.label, "error": record.error, "exit_reason": record.exit_reason})
+                failures.append({"label": job.label + on, "error": record.error, "exit_reason": record.exit_reason})
                 continue
             if job.shard is not None:
                 continue  # an evaluation's shard: its answers are in the final evaluation's result
             spec = job.spec.to_json()
-            items.append({"kind": job.kind, "spec": spec, "data": dict(record.data), "title": job.label,
+            items.append({"kind": job.kind, "spec": spec, "data": dict(record.data), "title": job.label + on,
                           "finished_at": record.finished_at, "command": command_line(spec)})
         if not items:
             continue

@@ -45,7 +45,7 @@ def job_file(results: Path, job_id: str) -> Path:
 def write_job_result(results: Path, job: BatchJob, result: dict[str, Any]) -> Path:
     """Record a finished job; a cancelled one is not recorded (the next run does it again)."""
     record = JobRecord(job=job.to_json(), status=result.get("status", "failed"), result=result,
-                       finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+                       finished_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), gpu=job.device)
     path = job_file(results, job.id)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(record.to_json(), indent=1, default=str) + "\n")
@@ -96,10 +96,11 @@ def batch_summary(jobs: list[BatchJob], results: Path) -> BatchSummary:
         for (model, backend, precision, gpu), name in zip(job.cells(), targets, strict=True):
             cell = cells.get((model, backend, precision, gpu)) or BatchCell(model=model, backend=backend,
                                                                             precision=precision, gpu=job.gpu)
-            cell = cell.replace(jobs={**cell.jobs, job.step: CellJob(id=job.id, status=status)})
+            ran_on = None if record is None else record.gpu
+            cell = cell.replace(jobs={**cell.jobs, job.step: CellJob(id=job.id, status=status, gpu=ran_on)})
             if record is not None and not record.done:
                 cell = cell.replace(failed=(*cell.failed, FailedJob(kind=job.step, error=record.error,
-                                                                    exit_reason=record.exit_reason)))
+                                                                    exit_reason=record.exit_reason, gpu=ran_on)))
             elif evaluated is not None:
                 cell = _fill_eval(cell, evaluated, name)
             elif record is not None and not job.fills:
@@ -201,7 +202,7 @@ def summary_table(summary: BatchSummary) -> str:
         med = "" if r.median_ms is None else f"{r.median_ms:.3f}"
         speed = "" if r.speedup is None else f"{r.speedup:.2f}×"
         if r.failed:
-            status = "FAILED " + ", ".join(f.kind for f in r.failed)
+            status = "FAILED " + ", ".join(f.kind + ("" if f.gpu is None else f" on GPU {f.gpu}") for f in r.failed)
         elif r.passed is False:
             status = "tolerance not met"
             if r.eval_passed is False:
@@ -216,6 +217,9 @@ def summary_table(summary: BatchSummary) -> str:
             status = f"engine built ({mix})" if mix else "engine built"
         else:
             status = "ok"
+        on = sorted({j.gpu for j in r.jobs.values() if j.gpu is not None})
+        if on:
+            status += f" (GPU {', '.join(map(str, on))})"
         lines.append(f"{Path(r.model).stem[:26]:<26} {r.backend:<9} {r.precision[:10]:<10} "
                      f"{(r.gpu or '-')[:8]:<8} {cos:>10} {med:>10} {speed:>9}  {status}")
     c = summary.jobs

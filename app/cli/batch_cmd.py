@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="where results go (default: MATRIX-results beside the matrix file); a rerun skips the jobs "
                         "already there")
     p.add_argument("--jobs", type=int, default=2, metavar="N",
-                   help="jobs at once on this machine (default 2; benchmarks always run alone)")
+                   help="jobs at once on this machine (default 2; benchmarks always run alone); with several GPUs, "
+                        "GPU jobs go one per GPU beside these (the matrix's gpus: entry)")
     p.add_argument("--cluster", metavar="ray://HOST:PORT|local-ray",
                    help='run on a Ray cluster (pip install "trtlab[cluster]"); local-ray starts one here')
     p.add_argument("--models", choices=("auto", "shared", "ship"), default="auto",
@@ -58,14 +59,18 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if args.cluster:
         from app.batch.ray_exec import RayExecutor
 
-        executor = RayExecutor(args.cluster, models=args.models, results=results)
+        executor = RayExecutor(args.cluster, models=args.models, results=results, gpus=matrix.gpus)
         where = f"Ray at {args.cluster}"
     else:
-        executor = LocalExecutor(jobs=args.jobs)
+        executor = LocalExecutor(jobs=args.jobs, gpus=matrix.gpus)
         where = f"this machine, {args.jobs} at once"
         _check_backends(todo)  # on a cluster the nodes, not this machine, have the backends
     try:
         executor.check(todo)
+        placement = getattr(executor, "placement", None)
+        if placement is not None and placement.devices:
+            what = "jobs" if placement.every else "GPU jobs"
+            where += f"; {what} one per GPU on GPU {', '.join(map(str, placement.devices))}"
         results.mkdir(parents=True, exist_ok=True)
         sys.stderr.write(f"trtlab batch: {len(jobs)} jobs in {matrix.path.name}; {len(skipped)} already finished, "
                          f"{len(todo)} to run ({where}); results in {results}\n")
@@ -136,7 +141,8 @@ class _Progress:
         filled = round(BAR_WIDTH * self.finished / max(1, self.total))
         bar = "█" * filled + "░" * (BAR_WIDTH - filled)
         took = getattr(result, "seconds", 0.0)
-        line = f"  [{self.finished:>{len(str(self.total))}}/{self.total} {bar}] {status:<9} {job.label} " \
+        on = "" if job.device is None else f" on GPU {job.device}"
+        line = f"  [{self.finished:>{len(str(self.total))}}/{self.total} {bar}] {status:<9} {job.label}{on} " \
                f"({took:.1f} s{_shard_counts(job, result) if status == 'done' else ''})"
         if status == "failed":
             line += f"\n      {getattr(result, 'error', '')}"

@@ -5,6 +5,7 @@ importing TensorRT or CUDA (that would load them into the process). Used by ever
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import shutil
@@ -70,11 +71,12 @@ def gpu_names() -> list[str]:
 
 @lru_cache(maxsize=1)
 def provenance() -> dict[str, Any]:
-    """Where a result was made: host, platform, Python, CPU, GPUs and driver, CUDA, versions."""
+    """Where a result was made: host, platform, Python, CPU, GPUs and driver, CUDA, the GPUs the process was allowed
+    to see (CUDA_VISIBLE_DEVICES; None: unset, all), versions."""
     gpus, cuda = nvidia()
     return {"host": socket.gethostname(), "platform": platform.platform(), "python": platform.python_version(),
             "cpu": cpu_name(), "gpus": [{"name": n, "driver": d} for n, d in gpus], "cuda": cuda,
-            "versions": versions()}
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "versions": versions()}
 
 
 def _version(dist: str) -> str | None:

@@ -151,8 +151,10 @@ def _watch_control(control: Any, cancel: threading.Event) -> None:
             cancel.set()
 
 
-def child_main(spec_json: str, events: Any, control: Any, log_path: str) -> None:
-    """Entry point of the spawned process: events go to ``events``, ``cancel`` arrives on ``control``."""
+def child_main(spec_json: str, events: Any, control: Any, log_path: str, env: dict[str, str] | None = None) -> None:
+    """Entry point of the spawned process: events go to ``events``, ``cancel`` arrives on ``control``; ``env`` is
+    set before the job's module is imported (no CUDA library is loaded yet)."""
+    os.environ.update(env or {})
     _own_session()
     _redirect_stdio(log_path)
     faulthandler.enable(file=sys.stderr, all_threads=True)  # a crash leaves its Python stacks in the log

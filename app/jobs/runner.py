@@ -79,7 +79,7 @@ class JobHandle:
     """
 
     def __init__(self, spec: JobSpec, *, grace: float = 0.5, kill_after: float = 0.5, exit_grace: float = 3.0,
-                 workroot: str | None = None) -> None:
+                 workroot: str | None = None, env: dict[str, str] | None = None) -> None:
         with _ids_lock:
             self.id = f"job{next(_ids)}"
         spec_json = spec.to_json()       # refuses parameters that are not JSON-safe, before any process starts
@@ -106,7 +106,7 @@ class JobHandle:
         child_control, self._control = ctx.Pipe(duplex=False)
         _install_bare_main()
         self._proc = ctx.Process(target=child_main, name=PROCESS_PREFIX + self.id, daemon=True,
-                                 args=(json.dumps(spec_json), child_events, child_control, out_path))
+                                 args=(json.dumps(spec_json), child_events, child_control, out_path, env))
         self.pid: int | None = None
         try:
             self._proc.start()
@@ -293,10 +293,11 @@ class JobRunner:
         self.workroot = workroot      # parent folder of the temp workdirs; the system temp dir when None
         self.interrupted: int | None = None  # the first SIGINT/SIGTERM that cancelled the last `run`
 
-    def start(self, spec: JobSpec) -> JobHandle:
-        """Spawn the child and return at once; raises only for a spec that is not JSON-safe."""
+    def start(self, spec: JobSpec, env: dict[str, str] | None = None) -> JobHandle:
+        """Spawn the child and return at once; raises only for a spec that is not JSON-safe. ``env``: variables set
+        in the child before its job is imported (a batch job's CUDA_VISIBLE_DEVICES)."""
         return JobHandle(spec, grace=self.grace, kill_after=self.kill_after, exit_grace=self.exit_grace,
-                         workroot=self.workroot)
+                         workroot=self.workroot, env=env)
 
     def run(self, spec: JobSpec, on_event: OnEvent | None = None,
             on_interrupt: Callable[[int, bool], None] | None = None) -> JobResult:

@@ -15,12 +15,14 @@ from app.core.results.record import JSONValue, Record, key, optional
 @dataclass(frozen=True)
 class JobRecord(Record):
     """One finished job of a batch: the job (its place in the matrix and its spec), how it ended, the job runner's
-    result (its ``data`` is the job's own result JSON, read by kind: `CompareResult`, `BenchResult`…)."""
+    result (its ``data`` is the job's own result JSON, read by kind: `CompareResult`, `BenchResult`…), and the GPU
+    it ran on (its index among the GPUs the batch saw, or on a Ray node its Ray GPU id; None: no GPU placement)."""
 
     job: Mapping[str, JSONValue] = field(default_factory=dict)
     status: str = ""
     result: Mapping[str, JSONValue] = field(default_factory=dict)
     finished_at: str = ""
+    gpu: int | None = optional(None)
 
     @property
     def done(self) -> bool:
@@ -57,10 +59,12 @@ class JobCounts(Record):
 
 @dataclass(frozen=True)
 class CellJob(Record):
-    """One job of a cell: its id (RESULTS_DIR/jobs/<id>.json) and how it ended (done, failed, not run)."""
+    """One job of a cell: its id (RESULTS_DIR/jobs/<id>.json), how it ended (done, failed, not run) and the GPU it
+    ran on (None: no GPU placement)."""
 
     id: str = ""
     status: str = ""
+    gpu: int | None = optional(None)
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ class FailedJob(Record):
     kind: str = ""
     error: str = ""
     exit_reason: str = ""
+    gpu: int | None = optional(None)
 
 
 @dataclass(frozen=True)
