@@ -1,8 +1,10 @@
 """GUI responsiveness while CPU-heavy jobs run: the worst stall of the Qt event loop.
 
 A 5 ms QTimer heartbeat runs in the GUI process while the JobBridge runs jobs in child processes:
-first a busy loop that never yields (both cores loaded when run twice), then a real comparison on u2netp.
-Prints a table; `--json PATH` writes the records.
+first a busy loop that never yields (both cores loaded when run twice), then a real comparison on u2netp, then
+the real window running Run ▸ Benchmark Sweep… on g2p_bert_mlm (274 nodes, a dynamic batch): 8 batch sizes × FP32,
+FP16 and INT8 on ort-cpu, timed from Run until the plots are drawn, so reading the result and plotting it on the
+GUI thread count too. Prints a table; `--json PATH` writes the records.
 """
 
 from __future__ import annotations
@@ -49,28 +51,129 @@ def measure(app: QApplication, bridge: JobBridge, specs: list[JobSpec], limit_s:
             "statuses": [bridge.results[j].status for j in ids]}
 
 
+SWEEP_MODEL = "g2p_bert_mlm.onnx"
+SWEEP_TARGETS = ("ort-cpu:fp32", "ort-cpu:fp16", "ort-cpu:int8")
+SWEEP_VALUES = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+def measure_window_sweep(app: QApplication, model: Path, limit_s: float, iterations: str = "20") -> dict:
+    """The real main window sweeps `model` (SWEEP_VALUES × SWEEP_TARGETS) through Run ▸ Benchmark Sweep…; the
+    heartbeat runs from Run until half a second after the Sweep tab drew the result (`drawn`: every drawing step
+    done)."""
+    import tempfile
+
+    from PySide6.QtCore import QSettings
+
+    from app.ui.shell.main_window import MainWindow
+
+    os.environ.setdefault("TRTLAB_NO_CLOSE_PROMPT", "1")
+    w = MainWindow(QSettings(str(Path(tempfile.mkdtemp()) / "s.ini"), QSettings.Format.IniFormat))
+    w.resize(1280, 800)
+    w.show()
+    w.open_path(model)
+    while w.loader.is_busy():
+        app.processEvents()
+        time.sleep(0.005)
+    w.menus.act_sweep.trigger()
+    dialog = w.run_controller.sweep_dialog
+    assert dialog is not None, w.run_controller.last_refusal
+    for target, cb in dialog.checks.items():
+        cb.setChecked(target in SWEEP_TARGETS)
+    dialog.values_edit.setText(",".join(str(v) for v in SWEEP_VALUES))
+    dialog.values_edit.textEdited.emit(dialog.values_edit.text())
+    dialog.iterations_edit.setText(iterations)
+    dialog.warmup_edit.setText("3")
+    for _ in range(20):  # the dialog laid out and painted before the clock starts
+        app.processEvents()
+        time.sleep(0.005)
+    finished: list[str] = []
+    w.jobs.finished.connect(lambda _job, r: finished.append(r.status))
+    view = w.results_view.sweep_view
+    beats: list[float] = []
+    cpu: list[float] = []  # the GUI thread's own CPU time at each beat: its work, told from a machine too busy
+    heart = QTimer(interval=5)
+    heart.timeout.connect(lambda: (beats.append(time.perf_counter()), cpu.append(time.thread_time())))
+    heart.start()
+    t0 = time.perf_counter()
+    dialog.run_button.click()
+    shown_at = None
+    while time.perf_counter() - t0 < limit_s:
+        app.processEvents()
+        time.sleep(0.001)
+        if shown_at is None and view.doc is not None and view.drawn:
+            shown_at = time.perf_counter()
+        if finished and (shown_at is not None or finished[0] != "done"):
+            if time.perf_counter() - (shown_at or t0) > 0.5:
+                break
+    if not finished:
+        w.run_controller.cancel_all()
+        while not finished:
+            app.processEvents()
+            time.sleep(0.001)
+    heart.stop()
+    gaps = [(b - a) * 1000 for a, b in zip(beats, beats[1:], strict=False)]
+    work = [(b - a) * 1000 for a, b in zip(cpu, cpu[1:], strict=False)]
+    worst = max(range(len(gaps)), key=gaps.__getitem__) if gaps else None
+    busiest = max(range(len(work)), key=work.__getitem__) if work else None
+    doc = view.doc
+    rec = {"jobs": [f"sweep {model.name}: {len(SWEEP_VALUES)} batches x {', '.join(SWEEP_TARGETS)}"],
+           "seconds": round(time.perf_counter() - t0, 2), "beats": len(beats),
+           "worst_stall_ms": round(gaps[worst], 2) if worst is not None else None,
+           "p99_gap_ms": round(sorted(gaps)[int(0.99 * (len(gaps) - 1))], 2) if gaps else None,
+           "statuses": finished,
+           # where the worst stall was, from Run: before or after the result was drawn
+           "worst_stall_at_s": round(beats[worst] - t0, 3) if worst is not None else None,
+           "result_shown_at_s": round(shown_at - t0, 3) if shown_at is not None else None,
+           # the GUI thread's CPU time within the worst stall, and the most it spent between two beats (and when):
+           # a stall with little of it was the machine's other work, not the window's
+           "worst_stall_gui_cpu_ms": round(work[worst], 2) if worst is not None and worst < len(work) else None,
+           "worst_gui_cpu_ms": round(work[busiest], 2) if busiest is not None else None,
+           "worst_gui_cpu_at_s": round(beats[busiest] - t0, 3) if busiest is not None else None,
+           "load_average": [round(x, 2) for x in os.getloadavg()],
+           "points": [f"{p.target}@{p.value}:{p.status}" for p in doc.points] if doc is not None else []}
+    w.close()
+    return rec
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--models", default=str(Path(__file__).resolve().parents[2] / "shared" / "models"))
     ap.add_argument("--json", metavar="PATH")
+    ap.add_argument("--only-sweep", action="store_true", help="the window's sweep case alone")
+    ap.add_argument("--no-sweep", action="store_true", help="skip the window's sweep case")
     a = ap.parse_args()
     app = QApplication([])
     bridge = JobBridge()
     panel = JobsPanel(bridge)  # the real panel updates on every event, as in the application
     panel.show()
     busy = JobSpec("app.jobs.testing:stubborn_job", {"seconds": 4}, title="busy loop")
-    cases = [("two busy child processes (both cores)", [busy, JobSpec(busy.func, busy.params, "busy loop 2")], 10)]
+    cases: list[tuple[str, list[JobSpec], float]] = [
+        ("two busy child processes (both cores)", [busy, JobSpec(busy.func, busy.params, "busy loop 2")], 10)]
     u2 = Path(a.models) / "u2netp.onnx"
     if u2.exists():
         cases.append(("compare u2netp, 4 samples", [JobSpec(
             "app.backends.tasks.compare:compare_task",
             {"model": str(u2), "candidates": ["ort-cpu:fp32"], "samples": 4, "shapes": {}},
             title="compare u2netp")], 300))
+    if a.only_sweep:
+        cases = []
     records = []
     for name, specs, limit in cases:
         rec = measure(app, bridge, specs, limit)
         rec["case"] = name
         records.append(rec)
+    sweep_model = Path(a.models) / SWEEP_MODEL
+    if sweep_model.exists() and not a.no_sweep:
+        rec = measure_window_sweep(app, sweep_model, 600)
+        rec["case"] = f"window sweep {sweep_model.stem}, 8x3 points"
+        records.append(rec)
+    for r in records:
+        if r.get("result_shown_at_s") is not None:
+            print(f"{r['case']}: result drawn {r['result_shown_at_s']} s after Run; worst stall at "
+                  f"{r['worst_stall_at_s']} s (the GUI thread's CPU in it: {r['worst_stall_gui_cpu_ms']} ms); most GUI "
+                  f"CPU between two beats {r['worst_gui_cpu_ms']} ms at {r['worst_gui_cpu_at_s']} s; "
+                  f"{len(r['points'])} points ({sum(not p.endswith(':ok') for p in r['points'])} without a time); "
+                  f"load average {r['load_average']}")
     print(f"{'case':<42}{'s':>7}{'beats':>7}{'worst stall ms':>16}{'p99 gap ms':>12}  statuses")
     for r in records:
         print(f"{r['case']:<42}{r['seconds']:>7}{r['beats']:>7}{r['worst_stall_ms']:>16}{r['p99_gap_ms']:>12}"

@@ -38,8 +38,9 @@ def session(path: str, settings: dict[str, str]):  # noqa: ANN201 - onnxruntime 
 
     so = ort.SessionOptions()
     so.log_severity_level = 3
-    levels = {"all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL, "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-              "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC, "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL}
+    level = ort.GraphOptimizationLevel
+    levels = {"all": level.ORT_ENABLE_ALL, "extended": level.ORT_ENABLE_EXTENDED, "basic": level.ORT_ENABLE_BASIC,
+              "disable": level.ORT_DISABLE_ALL}
     if "opt" in settings:
         so.graph_optimization_level = levels[settings["opt"]]
     opts = {"device_id": "0", "use_tf32": "0"}

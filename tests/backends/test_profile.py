@@ -12,7 +12,7 @@ from pathlib import Path
 import onnx
 
 from app.backends.tasks.profile import profile_task
-from app.backends.tasks.specs import ProfileSpec
+from app.backends.tasks.speed_specs import ProfileSpec
 from app.core.measure import parse_ort_profile
 
 ROOT = Path(__file__).resolve().parents[2]

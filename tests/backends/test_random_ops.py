@@ -236,7 +236,8 @@ def test_fallback_against_the_noise_floor_meets_a_target_only_the_noise_misses(v
 
 
 def test_bench_and_profile_run_the_seeded_graph_compare_judges(voice, tmp_path):
-    from app.backends.tasks.specs import BenchSpec, ProfileSpec
+    from app.backends.tasks.specs import BenchSpec
+    from app.backends.tasks.speed_specs import ProfileSpec
     from app.jobs import run_inline
 
     path, inputs = voice

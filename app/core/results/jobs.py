@@ -80,6 +80,14 @@ class NodeDelta(Record):
     reference_ms: float = 0.0
     ms: float = 0.0
     delta_ms: float = 0.0
+    # Two batches of one target (`trtlab profile --against-batch`): per item, and how the time follows the batch.
+    count: int = optional(1)                              # an op type's row: its nodes
+    reference_per_item_ms: float | None = optional(None)
+    per_item_ms: float | None = optional(None)
+    ratio: float | None = optional(None)                  # ms / reference_ms
+    bound: str = optional("")                             # "launch", "compute", "between"
+    reference_share: float | None = optional(None)        # an op type's row: its share of the node time
+    share: float | None = optional(None)
 
 
 @dataclass(frozen=True)
@@ -100,6 +108,15 @@ class ProfileDelta(Record):
     nodes: tuple[NodeDelta, ...] = ()
     added: Mapping[str, OpCount] = optional(factory=dict)
     removed: Mapping[str, OpCount] = optional(factory=dict)
+    reference_point: str = optional("")                   # "batch 1": two points of one target
+    candidate_point: str = optional("")
+    reference_items: int | None = optional(None)
+    candidate_items: int | None = optional(None)
+    ops: tuple[NodeDelta, ...] = optional(factory=tuple)  # by op type (`node` empty), the target's slowest first
+    small_nodes: int | None = optional(None)
+    launch_bound_nodes: int | None = optional(None)
+    compute_bound_nodes: int | None = optional(None)
+    summary: tuple[str, ...] = optional(factory=tuple)
 
 
 @dataclass(frozen=True)
@@ -128,6 +145,8 @@ class ProfileResult(JobDoc):
     slower_because: tuple[str, ...] = optional(factory=tuple)
     inputs: str = optional("")
     random_data: bool = optional(False)
+    batch: int | None = optional(None)                    # dim 0 of every input, where a batch was asked for
+    shapes: Mapping[str, tuple[int, ...]] = optional(factory=dict)
 
 
 # ----------------------------------------------------------------- diagnose

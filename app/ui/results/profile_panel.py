@@ -1,6 +1,10 @@
 """The Profile dock: where each node ran and how long it took (Run ▸ Profile, `trtlab profile`), and, when a
 candidate was profiled against its reference, the two side by side: each node's time in both, the nodes only the
-candidate runs, and the measured reasons it is slower. Double-clicking a row shows its node in the graph."""
+candidate runs, and the measured reasons it is slower. Double-clicking a row shows its node in the graph.
+
+"Compare batches" profiles the same target at two batches (dim 0 of every input) and sets the two points side by
+side per item: each op type's (or node's) time per item at both, its share of the run, and whether it stays
+launch-bound (its time nearly flat with the batch: marked blue) or scales with the batch (compute-bound)."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import html
 import time
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -15,6 +20,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
+    QSpinBox,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -23,12 +29,14 @@ from PySide6.QtWidgets import (
 
 from app.core.measure import device_word, node_devices, node_shares
 from app.core.model import DisplayGraph
-from app.core.results import NodeDelta, ProfileResult
+from app.core.results import NodeDelta, ProfileDelta, ProfileResult
 from app.ui.common.num_item import NumItem
 from app.ui.graph.node_colors import device_colors, time_colors
 
 COLUMNS = ("Node", "Op", "Ran on", "Time (ms)", "Share")
 AGAINST_COLUMNS = ("Reference (ms)", "Δ (ms)")
+BOUND_TEXT = {"launch": "launch-bound", "compute": "scales (compute-bound)", "between": "partly", "": ""}
+BOUND_COLORS = {"launch": "#dcebfb", "compute": "#fde7d2"}  # launch-bound rows blue, compute-bound orange
 EMPTY = ("No profile yet: Run ▸ Profile (Ctrl+Alt+P) times every node of the first ticked candidate against the "
          "reference, on the backend you chose, and shows where each node ran.")
 
@@ -36,6 +44,7 @@ EMPTY = ("No profile yet: Run ▸ Profile (Ctrl+Alt+P) times every node of the f
 class ProfilePanel(QWidget):
     nodeActivated = Signal(str)      # a node key to show in the graph
     profileRequested = Signal()
+    pointsRequested = Signal(int, int)  # profile the target at batch N against itself at batch M
     shownChanged = Signal()          # the table switched between the candidate's and the reference's profile
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -55,6 +64,24 @@ class ProfilePanel(QWidget):
         top.addWidget(self.summary, 1)
         top.addWidget(self.profile_button, 0, Qt.AlignmentFlag.AlignTop)
         col.addLayout(top)
+        points = QHBoxLayout()
+        tip = ("Profile the same target at two batches (dim 0 of every input: the model's batch must be dynamic) and "
+               "set them side by side per item: which op types stay launch-bound and which scale with the batch")
+        self.batch = self._batch_box(8, tip)
+        self.against_batch = self._batch_box(1, tip)
+        self.points_button = QPushButton("Compare batches")
+        self.points_button.setToolTip(tip)
+        self.points_button.clicked.connect(
+            lambda: self.pointsRequested.emit(self.batch.value(), self.against_batch.value()))
+        self.by_node = QCheckBox("Each node")
+        self.by_node.setToolTip("List each node at both batches instead of each op type")
+        self.by_node.toggled.connect(lambda _on: self._fill())
+        self.by_node.hide()
+        for w in (QLabel("Compare"), self.batch, QLabel("against"), self.against_batch, self.points_button):
+            points.addWidget(w)
+        points.addStretch(1)
+        points.addWidget(self.by_node)
+        col.addLayout(points)
         self.why = QLabel()
         self.why.setWordWrap(True)
         self.why.setStyleSheet("background:#fff4e5; border:1px solid #f0b35a; padding:4px; color:#6b3d00;")
@@ -75,6 +102,20 @@ class ProfilePanel(QWidget):
         self.table.cellDoubleClicked.connect(self._activated)
         col.addWidget(self.table, 1)
 
+    @staticmethod
+    def _batch_box(value: int, tip: str) -> QSpinBox:
+        box = QSpinBox()
+        box.setRange(1, 4096)
+        box.setValue(value)
+        box.setPrefix("batch ")
+        box.setToolTip(tip)
+        return box
+
+    def points(self) -> ProfileDelta | None:
+        """The two batches set side by side, when the profile on show compares two points of one target."""
+        delta = self.doc.delta if self.doc is not None else None
+        return delta if delta is not None and delta.reference_point else None
+
     # ------------------------------------------------------------------ state
     def set_profile(self, doc: ProfileResult | None) -> None:
         """A profile job's result (`app.backends.tasks.profile:profile_task`), or None to clear."""
@@ -82,6 +123,13 @@ class ProfilePanel(QWidget):
         self.doc_at = time.monotonic()
         self.show_reference.setChecked(False)
         self.show_reference.setVisible(doc is not None and doc.against is not None)
+        points = self.points()
+        self.show_reference.setText(f"Show {points.reference_point}'s profile instead" if points is not None
+                                    else "Show the reference's profile instead")
+        self.by_node.setVisible(points is not None)
+        if points is not None:
+            self.batch.setValue(points.candidate_items or self.batch.value())
+            self.against_batch.setValue(points.reference_items or self.against_batch.value())
         if doc is None:
             self.summary.setText(EMPTY)
             self.why.hide()
@@ -146,7 +194,12 @@ class ProfilePanel(QWidget):
                 + (f" · {100 * outside:.0f} % of the run outside kernels" if outside is not None else "")
                 + (f" · {doc.casts} Casts ({doc.cast_ms or 0:.3f} ms)" if doc.casts else "")
                 + (f" · {doc.copies} host↔device copies" if doc.copies else ""))
-        if doc.against is not None:
+        points = doc.delta if doc.delta is not None and doc.delta.reference_point else None
+        if points is not None:
+            text = text.replace(f"<b>{html.escape(doc.backend)}</b>:",
+                                f"<b>{html.escape(doc.backend)}</b> at {points.candidate_point}:", 1)
+            text += "<br>" + "<br>".join(f"• {html.escape(line)}" for line in points.summary)
+        elif doc.against is not None:
             a = doc.against
             text += (f"<br>against <b>{html.escape(a.backend)}</b>: {a.total_ms or 0:.3f} ms, "
                      f"{a.node_count} nodes")
@@ -156,6 +209,10 @@ class ProfilePanel(QWidget):
 
     # ------------------------------------------------------------------ table
     def _fill(self) -> None:
+        points = None if self.show_reference.isChecked() else self.points()
+        if points is not None:
+            self._fill_points(points)
+            return
         doc = self.shown() or ProfileResult()
         compared = None if self.show_reference.isChecked() or self.doc is None else self.doc.delta
         delta: dict[str, NodeDelta] = {n.node: n for n in compared.nodes} if compared is not None else {}
@@ -191,6 +248,47 @@ class ProfilePanel(QWidget):
         self.table.setColumnWidth(0, 300)
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(len(columns) - 1 if delta else 3, Qt.SortOrder.DescendingOrder)
+
+    def _fill_points(self, d: ProfileDelta) -> None:
+        """Two batches per item: each op type (or, with "Each node", each node) at both, launch-bound rows marked."""
+        a, b = d.reference_point, d.candidate_point
+        nodes = self.by_node.isChecked()
+        rows = sorted(d.nodes, key=lambda n: -n.ms) if nodes else list(d.ops)
+        columns = (("Node", "Op") if nodes else ("Op", "Nodes")) + (
+            f"{a} (ms/item)", f"{b} (ms/item)", "Per item", "Time ×", f"Share at {a}", f"Share at {b}",
+            "Follows the batch")
+        self.table.setSortingEnabled(False)
+        self.table.clear()
+        self.table.setColumnCount(len(columns))
+        self.table.setHorizontalHeaderLabels(columns)
+        self.table.setRowCount(len(rows))
+        run_a = sum(n.reference_ms for n in d.nodes) or 1.0
+        run_b = sum(n.ms for n in d.nodes) or 1.0
+        for r, n in enumerate(rows):
+            ref, now = n.reference_per_item_ms or 0.0, n.per_item_ms or 0.0
+            change = (now / ref - 1) if ref > 0 else 0.0
+            share_a = n.reference_share if n.reference_share is not None else n.reference_ms / run_a
+            share_b = n.share if n.share is not None else n.ms / run_b
+            cells = ([QTableWidgetItem(n.node), QTableWidgetItem(n.op)] if nodes else
+                     [QTableWidgetItem(n.op), NumItem(str(n.count), n.count)])
+            cells += [NumItem(f"{ref:.4f}", ref), NumItem(f"{now:.4f}", now),
+                      NumItem(f"{100 * change:+.0f} %", change),
+                      NumItem("—" if n.ratio is None else f"{n.ratio:.2f}×", n.ratio or 0.0),
+                      NumItem(f"{100 * share_a:.1f} %", share_a), NumItem(f"{100 * share_b:.1f} %", share_b),
+                      QTableWidgetItem(BOUND_TEXT.get(n.bound, n.bound))]
+            keys = [p for p in n.node.split(" + ") if p] if nodes else []
+            cells[0].setData(Qt.ItemDataRole.UserRole, keys)
+            cells[0].setToolTip(n.node or n.op)
+            color = BOUND_COLORS.get(n.bound)
+            for c, item in enumerate(cells):
+                if color:
+                    item.setBackground(QColor(color))
+                self.table.setItem(r, c, item)
+        self.table.resizeColumnsToContents()  # the headers name both batches: shown whole, with the sort arrow
+        for c in range(len(columns)):
+            self.table.setColumnWidth(c, min(self.table.columnWidth(c) + 14, 300))
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(len(columns) - 2, Qt.SortOrder.DescendingOrder)
 
     def _activated(self, row: int, _col: int) -> None:
         item = self.table.item(row, 0)

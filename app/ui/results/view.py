@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.measure import COLUMNS, ResultsState
-from app.core.results import BenchResult, CompareResult, EvaluationResult
+from app.core.results import BenchResult, CompareResult, EvaluationResult, SweepResult
 from app.ui.results.answers_view import AnswersView
 from app.ui.results.dataset_view import DatasetView
 from app.ui.results.plots import (
@@ -41,6 +41,7 @@ from app.ui.results.plots import (
     draw_speedup,
     draw_values,
 )
+from app.ui.results.sweep_view import SweepView
 
 PASS_BG, FAIL_BG = QColor("#e3f4e6"), QColor("#fbe4e2")
 NARROW = 760  # below this width the scorecard goes above the plots instead of beside them
@@ -180,6 +181,10 @@ class ResultsView(QWidget):
         self.dataset_view.exported.connect(self.exported)
         i = self.tabs.addTab(self.dataset_view, "Dataset")
         self.tabs.setTabToolTip(i, "Accuracy of each precision on a labelled dataset (Run ▸ Evaluate on Dataset…)")
+        self.sweep_view = SweepView()
+        self.sweep_view.exported.connect(self.exported)
+        i = self.tabs.addTab(self.sweep_view, "Sweep")
+        self.tabs.setTabToolTip(i, "Latency and throughput as the batch grows (Run ▸ Benchmark Sweep…)")
         self.tabs.currentChanged.connect(self._tab_changed)
         lay.addWidget(self.tabs, 1)
         return right
@@ -187,7 +192,7 @@ class ResultsView(QWidget):
     def _tab_changed(self, _index: int) -> None:
         """The Dataset tab has its own table and several charts: it takes the whole dock (the scorecard and the
         output choice, which it does not use, step aside while it shows)."""
-        dataset = self.tabs.currentWidget() is self.dataset_view
+        dataset = self.tabs.currentWidget() in (self.dataset_view, self.sweep_view)
         self.summary_pane.setVisible(not dataset)
         self.output_bar.setVisible(not dataset)
 
@@ -235,6 +240,11 @@ class ResultsView(QWidget):
         self.tabs.setCurrentWidget(self.dataset_view)
         self._refresh()
 
+    def set_sweep(self, doc: SweepResult) -> None:
+        """The latest benchmark sweep: the Sweep tab shows its plots."""
+        self.sweep_view.set_sweep(doc, self.model_name)
+        self.tabs.setCurrentWidget(self.sweep_view)
+
     def restore(self, entries: Iterable[CompareResult | BenchResult | EvaluationResult],
                 bench_reference: str | None = None,
                 plan_precisions: Mapping[str, frozenset[str]] | None = None) -> None:
@@ -258,6 +268,7 @@ class ResultsView(QWidget):
 
     def reset(self) -> None:
         self.state.clear()
+        self.sweep_view.set_sweep(None)
         self.export_label.setText("")
         self._fill_outputs()
         self._refresh()
@@ -375,6 +386,7 @@ class ResultsView(QWidget):
             stem = f"{key}_{_safe(output)}" if accuracy and output else key
             written += card.export(Path(folder), stem, f"{head}<br>{card.title}")
         written += self.dataset_view.export(Path(folder), model if self.model_name else "")
+        written += self.sweep_view.export(Path(folder))
         if self.state.answers is not None and self.state.answers.outputs:
             from app.core.fileio import atomic_write_bytes
             from app.core.measure import answer_strips

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from app.backends import Availability
 from app.backends.tasks.specs import (
@@ -16,9 +16,9 @@ from app.backends.tasks.specs import (
     BuildSpec,
     FallbackSpec,
     JobInputs,
-    ProfileSpec,
     VariantSpec,
 )
+from app.backends.tasks.speed_specs import ProfileSpec
 from app.core.errors import TrtlabError
 from app.core.measure import Tolerance
 from app.core.results import (
@@ -31,6 +31,7 @@ from app.core.results import (
     KitResult,
     ProfileResult,
     ResultFormatError,
+    SweepResult,
     VariantResult,
     read_job_result,
 )
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from app.ui.common.task_thread import Task
     from app.ui.run.eval_dialog import EvalDialog
     from app.ui.run.kit_dialog import KitDialog
+    from app.ui.run.sweep_dialog import SweepDialog, SweepRequest
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +64,7 @@ _Spec = TypeVar("_Spec", bound=JobInputs)
 class RunningJob:
     """A job this controller started, and what its result needs to be shown."""
 
-    kind: str                  # compare | bench | diagnose | fallback | variant | build | profile | eval
+    kind: str                  # compare | bench | diagnose | fallback | variant | build | profile | eval | sweep
     model: str                 # the model it ran on: a result for another model is not shown
     title: str
     spec_json: dict            # recorded with the result in the project
@@ -102,6 +104,7 @@ class RunController(QObject):
         self.availability: dict[str, Availability] | None = None  # None until the backends were asked
         self.eval_dialog: EvalDialog | None = None  # Run ▸ Evaluate on Dataset…, made on first use
         self.kit_dialog: KitDialog | None = None    # File ▸ Export Run Kit…, made on first use
+        self.sweep_dialog: SweepDialog | None = None  # Run ▸ Benchmark Sweep…, made on first use
         self.kits: dict[str, tuple[VariantSpec, OptimizationProfile | None]] = {}  # variant path -> its kit's spec
         self._kit_task: Task | None = None
         self.kit_message: QMessageBox | None = None  # the last "Run kit written" message
@@ -116,7 +119,7 @@ class RunController(QObject):
         self._done: dict[str, Callable[[RunningJob, Any], None]] = {
             "diagnose": self._diagnosed, "build": self._built, "fallback": self._fallback_found,
             "variant": self._variant_saved, "profile": self._profiled, "compare": self._compared,
-            "bench": self._benched, "eval": self._evaluated}
+            "bench": self._benched, "eval": self._evaluated, "sweep": self._swept}
 
     def refresh_availability(self) -> None:
         """Which backends can run. TensorRT's checks may start a child process to ask the GPU through
@@ -260,20 +263,35 @@ class RunController(QObject):
 
         return self._launch(make, [reference, candidate], lambda s: f"Fallback search for {s.candidate} ({s.target})")
 
-    def start_profile(self) -> str | None:
-        """Profile the first ticked candidate against the Run panel's reference (or the reference alone)."""
+    def start_profile(self, batch: int | None = None, against_batch: int | None = None) -> str | None:
+        """Profile the first ticked candidate against the Run panel's reference (or the reference alone); with
+        `against_batch`, that target at `batch` against itself at `against_batch` (dim 0 of every input)."""
         settings = self.panel.job_settings()
         if settings is None:
             return None
         reference, candidate = self.panel.reference.currentText(), self.panel.diagnose_candidate()
         target, against = candidate or reference, reference if candidate and candidate != reference else None
+        shapes = None
+        if against_batch is not None and (opened := self.model.opened()) is not None:
+            from app.backends.tasks.profile import batch_shapes  # a fixed batch is refused here, before any job
+
+            against = None
+            try:
+                shapes = batch_shapes(opened.summary.inputs, opened.input_shapes or {}, batch or 1)
+                batch_shapes(opened.summary.inputs, opened.input_shapes or {}, against_batch)
+            except TrtlabError as exc:
+                self._refuse("Not started", exc.message, exc.fix)
+                return None
 
         def make(base: ModelInputs) -> ProfileSpec:
             return ProfileSpec(**settings.spec_fields(base), target=base.target(target),
-                               against=Target.parse(against) if against else None)
+                               against=Target.parse(against) if against else None,
+                               batch=(batch or 1) if against_batch is not None else batch, against_batch=against_batch)
 
         return self._launch(make, [target, against or ""],
-                            lambda s: f"Profile {s.target}" + (f" against {s.against}" if s.against else ""))
+                            lambda s: f"Profile {s.target}" + (f" against {s.against}" if s.against else "")
+                            + (f" at batch {s.batch} against batch {s.against_batch}" if s.against_batch else ""),
+                            shapes=shapes)
 
     def start_build(self, force: bool = False) -> str | None:
         """Build the plan's variant into a TensorRT engine (in a job: progress, Cancel, the engine cache).
@@ -502,6 +520,61 @@ class RunController(QObject):
                             lambda s: f"Evaluate {', '.join(c.name for c in s.candidates)} on "
                                       f"{Path(s.dataset).name or s.dataset}")
 
+    def open_sweep_dialog(self) -> SweepDialog | None:
+        """Run ▸ Benchmark Sweep…: the dialog that picks the targets, the dimension and its values (None, with the
+        refusal shown, without a model)."""
+        from app.ui.run.sweep_dialog import SweepDialog
+
+        opened = self.model.opened()
+        if opened is None:
+            self._refuse("Not started", "Open a model to sweep it.")
+            return None
+        if self.availability is None:
+            self.refresh_availability()
+        if self.sweep_dialog is None:
+            from app.ui.common.screen_fit import fit_window
+
+            self.sweep_dialog = SweepDialog(self.messages.parent)
+            self.sweep_dialog.sweepRequested.connect(self._sweep_requested)
+            fit_window(self.sweep_dialog, (600, 440), near=self.messages.parent)
+        self.sweep_dialog.set_model(opened, self.availability or {})
+        self.sweep_dialog.show()
+        self.sweep_dialog.raise_()
+        self.sweep_dialog.activateWindow()
+        return self.sweep_dialog
+
+    def _sweep_requested(self, request: SweepRequest) -> None:
+        dialog = self.sweep_dialog
+        job = self.start_sweep(request)
+        if dialog is not None:
+            if job is None:
+                dialog.show_refusal(self.last_refusal)
+            else:
+                dialog.accept()
+
+    def start_sweep(self, request: SweepRequest) -> str | None:
+        """Time each target at each value of one dimension (one job: progress and Cancel in the Jobs panel). The swept
+        inputs start at the first value; their other dims are the Shapes panel's (or the model's)."""
+        opened = self.model.opened()
+        if opened is None:
+            self._refuse("Not started", "Open a model first.")
+            return None
+        given = {**metadata_shapes(opened, opened.input_shapes or {}), **(opened.input_shapes or {})}
+        shapes: dict[str, tuple[int, ...]] = {}
+        for info in request.swept(opened.summary.inputs):
+            dims = list(given.get(info.name) or info.shape or ())
+            if request.axis < len(dims):
+                dims[request.axis] = request.values[0]
+                if all(isinstance(d, int) and d > 0 for d in dims):
+                    shapes[info.name] = tuple(int(d) for d in dims)
+        what = f"{request.input} axis {request.axis}" if request.input else "batch"
+        job = self._launch(request.spec, request.targets, lambda s: (
+            f"Sweep {', '.join(t.name for t in s.sweep_targets)} over {what} "
+            f"{','.join(str(v) for v in s.values)}"), shapes=shapes)
+        if job is not None:
+            self.results.sweep_view.prepare()  # its plots made while the sweep runs, not when its result comes
+        return job
+
     def start_bench(self, request: BenchRequest) -> str | None:
         """The first target's job id (the others wait their turn); None, with the refusal shown, if none starts."""
         base = self._model_inputs(request.targets)
@@ -600,6 +673,24 @@ class RunController(QObject):
                           f"{len(data.candidates)} candidate(s) within tolerance.")
         self.messages.show_results()
         self.messages.raise_dock("results", at_least=0.5, share=0.6)  # a table and charts side by side: room
+
+    def _swept(self, run: RunningJob, data: SweepResult) -> None:
+        self.results.set_model(run.model)
+        self.results.set_sweep(data)
+        failed = sum(p.status != "ok" for p in data.points)
+        self.messages.say(f"Sweep finished: {len(data.targets)} target(s) at {len(data.values)} value(s)"
+                          + (f", {failed} point(s) without a time." if failed else "."))
+
+        # The dock comes forward, then grows, each in a turn of its own: no turn of the window's is long.
+        def grow() -> None:
+            self.messages.raise_dock("results", at_least=0.5, share=0.6)  # two plots side by side: room
+            self.messages.show_results()  # after: its own resize is then not needed
+
+        def show() -> None:
+            self.messages.raise_dock("results")
+            QTimer.singleShot(1, grow)
+
+        QTimer.singleShot(1, show)  # a timer, not a zero-timer: the window paints between the two
 
     def _benched(self, run: RunningJob, data: BenchResult) -> None:
         self.results.set_model(run.model)

