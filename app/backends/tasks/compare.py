@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -46,14 +47,25 @@ def compare_task(spec: CompareSpec, ctx: JobContext | None) -> dict:
 def compare_runs(spec: CompareSpec, ctx: JobContext | None, prep: Prepared, randomness: Randomness | None) -> dict:
     """The reference and each candidate on the prepared samples, then every metric; `randomness`: the model's random
     nodes and how each candidate's draws are matched (app.core.measure.random_draws)."""
-    from app.core.measure import compare_report_json, compare_samples
+    from app.core.measure import compare_samples
 
     reference, candidates, tolerances = spec.reference, list(spec.candidates), list(spec.tolerances)
     steps = 1 + len(candidates) + (randomness is not None and NOISE_FLOOR in randomness.methods.values())
     placements: dict[str, dict] = {reference.name: {}}
-    ref_out, ref_notes = run_outputs(reference, prep, spec, ctx, (0.0, 1.0 / steps), placements[reference.name],
-                                     rewrite=draws_rewrite(randomness, reference, ctx))
-    kinds = output_kinds(spec, prep, ref_out)
+    ref_rewrite = draws_rewrite(randomness, reference, ctx)
+    # The reference's first sample alone first: its answer is sent at once (a partial result), the rest follow.
+    first, rest = replace(prep, samples=prep.samples[:1]), replace(prep, samples=prep.samples[1:])
+    split = 1.0 / (steps * len(prep.samples))
+    ref_out, ref_notes = run_outputs(reference, first, spec, ctx, (0.0, split),
+                                     None if rest.samples else placements[reference.name], rewrite=ref_rewrite)
+    if ctx is not None:
+        ctx.partial(reference_document(reference.name, first, output_kinds(spec, first, ref_out), ref_out,
+                                       len(prep.samples)))
+    if rest.samples:
+        more, _ = run_outputs(reference, rest, spec, ctx, (split, 1.0 / steps), placements[reference.name],
+                              rewrite=ref_rewrite)
+        ref_out += more
+    kinds = output_kinds(spec, prep, ref_out)  # read from every sample, as before any partial result
     floors: list[CandidateReport] = []
 
     def noise_floor() -> CandidateReport:
@@ -81,6 +93,20 @@ def compare_runs(spec: CompareSpec, ctx: JobContext | None, prep: Prepared, rand
             cand_notes += judge_draws(randomness, reference, cand, report, noise_floor)
         reports.append(report)
         cand_outputs.append(out)
+        if ctx is not None and k + 1 < len(candidates):  # each candidate's answer as soon as it is compared
+            ctx.partial(document(spec, prep, randomness, reports, notes, kinds, placements, ref_out, cand_outputs))
+    return document(spec, prep, randomness, reports, notes, kinds, placements, ref_out, cand_outputs, ctx)
+
+
+def document(spec: CompareSpec, prep: Prepared, randomness: Randomness | None, reports: list[CandidateReport],
+             notes: dict[str, list[str]], kinds: dict[str, OutputKind], placements: dict[str, dict],
+             ref_out: list[dict[str, np.ndarray]], cand_outputs: list[list[dict[str, np.ndarray]]],
+             ctx: JobContext | None = None) -> dict:
+    """The comparison's result for the candidates compared so far (`reports`): the final one, or a partial one."""
+    from app.core.measure import compare_report_json
+
+    reference, tolerances = spec.reference, list(spec.tolerances)
+    notes = {t: list(n) for t, n in notes.items()}
     doc = compare_report_json(reference.name, len(prep.samples), reports)
     doc["random_ops"] = randomness.to_json() if randomness is not None else no_random_ops()
     doc.update(preprocessing_json(prep.source, prep.shapes))  # the preset the photos went through
@@ -97,6 +123,22 @@ def compare_runs(spec: CompareSpec, ctx: JobContext | None, prep: Prepared, rand
             notes.setdefault(t, []).append(fallback_note(p))
     progress(ctx, None, "Drawing the answers…")
     doc["answers"] = answer_pictures(prep, kinds, ref_out, reports, cand_outputs)
+    return doc
+
+
+def reference_document(reference: str, prep: Prepared, kinds: dict[str, OutputKind],
+                       ref_out: list[dict[str, np.ndarray]], samples: int) -> dict:
+    """A comparison of `samples` samples with no candidate yet: the reference's answers so far (`ref_out` on
+    `prep`'s samples) as pictures with their input photos (drawn as each candidate's are, from the reference judged
+    against itself)."""
+    from app.core.measure import compare_report_json, compare_samples
+
+    itself = compare_samples(ref_out, ref_out, reference, [], kinds=kinds)
+    answers = answer_pictures(prep, kinds, ref_out, [itself], [ref_out])
+    for entry in answers["outputs"].values():
+        entry["candidates"] = {}
+    doc = compare_report_json(reference, samples, [])
+    doc.update({"inputs": prep.source_text, "random_data": prep.random_data, "answers": answers})
     return doc
 
 

@@ -1,9 +1,10 @@
 """The start page's "Compare precisions": a guided flow for someone who has never seen the tool.
 
 Model → input shapes → precisions → one Run (a comparison of every precision against FP32 on ONNX Runtime's CPU,
-then a benchmark of each) → the full-window scorecard. It is a page of the window's central stack, not a chain
-of dialogs; every step can leave to the full window. The jobs go through the window's RunController, so they
-are the same typed specs and jobs as the Run panel's, and their results fill the Results view as well."""
+then a benchmark of each, the answers shown as they come) → the full-window scorecard. It is a page of the window's
+central stack, not a chain of dialogs; every step can leave to the full window. The jobs go through the window's
+RunController, so they are the same typed specs and jobs as the Run panel's, and their results fill the Results view
+as well."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from PySide6.QtCore import QEvent, QSettings, SignalInstance
+from PySide6.QtCore import QEvent, QSettings, Signal, SignalInstance
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QFrame,
@@ -42,6 +43,14 @@ from app.ui.run.requests import BenchRequest, CompareRequest, JobSettings
 
 BACKEND = "ort-cpu"  # runs everywhere: the flow never asks for a GPU
 REFERENCE = f"{BACKEND}:fp32"
+# The budgets of one Run, chosen so that the whole scorecard of the demo (u2netp, FP16 + INT8) is in within a minute
+# on a 2-core computer with no GPU (docs/benchmarks.md, "Guided demo"): the five sample photos compared, INT8
+# calibrated on the same five (the calibration and the comparison take two thirds of the minute), then each precision
+# timed for one second after one warm-up run: the median of a few runs, enough to tell "2× faster" from "about as
+# fast", not 5 % apart (the Run panel's Benchmark times as long as asked).
+SAMPLES = 5
+ITERATIONS = "1s"
+WARMUP = "1"
 STEP_TITLES = ("1  Model", "2  Input shapes", "3  Precisions")
 FLOW_FONT = 1.15
 
@@ -109,14 +118,21 @@ class GuidedHost(Protocol):
 class GuidedFlow(QWidget):
     """The flow's page (steps 1–3) and its scorecard page, both in ``window.stack``.
 
-    ``iterations`` / ``samples``: the benchmark's runs per precision and the comparison's samples (tests make
-    them small)."""
+    A Run shows its answers as they come, on this page below the step (`live`): FP32's answer first, each
+    precision's as soon as it is compared, the speed last; then the complete scorecard page. `partShown` names
+    each part once it is on show: "FP32", each compared target ("ort-cpu:int8"), "speed", "complete".
+
+    ``iterations`` / ``warmup`` / ``samples``: the benchmark's budget per precision (a count or a time such as
+    "2s") and the comparison's samples (tests make them small)."""
+
+    partShown = Signal(str)
 
     def __init__(self, window: GuidedHost) -> None:
         super().__init__()
         self.w = window
-        self.iterations = "100"
-        self.samples = 5  # trtlab's five sample photos
+        self.iterations = ITERATIONS
+        self.warmup = WARMUP
+        self.samples = SAMPLES
         self.running = False
         self.cancelling = False                  # Cancel was asked: nothing more starts, whatever finishes
         self.covered = False                     # the flow or its scorecard fills the window
@@ -126,6 +142,7 @@ class GuidedFlow(QWidget):
         self.bench: dict[str, BenchResult] = {}
         self.targets: list[str] = []
         self.done = 0                            # jobs of this run finished
+        self.shown: list[str] = []               # the parts of this run's answers on show (partShown)
         paint_background(self, PAGE_BACKGROUND)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)  # never widens the window
         outer = QVBoxLayout(self)
@@ -157,6 +174,16 @@ class GuidedFlow(QWidget):
         outer.addStretch(1)
         outer.addLayout(holder)
         outer.addStretch(2)
+        # The answers so far, under the step (then only its progress and Cancel), while the jobs run.
+        self.live = ScorecardPage()
+        live_layout = self.live.layout()
+        assert live_layout is not None
+        live_layout.setContentsMargins(0, 8, 0, 0)
+        for button in (self.live.again_button, self.live.leave_button):
+            button.hide()
+        self.live.hide()
+        outer.addWidget(self.live)
+        self._outer = outer
 
         self._scale_steps()
 
@@ -175,12 +202,14 @@ class GuidedFlow(QWidget):
         self.precisions_step.cancelRequested.connect(self.cancel)
         self.precisions_step.folder.textChanged.connect(self._say_inputs)
         self.scorecard.leaveRequested.connect(self.leave)
+        self.live.leaveRequested.connect(self.leave)
         self.scorecard.againRequested.connect(self.again)
         # Sent once the window has shown the model (or said why it could not): the flow then takes its place back.
         window.modelShown.connect(self._on_loaded)
         window.openFailed.connect(self._on_failed)
         window.jobs.started.connect(self._on_started)
         window.jobs.progress.connect(self._on_progress)
+        window.jobs.partial.connect(self._on_partial)
         window.jobs.finished.connect(self._on_finished)
         self.go(0)
 
@@ -323,7 +352,7 @@ class GuidedFlow(QWidget):
     def _ready_to_run(self, opened: OpenedModel) -> None:
         images = [i for i in opened.summary.inputs if i.shape is not None and len(i.shape) == 4]
         # Images make sense for one image-shaped input only; other models run on random data.
-        self.precisions_step.images_box.setVisible(len(opened.summary.inputs) == 1 and bool(images))
+        self.precisions_step.set_images_wanted(len(opened.summary.inputs) == 1 and bool(images))
         self.precisions_step.status.setText("")
         self._say_inputs()
         self.go(2)
@@ -332,7 +361,7 @@ class GuidedFlow(QWidget):
     def folder(self) -> str:
         """The chosen folder of images, or "" (none, or the model takes no images)."""
         step = self.precisions_step
-        return step.folder.text().strip() if not step.images_box.isHidden() else ""
+        return step.folder.text().strip() if step.images_wanted else ""
 
     def input_words(self, folder: str | None = None) -> InputWords | None:
         """What the comparison will run on, from the job's own choice for this model and these shapes (None
@@ -374,6 +403,7 @@ class GuidedFlow(QWidget):
             return
         self.targets = [Target(BACKEND, p).name for p in precisions]
         self.compare, self.bench, self.mine, self.done = None, {}, set(), 0
+        self.shown = []
         self.running, self.cancelling = True, False
         step.set_running(True)
         self._say(f"Comparing {', '.join(p.upper() for p in precisions)} with FP32…")
@@ -384,7 +414,8 @@ class GuidedFlow(QWidget):
 
     def _start_bench(self) -> None:
         self._say("Timing FP32…")
-        request = BenchRequest(self._settings().with_samples(1), (REFERENCE, *self.targets), self.iterations, "10")
+        request = BenchRequest(self._settings().with_samples(1), (REFERENCE, *self.targets), self.iterations,
+                               self.warmup)
         if self.w.run_controller.start_bench(request) is None:
             self._stop(self.w.run_controller.last_refusal or "The benchmark did not start.")
 
@@ -406,10 +437,48 @@ class GuidedFlow(QWidget):
             self.mine.add(job)
 
     def _on_progress(self, job: str, fraction: float, message: str) -> None:
-        if job not in self.mine or not self.running:
-            return
-        part = max(0.0, min(1.0, fraction)) if fraction >= 0 else 0.0
+        if job not in self.mine or not self.running or fraction < 0:
+            return  # an indeterminate step ("Comparing…") leaves the bar where it was, not back at the start
+        part = max(0.0, min(1.0, fraction))
         self.precisions_step.progress.setValue(int(1000 * (self.done + part) / self.total()))
+
+    def _on_partial(self, job: str, data: dict) -> None:
+        """The comparison's answers so far (FP32's, then each precision's as it is compared): shown at once."""
+        if job not in self.mine or not self.running or self.cancelling or self.compare is not None:
+            return
+        try:
+            partial = CompareResult.from_json(data)
+        except ResultFormatError:
+            return  # the final result says what went wrong, if anything did
+        self._show_live(partial)
+
+    def _show_live(self, compare: CompareResult) -> None:
+        """The answers in so far on the live scorecard; what is not in yet is said on it."""
+        compared = [c.name for c in compare.candidates]
+        model = str(self.w.opened.path) if self.w.opened is not None else ""
+        self.live.show_results(model, compare, {}, REFERENCE, self.w.results_view.state.evaluation,
+                               waiting=[t for t in self.targets if t not in compared], timing=True)
+        if not self.live.isVisible():
+            self.precisions_step.set_compact(True)
+            self._outer.setStretch(1, 0)
+            self._outer.setStretch(3, 0)
+            self._outer.setStretch(4, 1)
+            self.live.show()
+        # Laid out now, from the step up, not on later turns: the first frame shows the answers in place.
+        for widget in (self.precisions_step, self.steps, self.live, self):
+            if (layout := widget.layout()) is not None:
+                layout.activate()
+        for part in ["FP32", *compared]:
+            if part not in self.shown:
+                self.shown.append(part)
+                self.partShown.emit(part)
+
+    def _hide_live(self) -> None:
+        self.live.hide()
+        self.precisions_step.set_compact(False)
+        self._outer.setStretch(1, 1)
+        self._outer.setStretch(3, 2)
+        self._outer.setStretch(4, 0)
 
     def _on_finished(self, job: str, result: JobResult) -> None:
         if job not in self.mine or not self.running:
@@ -428,6 +497,7 @@ class GuidedFlow(QWidget):
         try:  # the comparison comes first; the benchmarks start once it is in
             if self.compare is None:
                 self.compare = CompareResult.from_json(result.data or {})
+                self._show_live(self.compare)
                 self._start_bench()
                 return
             bench = BenchResult.from_json(result.data or {})
@@ -444,12 +514,14 @@ class GuidedFlow(QWidget):
 
     def _stop(self, message: str) -> None:
         self.running = False
+        self._hide_live()
         self.precisions_step.set_running(False)
         self._say("")
         show_error(self.precisions_step.error, message)
 
     def _finish(self) -> None:
         self.running = False
+        self._hide_live()
         self.precisions_step.set_running(False)
         self._say("")
         model = str(self.w.opened.path) if self.w.opened is not None else ""
@@ -459,3 +531,5 @@ class GuidedFlow(QWidget):
         for dock in self.w.model_docks():
             dock.hide()
         self.scorecard.leave_button.setFocus()
+        for part in ("speed", "complete"):
+            self.partShown.emit(part)

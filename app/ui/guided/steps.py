@@ -240,13 +240,17 @@ class PrecisionsStep(QWidget):
         col = QVBoxLayout(self)
         col.setContentsMargins(28, 22, 28, 22)
         self._inputs_text = ("", "")  # set_inputs_words: what the comparison runs on, INT8's calibration
-        col.addWidget(_heading("Which precisions?"))
-        col.addWidget(_note("Each one runs on the same inputs as FP32, the reference: trtlab compares their answers "
-                            "and times them."))
+        self.images_wanted = True
+        self.heading = _heading("Which precisions?")
+        col.addWidget(self.heading)
+        self.intro = _note("Each one runs on the same inputs as FP32, the reference: trtlab compares their answers "
+                           "and times them.")
+        col.addWidget(self.intro)
         ref = QCheckBox("FP32 — the reference (always runs)")
         ref.setChecked(True)
         ref.setEnabled(False)
         col.addWidget(ref)
+        self.reference_box = ref
         self.checks: dict[str, QCheckBox] = {}
         for key, text, tip, ticked in CHOICES:
             cb = QCheckBox(f"{text} — {tip}")
@@ -323,6 +327,19 @@ class PrecisionsStep(QWidget):
 
     def precisions(self) -> list[str]:
         return [k for k, cb in self.checks.items() if cb.isChecked()]
+
+    def set_compact(self, compact: bool) -> None:
+        """While the answers come in below it: only the progress, what runs now and Cancel (the choices stay as
+        they were and come back when the run ends)."""
+        for w in (self.heading, self.intro, self.reference_box, *self.checks.values(), self.inputs_note,
+                  self.back_button, self.run_button):
+            w.setVisible(not compact)
+        self.images_box.setVisible(not compact and self.images_wanted)
+
+    def set_images_wanted(self, wanted: bool) -> None:
+        """Whether the model takes images, so that a folder of them may be chosen."""
+        self.images_wanted = wanted
+        self.images_box.setVisible(wanted)
 
     def set_running(self, running: bool) -> None:
         self.cancel_button.setVisible(running)

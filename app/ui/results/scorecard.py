@@ -6,7 +6,8 @@ The verdicts come from the compare and bench results exactly as the jobs returne
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, Qt, Signal
@@ -23,12 +24,13 @@ from app.core.measure import (
     ResultsState,
     card_facts,
     caveats,
+    target_emulations,
 )
 from app.core.results import BenchResult, CompareResult, EvaluationResult
 from app.core.targets import Target
 from app.ui.results.answers_view import PictureLabel, pixmap_from_uri
 from app.ui.results.plots import PlotCard, draw_abs_diff
-from app.ui.results.scorecard_answers import ReferenceCard
+from app.ui.results.scorecard_answers import PendingCard, ReferenceCard
 
 PRECISION_BLURB = {"fp16": "16-bit numbers: half the memory of FP32",
                    "bf16": "16-bit numbers with FP32's range",
@@ -40,6 +42,8 @@ TONES = {GOOD: ("#1e6b34", "#e6f4ea"), FAIR: ("#7a4f00", "#fef3d6"), BAD: ("#a32
 
 
 PAGE_BACKGROUND = "#f7f7f5"
+COMING_STYLE = "color:#174ea6; background:#e8f0fe; border-radius:6px; padding:6px 10px;"
+MEASURING = "Measuring speed…"
 
 
 def paint_background(widget: QWidget, color: str) -> None:
@@ -71,6 +75,16 @@ def decade_ticks(edges: list[float]) -> list[tuple[float, str]]:
             v = m * 10.0 ** k
             ticks.append((math.log10(v), f"{v:.{max(0, -k)}f}" if k >= -4 else f"{m}e{k}"))
     return ticks
+
+
+def measuring(facts: CardFacts) -> CardFacts:
+    """A card's facts while its benchmark is still to come: the speed says so (a precision this computer only
+    imitates keeps its "n/a here", which needs no benchmark)."""
+    if target_emulations(facts.target):
+        return facts
+    return replace(facts, speed=MEASURING, speed_tone=NEUTRAL, ratio=None,
+                   speed_detail="Each precision is timed once every answer is in, one at a time (they must not "
+                                "compete for the processor).")
 
 
 class PrecisionCard(QFrame):
@@ -181,6 +195,7 @@ class ScorecardPage(QWidget):
         super().__init__(parent)
         self.facts: list[CardFacts] = []
         self.cards: list[PrecisionCard] = []
+        self.pending: list[PendingCard] = []   # the precisions not compared yet
         paint_background(self, PAGE_BACKGROUND)
         # A page of the window's stack: its size must not raise the window's minimum when another page shows.
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
@@ -216,6 +231,13 @@ class ScorecardPage(QWidget):
         steps.addWidget(self.sample_label)
         steps.addWidget(self.next_button)
         outer.addLayout(steps)
+        # What is still coming while the jobs run ("Still coming: INT8's answers, then the speed"): a page that is
+        # filled in as answers arrive must not look finished before it is.
+        self.coming = QLabel("")
+        self.coming.setWordWrap(True)
+        self.coming.setStyleSheet(COMING_STYLE)
+        self.coming.hide()
+        outer.addWidget(self.coming)
         self.sample = 0
         self.samples = 0
         self.reference_card: ReferenceCard | None = None
@@ -238,36 +260,49 @@ class ScorecardPage(QWidget):
         esc.activated.connect(self.leaveRequested)
 
     def show_results(self, model: str, compare: CompareResult | None, bench: Mapping[str, BenchResult],
-                     reference: str, evaluation: EvaluationResult | None = None) -> None:
+                     reference: str, evaluation: EvaluationResult | None = None, *, waiting: Sequence[str] = (),
+                     timing: bool = False) -> None:
         """Fills the cards from the jobs' results: the comparison, each target's benchmark and, where there is one,
-        the evaluation on a labelled dataset."""
-        for card in [*self.cards, self.reference_card]:
-            if card is not None:
-                self.row.removeWidget(card)
-                card.deleteLater()
-        self.facts = card_facts(compare, bench, reference, evaluation)
+        the evaluation on a labelled dataset. While the jobs still run: `waiting`, the targets not compared yet
+        (a card that says so each); `timing`, the speed is still being measured (the speed rows say so)."""
+        for old in self.all_cards():
+            self.row.removeWidget(old)
+            old.deleteLater()
+        facts = card_facts(compare, bench, reference, evaluation)
+        self.facts = [measuring(f) if timing and f.target not in bench else f for f in facts]
         self.cards = [PrecisionCard(f, compare) for f in self.facts] if compare is not None else []
+        self.pending = [PendingCard(t, PRECISION_BLURB.get(Target.read(t).precision, t)) for t in waiting]
         answers = compare.answers if compare is not None else None
         drawn = next(iter(answers.outputs.values()), None) if answers is not None else None
         self.reference_card = ReferenceCard(answers, reference) if answers is not None and drawn else None
         self.sample = 0
         self.samples = max([len(drawn.ref or ())] + [len(c.cand) for c in drawn.candidates.values()]) if drawn else 0
-        for card in ([self.reference_card] if self.reference_card else []) + self.cards:
+        for card in self.all_cards():
             card.setMinimumWidth(240 if self.reference_card else 300)
             self.row.addWidget(card, 1)
         self._show_sample()
         backend = Target.read(reference).backend
         samples = compare.samples if compare is not None else 0
-        names = ", ".join(PRECISION_WORDS.get(f.precision, f.precision) for f in self.facts)
+        shown = [f.precision for f in self.facts] + [Target.read(t).precision for t in waiting]
+        names = ", ".join(PRECISION_WORDS.get(p, p) for p in shown)
         self.heading.setText(f"{Path(model).name}: {names} against FP32")
         data = "random inputs" if compare is not None and compare.random_data else \
             (compare.inputs if compare is not None and compare.inputs else "your inputs")
         self.subheading.setText(f"Measured on this computer ({backend}): {samples} sample{'s' if samples != 1 else ''}"
                                 f" of {data}; speed from the median of each benchmark.")
+        coming = [f"{PRECISION_WORDS.get(p, p)}'s answers" for p in (Target.read(t).precision for t in waiting)]
+        if timing:
+            coming.append("the speed of each precision (measured last, one at a time)")
+        self.coming.setText(f"Still coming: {', then '.join(coming)}." if coming else "")
+        self.coming.setVisible(bool(coming))
         notes = caveats(compare, bench)
         self.caveat.setText("\n".join(notes))
         self.caveat.setVisible(bool(notes))
         self._apply_fonts()
+
+    def all_cards(self) -> list[ReferenceCard | PrecisionCard | PendingCard]:
+        """The cards in their order on the page: FP32's, each compared precision's, each still being compared."""
+        return [*([self.reference_card] if self.reference_card else []), *self.cards, *self.pending]
 
     def step(self, delta: int) -> None:
         if self.samples > 1:
@@ -293,7 +328,7 @@ class ScorecardPage(QWidget):
         sub = QFont(base)
         sub.setPointSizeF(size * 1.1)
         self.subheading.setFont(sub)
-        for card in ([self.reference_card] if self.reference_card else []) + self.cards:
+        for card in self.all_cards():
             card.apply_fonts(base)
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
