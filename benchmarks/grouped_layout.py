@@ -4,7 +4,8 @@ For each graph — synthetic BERT-like encoders whose nodes are named by module 
 as torch.onnx names them) at ~1k, 10k and 50k nodes, and the shared models g2p_bert_mlm (tf2onnx's scopes) and
 u2netp (no scopes; its Resizes' shape arithmetic folds) — it measures:
 
-- load_s: reading the file, inferring shapes and building the flat display graph (what any drawing needs);
+- load_s: reading the file, inferring shapes and building the flat display graph (what the labelled drawing needs;
+  the window draws before shape inference: benchmarks/first_paint.py times that);
 - open_s: what the window does after that to show the model as it opens: the groups from the names, the shape
   arithmetic to fold, the groups to open first, the drawing's graph and its nested layout, then `GraphView.set_graph`,
   `show_start` and one `grab()` of a 1600x1000 view (offscreen Qt) — the target is 0.5 s at 50k;
@@ -154,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         graphs = []
         for size in [s for s in args.sizes.split(",") if s]:
             p = Path(tmp, f"transformer-{size}.onnx")
-            onnx.save(synthetic_graphs.transformer(SIZES[size], scoped=True), str(p))
+            # Valid ONNX only (the full checker): an invalid graph is refused, not timed.
+            onnx.save(synthetic_graphs.checked(synthetic_graphs.transformer(SIZES[size], scoped=True)), str(p))
             graphs.append((f"transformer-{size} (named)", p))
         for stem in ("g2p_bert_mlm", "u2netp"):
             if (args.models / f"{stem}.onnx").is_file():

@@ -1,8 +1,9 @@
-"""The model and its graph. Opening: `open_model`/`OpenedModel` (`load_model`, external data); its facts: `summarize`,
-`graph_inputs`/`TensorInfo`, `infer_shapes`/`ShapeResult`, weights (`weight_stats`), ops' categories; the display
-graph (`DisplayGraph`), `search_graph`, `SelectionModel`, ONNX walking (`iter_graphs`, `node_keys`) and attribute
-values (`attr_int`), random nodes (`find_random_ops`, `seed_random_ops`), the demo models (`write_demo_model`
-generates one; `bundled_demo_model` is the u2netp.onnx trtlab ships).
+"""The model and its graph. Opening: `open_model`/`OpenedModel` (`load_model`, external data; in two steps for the
+window: `draw_model`/`ModelDrawing`, then `finish_open`, which labels the drawing `with_shapes`); its facts:
+`summarize`, `graph_inputs`/`TensorInfo`, `infer_shapes`/`ShapeResult`, weights (`weight_stats`), ops' categories;
+the display graph (`DisplayGraph`), `search_graph`, `SelectionModel`, ONNX walking (`iter_graphs`, `node_keys`) and
+attribute values (`attr_int`), random nodes (`find_random_ops`, `seed_random_ops`), the demo models
+(`write_demo_model` generates one; `bundled_demo_model` is the u2netp.onnx trtlab ships).
 
 Other packages import these names from here; the modules inside import each other by their full path."""
 
@@ -34,7 +35,18 @@ from app.core.model.onnx_walk import (
     node_keys,
     node_subgraphs,
 )
-from app.core.model.opened import GraphPicture, OpenedModel, lay_out, open_model, opens_grouped, regroup
+from app.core.model.opened import (
+    GraphPicture,
+    ModelDrawing,
+    OpenedModel,
+    draw_model,
+    finish_open,
+    lay_out,
+    open_model,
+    opens_grouped,
+    regroup,
+    with_shapes,
+)
 from app.core.model.ops import ALL_CATEGORIES, POOL_OPS, QUANTIZABLE_OPS, WEIGHTED_OPS
 from app.core.model.randomness import (
     RANDOM_OPS,
@@ -60,12 +72,13 @@ from app.core.model.weights import (
 
 __all__ = ["ALL_CATEGORIES", "BUNDLED_DEMO", "FP16_MIN_NORMAL", "FP16_MIN_SUBNORMAL", "KIND_GROUP", "KIND_OP",
            "NEST_LIMIT", "POOL_OPS", "QUANTIZABLE_OPS", "RANDOM_OPS", "SUBGRAPH_OPS", "WEIGHTED_OPS", "Dim",
-           "DisplayGraph", "GraphPicture", "Group", "GroupTree", "ModelDiff", "ModelDoc", "ModelSummary", "NodeDiff",
-           "OpenedModel", "RandomOp", "SearchHit", "SelectionModel", "ShapeResult", "TensorInfo", "WeightStats",
-           "attr_int", "attr_ints", "bundled_demo_model", "constant_tensor", "describe_random_ops", "diff_models",
-           "dtype_name", "dynamic_dims", "external_refs", "find_random_ops", "find_tensor", "graph_constants",
-           "graph_inputs", "group_tree", "hierarchy", "infer_shapes", "initial_expansion", "iter_graphs", "lay_out",
-           "load_model", "node_key", "node_keys", "node_subgraphs", "noise_inputs", "op_mix", "open_model",
-           "opens_grouped", "parse_shape_spec", "regroup", "resolve_external", "scope_of", "search_graph",
-           "seed_random_ops", "summarize", "tensor_to_array", "validate_input_shape", "value_info_to_tensor_info",
-           "visible_graph", "weight_stats", "write_demo_model"]
+           "DisplayGraph", "GraphPicture", "Group", "GroupTree", "ModelDiff", "ModelDoc", "ModelDrawing",
+           "ModelSummary", "NodeDiff", "OpenedModel", "RandomOp", "SearchHit", "SelectionModel", "ShapeResult",
+           "TensorInfo", "WeightStats", "attr_int", "attr_ints", "bundled_demo_model", "constant_tensor",
+           "describe_random_ops", "diff_models", "draw_model", "dtype_name", "dynamic_dims", "external_refs",
+           "find_random_ops", "find_tensor", "finish_open", "graph_constants", "graph_inputs", "group_tree",
+           "hierarchy", "infer_shapes", "initial_expansion", "iter_graphs", "lay_out", "load_model", "node_key",
+           "node_keys", "node_subgraphs", "noise_inputs", "op_mix", "open_model", "opens_grouped", "parse_shape_spec",
+           "regroup", "resolve_external", "scope_of", "search_graph", "seed_random_ops", "summarize",
+           "tensor_to_array", "validate_input_shape", "value_info_to_tensor_info", "visible_graph", "weight_stats",
+           "with_shapes", "write_demo_model"]

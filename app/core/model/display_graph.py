@@ -86,21 +86,34 @@ def _box_width(title: str, name: str) -> float:
     return float(min(max(w, _MIN_W), _MAX_W))
 
 
+def _box_widths(titles: list[str], names: list[str]) -> np.ndarray:
+    """:func:`_box_width` of every box at once."""
+    t = np.fromiter(map(len, titles), dtype=np.float64, count=len(titles)) * _CHAR_W_TITLE
+    n = np.minimum(np.fromiter(map(len, names), dtype=np.float64, count=len(names)), _NAME_CHARS) * _CHAR_W_NAME
+    return np.clip(np.maximum(t, n) + 20.0, _MIN_W, _MAX_W)
+
+
+_GRAPH_ATTR_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})  # the standard ops with subgraph attributes
+
+
 def build_display_graph(graph: onnx.GraphProto, shapes: ShapeResult | None = None) -> DisplayGraph:
     """Turn one ONNX graph (top level or a subgraph) into drawable arrays."""
     nodes = graph.node
+    # One pass over the protobuf (each field read there costs): the rest works on Python lists.
+    table = [(n.op_type, n.domain, n.name, list(n.input), list(n.output)) for n in nodes]
     inits = {t.name for t in graph.initializer} | {s.values.name for s in graph.sparse_initializer}
     output_names = {o.name for o in graph.output}
-    use_count: dict[str, int] = {}
-    for n in nodes:
-        for name in n.input:
-            if name:
-                use_count[name] = use_count.get(name, 0) + 1
     folded: dict[str, int] = {}
-    for i, n in enumerate(nodes):
-        if (n.op_type == "Constant" and n.domain in ("", "ai.onnx") and len(n.output) == 1
-                and n.output[0] not in output_names and use_count.get(n.output[0], 0) > 0):
-            folded[n.output[0]] = i
+    if any(row[0] == "Constant" for row in table):
+        use_count: dict[str, int] = {}
+        for row in table:
+            for name in row[3]:
+                if name:
+                    use_count[name] = use_count.get(name, 0) + 1
+        for i, (op, domain, _, _, outs) in enumerate(table):
+            if (op == "Constant" and domain in ("", "ai.onnx") and len(outs) == 1
+                    and outs[0] not in output_names and use_count.get(outs[0], 0) > 0):
+                folded[outs[0]] = i
 
     kinds: list[int] = []
     onnx_index: list[int] = []
@@ -120,41 +133,55 @@ def build_display_graph(graph: onnx.GraphProto, shapes: ShapeResult | None = Non
     for vi in graph_inputs(graph):
         producer[vi.name] = add(KIND_INPUT, -1, "input", vi.name, INPUT)
     subgraphs: dict[int, list[tuple[str, onnx.GraphProto]]] = {}
-    for i, n in enumerate(nodes):
-        if n.op_type == "Constant" and n.output and n.output[0] in folded:
+    category: dict[tuple[str, str], str] = {}
+    standard = ("", "ai.onnx")
+    op_rows: list[int] = []  # the ONNX node of each op box, in order
+    d = len(kinds)
+    for i, (op, domain, name, _, outs) in enumerate(table):
+        if op == "Constant" and outs and outs[0] in folded:
             continue
-        d = add(KIND_OP, i, n.op_type, n.name or (n.output[0] if n.output else ""),
-                op_category(n.op_type, n.domain))
-        for o in n.output:
+        cat = category.get((op, domain))
+        if cat is None:
+            cat = category[(op, domain)] = op_category(op, domain)
+        op_rows.append(i)
+        titles.append(op)
+        names.append(name or (outs[0] if outs else ""))
+        cats.append(cat)
+        for o in outs:
             if o:
                 producer[o] = d
-        subs = list(node_subgraphs(n))
-        if subs:
-            subgraphs[d] = subs
-
-    # Names that a subgraph reads from its enclosing scope get an input box of their own.
-    for n in nodes:
-        for name in n.input:
-            if name and name not in producer and name not in inits and name not in folded:
-                producer[name] = add(KIND_INPUT, -1, "outer", name, INPUT)
+        if op in _GRAPH_ATTR_OPS or domain not in standard:
+            subs = list(node_subgraphs(nodes[i]))
+            if subs:
+                subgraphs[d] = subs
+        d += 1
+    first_op = len(kinds)
+    kinds.extend([KIND_OP] * len(op_rows))
+    onnx_index.extend(op_rows)
 
     src: list[int] = []
     dst: list[int] = []
     edge_tensors: list[str] = []
     consumers: dict[str, list[int]] = {}
     weights: dict[int, list[str]] = {}
-    op_nodes = [d for d, k in enumerate(kinds) if k == KIND_OP]
-    for d in op_nodes:
-        n = nodes[onnx_index[d]]
-        for name in n.input:
+    # Names that a subgraph reads from its enclosing scope get an input box of their own (at their first reader,
+    # after every op box).
+    for d, i in enumerate(op_rows, first_op):
+        for name in table[i][3]:
             if not name:
                 continue
-            consumers.setdefault(name, []).append(d)
+            readers = consumers.get(name)
+            if readers is None:
+                consumers[name] = [d]
+            else:
+                readers.append(d)
             if name in inits or name in folded:
                 weights.setdefault(d, []).append(name)
                 continue
             p = producer.get(name)
-            if p is not None and p != d:
+            if p is None:
+                p = producer[name] = add(KIND_INPUT, -1, "outer", name, INPUT)
+            if p != d:
                 src.append(p)
                 dst.append(d)
                 edge_tensors.append(name)
@@ -167,7 +194,7 @@ def build_display_graph(graph: onnx.GraphProto, shapes: ShapeResult | None = Non
             edge_tensors.append(o.name)
             consumers.setdefault(o.name, []).append(d)
 
-    widths = np.array([_box_width(t, nm) for t, nm in zip(titles, names, strict=True)], dtype=np.float64)
+    widths = _box_widths(titles, names)
     dg = DisplayGraph(
         graph=graph, node_count=len(kinds), kinds=np.array(kinds, dtype=np.int8),
         onnx_index=np.array(onnx_index, dtype=np.int32), titles=titles, names=names, categories=cats,

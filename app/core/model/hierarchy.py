@@ -116,7 +116,19 @@ def _scopes(graph: onnx.GraphProto) -> list[tuple[str, ...]]:
     """Each node's scope; in a graph that has scopes, a node without one takes the scope of the node its result
     feeds (else of the node it reads from): tf2onnx leaves `Reshape__337` between two ops of one attention block
     unscoped, and it belongs there, not in a run at the top."""
-    scopes = [scope_of(n.name) for n in graph.node]
+    known: dict[str, tuple[str, ...]] = {}  # a '/' name's scope is its prefix's: thousands of nodes share one
+
+    def scope(name: str) -> tuple[str, ...]:
+        cut = name.rfind("/")
+        if cut < 0 or cut == len(name) - 1:
+            return scope_of(name)
+        prefix = name[:cut]
+        found = known.get(prefix)
+        if found is None:
+            found = known[prefix] = scope_of(name)
+        return found
+
+    scopes = [scope(n.name) for n in graph.node]
     loose = [i for i, sc in enumerate(scopes) if not sc]
     if not loose or len(loose) == len(scopes):
         return scopes

@@ -50,6 +50,7 @@ class ModelDoc:
     load_seconds: float = 0.0
     external: list[ExternalRef] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    verified: bool = False  # verify_model has run (load_model runs it unless told not to)
 
     @property
     def name(self) -> str:
@@ -61,8 +62,10 @@ class ModelDoc:
 
 
 def load_model(path: str | os.PathLike[str], progress: ProgressFn | None = None,
-               cancel: CancelFn | None = None) -> ModelDoc:
-    """Load and validate an ONNX model file (graph only; external data is checked, not read)."""
+               cancel: CancelFn | None = None, *, verify: bool = True) -> ModelDoc:
+    """Load and validate an ONNX model file (graph only; external data is checked, not read). `verify=False`: the
+    checks that drawing the graph does not need (every input defined, tensors holding the data their dims claim,
+    external data present) are left to :func:`verify_model`, which must run before anything reads tensor data."""
     started = time.perf_counter()
     p = Path(path).expanduser()
     report = progress or (lambda _f, _m: None)
@@ -73,15 +76,25 @@ def load_model(path: str | os.PathLike[str], progress: ProgressFn | None = None,
     del data
     _check_structure(p, model)
     _check_versions(p, model)
+    doc = ModelDoc(path=p, model=model, file_size=p.stat().st_size)
+    if verify:
+        verify_model(doc, report, cancel)
+    doc.load_seconds = time.perf_counter() - started
+    log.info("loaded %s in %.2f s", p, doc.load_seconds)
+    return doc
+
+
+def verify_model(doc: ModelDoc, progress: ProgressFn | None = None, cancel: CancelFn | None = None) -> None:
+    """The checks of a loaded model that reading its tensors needs (see :func:`load_model`); sets `doc.external`."""
+    report = progress or (lambda _f, _m: None)
+    p, model = doc.path, doc.model
+    _check_inputs_defined(p, model.graph)
     check_tensor_sizes(p, model)
     if cancel is not None and cancel():
         raise errors.LoadCancelled("Loading was cancelled.")
     report(None, "Checking external data…")
-    external = _check_external_data(p, model)
-    doc = ModelDoc(path=p, model=model, file_size=p.stat().st_size, external=external)
-    doc.load_seconds = time.perf_counter() - started
-    log.info("loaded %s in %.2f s", p, doc.load_seconds)
-    return doc
+    doc.external = _check_external_data(p, model)
+    doc.verified = True
 
 
 def _read_file(p: Path, report: ProgressFn, cancel: CancelFn | None) -> bytes:
@@ -207,6 +220,9 @@ def _check_structure(p: Path, model: onnx.ModelProto) -> None:
     if not graph.node and not graph.output:
         raise errors.NoGraphError(
             f"'{p.name}' has an empty graph (no nodes and no outputs).", fix=_REEXPORT)
+
+
+def _check_inputs_defined(p: Path, graph: onnx.GraphProto) -> None:
     undefined = _undefined_inputs(graph)
     if undefined:
         sample = ", ".join(f"'{n}'" for n in undefined[:3])

@@ -43,6 +43,10 @@ def _human(n: int) -> str:
     return f"{n} bytes"
 
 
+def _kind(t: TensorProto) -> str:
+    return onnx.helper.tensor_dtype_to_string(t.data_type).removeprefix("TensorProto.").lower()
+
+
 def check_tensor_sizes(p: Path, model: onnx.ModelProto) -> None:
     """Refuse a tensor whose dims claim more values than it stores (raw, typed or external data)."""
     for t in iter_tensors(model.graph, every_attribute=True):
@@ -56,7 +60,6 @@ def check_tensor_sizes(p: Path, model: onnx.ModelProto) -> None:
                                          f"{dims}.", fix=_REEXPORT)
         numel = math.prod(dims)  # Python ints: crafted dims cannot overflow
         need = (numel * bits + 7) // 8
-        kind = onnx.helper.tensor_dtype_to_string(t.data_type).removeprefix("TensorProto.").lower()
         if t.data_location == TensorProto.EXTERNAL:
             length = next((e.value for e in t.external_data if e.key == "length"), "")
             held = int(length) if str(length).isdigit() else None
@@ -75,12 +78,12 @@ def check_tensor_sizes(p: Path, model: onnx.ModelProto) -> None:
                 wanted = (numel * bits + 31) // 32 if bits < 8 else numel
             if values < wanted:
                 raise errors.TensorDataError(
-                    f"'{p.name}' is corrupt: tensor '{name}' claims shape {dims} ({numel:,} {kind} values) but "
+                    f"'{p.name}' is corrupt: tensor '{name}' claims shape {dims} ({numel:,} {_kind(t)} values) but "
                     f"stores {values:,} number(s).", fix=_REEXPORT)
             continue
         if held is not None and held < need:
             raise errors.TensorDataError(
-                f"'{p.name}' is corrupt: tensor '{name}' claims shape {dims} ({numel:,} {kind} values, "
+                f"'{p.name}' is corrupt: tensor '{name}' claims shape {dims} ({numel:,} {_kind(t)} values, "
                 f"{_human(need)}) but holds {_human(held)} of data.", fix=_REEXPORT)
 
 

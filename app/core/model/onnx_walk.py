@@ -29,7 +29,8 @@ def iter_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
         g = stack.pop()
         yield g
         for node in g.node:
-            stack.extend(sub for _, sub in node_subgraphs(node))
+            if node.attribute:  # most nodes have none: no need to look further
+                stack.extend(sub for _, sub in node_subgraphs(node))
 
 
 def constant_tensor(node: onnx.NodeProto) -> TensorProto | None:

@@ -1,16 +1,19 @@
 """Everything needed to show a model: load → summary → shapes → display graph → layout.
 
-One plain function with progress and cancel, shared by the GUI's loader thread, the CLI and the
-benchmarks.
+:func:`open_model` does it all in one call (the CLI, comparisons). The window opens in two steps so that a big model
+is drawn before its shapes are known: :func:`draw_model` reads the file and lays out its graph with no shape
+inference (edge labels blank), and :func:`finish_open` then infers the shapes, summarises the model and labels the
+same drawing (:func:`with_shapes`), off the GUI thread.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 
+import numpy as np
 import onnx
 
 from app.core import errors
@@ -26,7 +29,7 @@ from app.core.model.grouping import (
     visible_graph,
 )
 from app.core.model.hierarchy import hierarchy
-from app.core.model.loader import CancelFn, ModelDoc, ProgressFn, load_model
+from app.core.model.loader import CancelFn, ModelDoc, ProgressFn, load_model, verify_model
 from app.core.model.shape_fold import ShapeFolds, shape_folds
 from app.core.model.shapes import ShapeResult, infer_shapes
 from app.core.model.summary import ModelSummary, summarize
@@ -161,36 +164,117 @@ def lay_out(graph: onnx.GraphProto, shapes: ShapeResult | None,
     return picture
 
 
-def open_model(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None,
-               progress: ProgressFn | None = None, cancel: CancelFn | None = None) -> OpenedModel:
-    """Load a model and prepare its picture; raises typed errors for bad files."""
+@dataclass
+class ModelDrawing:
+    """A model read and laid out, before shape inference: what the window draws first (edge labels blank).
+    :func:`finish_open` makes the :class:`OpenedModel` of it."""
+
+    doc: ModelDoc
+    picture: GraphPicture
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def path(self) -> Path:
+        return self.doc.path
+
+
+def draw_model(path: str | Path, progress: ProgressFn | None = None,
+               cancel: CancelFn | None = None) -> ModelDrawing:
+    """Read a model and lay out its graph, with no shape inference: the first half of :func:`open_model`."""
     report = progress or (lambda _f, _m: None)
-
-    def check_cancel() -> None:
-        if cancel is not None and cancel():
-            raise errors.LoadCancelled("Loading was cancelled.")
-
     t0 = time.perf_counter()
-    doc = load_model(path, progress=lambda f, m: report(None if f is None else 0.6 * f, m), cancel=cancel)
+    doc = load_model(path, progress=lambda f, m: report(None if f is None else 0.3 * f, m), cancel=cancel,
+                     verify=False)  # the drawing reads no tensor data: finish_open checks it first
     t1 = time.perf_counter()
-    check_cancel()
-    report(0.65, "Summarising…")
-    summary = summarize(doc)
-    report(0.7, "Inferring shapes…")
-    shapes = infer_shapes(doc.model, input_shapes)
+    _check_cancel(cancel)
+    report(0.35, "Laying out the graph…")
+    picture = lay_out(doc.model.graph, None, cancel)
     t2 = time.perf_counter()
-    check_cancel()
-    report(0.8, f"Laying out {summary.nodes:,} nodes…")
-    picture = lay_out(doc.model.graph, shapes, cancel)
-    t3 = time.perf_counter()
+    return ModelDrawing(doc, picture, {"load": t1 - t0, "layout": t2 - t1})
+
+
+def _same_folds(a: ShapeFolds | None, b: ShapeFolds | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return bool(np.array_equal(a.into, b.into))
+
+
+def with_shapes(picture: GraphPicture, shapes: ShapeResult, cancel: CancelFn | None = None) -> GraphPicture:
+    """The picture of a graph laid out without shapes, now with them: edge labels from `shapes` (the flat graph's
+    are set in place, a cheap swap for a view showing it), and the shape arithmetic they reveal folded. The same
+    boxes keep their layout; only when the shapes fold other nodes is the graph laid out again."""
+    from app.core.layout import LayoutCancelled
+
+    full = picture.all_nodes
+    full.label_edges(shapes)
+    tree = picture.tree
+    folds = shape_folds(full, shapes)
+    fold = folds is not None and (picture.fold or picture.folds is None)
+    if tree is None or (_same_folds(picture.folds, folds) and fold == picture.fold):
+        if picture.graph is full:  # flat, nothing folded: the same graph, its labels set above
+            return replace(picture, folds=folds, fold=fold)
+        if tree is None:
+            return replace(picture, graph=full)
+        if picture.expanded is not None:
+            dg = visible_graph(tree, picture.expanded, folds if fold else None, picture.unfolded)
+        else:  # flat, folded
+            dg = visible_graph(tree, set(range(tree.count)), folds, picture.unfolded)
+            dg.frame_meta = {}
+        return replace(picture, graph=dg, folds=folds, fold=fold)
+    moved = replace(picture, folds=folds, fold=fold, unfolded=frozenset(), layout_cache={})
+    try:
+        return regroup(moved, picture.expanded, lambda: bool(cancel and cancel()))
+    except LayoutCancelled as exc:
+        raise errors.LoadCancelled("Loading was cancelled.") from exc
+
+
+def finish_open(drawing: ModelDrawing, input_shapes: dict[str, tuple[int, ...]] | None = None,
+                progress: ProgressFn | None = None, cancel: CancelFn | None = None, *,
+                isolated: bool = False) -> OpenedModel:
+    """The second half of :func:`open_model`: shape inference, the summary, the drawing's edge labels, the hash.
+    `isolated`: ONNX's shape inference in a child process, so that a GUI thread sharing this process is not held up
+    (see :func:`infer_shapes`)."""
+    report = progress or (lambda _f, _m: None)
+    doc = drawing.doc
+    t0 = time.perf_counter()
+    if not doc.verified:  # read without its checks by draw_model
+        verify_model(doc, cancel=cancel)
+    checked = time.perf_counter() - t0
+    doc.load_seconds += checked
+    report(0.5, "Inferring shapes…")
+    t0 = time.perf_counter()
+    shapes = infer_shapes(doc.model, input_shapes, isolated=isolated, cancel=cancel)
+    t1 = time.perf_counter()
+    _check_cancel(cancel)
+    report(0.85, "Summarising…")
+    summary = summarize(doc)
+    _check_cancel(cancel)
+    report(0.9, "Labelling the edges…")
+    picture = with_shapes(drawing.picture, shapes, cancel)
+    t2 = time.perf_counter()
     report(1.0, "Done")
     try:
         st = doc.path.stat()
         digest, hashed = file_sha256(doc.path), (st.st_size, st.st_mtime_ns)
     except OSError:
         digest, hashed = "", (0, 0)  # gone since it was read: a project saved now records no hash
-    t4 = time.perf_counter()
+    t3 = time.perf_counter()
+    timings = dict(drawing.timings)
+    timings["load"] = timings.get("load", 0.0) + checked
+    timings["layout"] = timings.get("layout", 0.0) + (t2 - t1)
+    timings.update(shapes=t1 - t0, hash=t3 - t2)
+    timings["total"] = sum(timings[k] for k in ("load", "shapes", "layout", "hash"))
     return OpenedModel(doc=doc, summary=summary, shapes=shapes, picture=picture,
-                       input_shapes=dict(input_shapes or {}), sha256=digest, sha256_of=hashed,
-                       timings={"load": t1 - t0, "shapes": t2 - t1, "layout": t3 - t2, "hash": t4 - t3,
-                                "total": t4 - t0})
+                       input_shapes=dict(input_shapes or {}), sha256=digest, sha256_of=hashed, timings=timings)
+
+
+def _check_cancel(cancel: CancelFn | None) -> None:
+    if cancel is not None and cancel():
+        raise errors.LoadCancelled("Loading was cancelled.")
+
+
+def open_model(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None,
+               progress: ProgressFn | None = None, cancel: CancelFn | None = None) -> OpenedModel:
+    """Load a model and prepare its picture (:func:`draw_model`, then :func:`finish_open`); raises typed errors for
+    bad files."""
+    return finish_open(draw_model(path, progress, cancel), input_shapes, progress, cancel)

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import logging
 import re
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import onnx
@@ -129,21 +133,85 @@ def _skeleton(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]]) 
     return skel
 
 
-def infer_shapes(model: onnx.ModelProto,
-                 input_shapes: dict[str, tuple[int, ...]] | None = None) -> ShapeResult:
-    """Infer every tensor's dtype and shape; on failure, keep what the file declares and say why."""
-    input_shapes = input_shapes or {}
-    skel = _skeleton(model, input_shapes)
-    inferred: onnx.ModelProto | None = None
+def _onnx_inference(skel: onnx.ModelProto) -> tuple[onnx.ModelProto | None, str]:
+    """ONNX's own inference of the skeleton (with data propagation, else without): the inferred model, or None and
+    why not."""
     problem = ""
     for data_prop in (True, False):
         try:
-            inferred = onnx.shape_inference.infer_shapes(skel, check_type=False, strict_mode=False,
-                                                         data_prop=data_prop)
-            break
+            return onnx.shape_inference.infer_shapes(skel, check_type=False, strict_mode=False,
+                                                     data_prop=data_prop), ""
         except Exception as exc:  # onnx raises several C++-mapped types; all mean "could not infer"
             problem = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
             log.info("shape inference (data_prop=%s) failed: %s", data_prop, problem)
+    return None, problem
+
+
+# What a child process runs (python -c): ONNX's inference of the skeleton on stdin, the inferred model (b"OK" + bytes)
+# or why not (b"NO" + text) on stdout, as :func:`_onnx_inference` does. Only onnx is imported: it starts quickly.
+_CHILD = """
+import sys, onnx
+skel = onnx.load_from_string(sys.stdin.buffer.read())
+problem = ""
+for data_prop in (True, False):
+    try:
+        out = onnx.shape_inference.infer_shapes(skel, check_type=False, strict_mode=False, data_prop=data_prop)
+    except Exception as exc:
+        text = str(exc).strip()
+        problem = text.splitlines()[0][:300] if text else type(exc).__name__
+        continue
+    sys.stdout.buffer.write(b"OK" + out.SerializeToString())
+    break
+else:
+    sys.stdout.buffer.write(b"NO" + problem.encode())
+"""
+
+
+def _isolated_inference(skel: onnx.ModelProto, cancel: Callable[[], bool] | None) -> tuple[onnx.ModelProto | None,
+                                                                                           str]:
+    """:func:`_onnx_inference` in a child process. ONNX's C++ inference holds Python's interpreter lock for as long
+    as it runs (seconds on a big model): run on a thread, it would freeze the GUI thread all that time. Where no child
+    can run it (a frozen build has no `python -c`; the child failed), it runs here after all."""
+    if getattr(sys, "frozen", False):
+        return _onnx_inference(skel)
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    except OSError as exc:
+        log.info("shape inference in a child process could not start (%s): inferring here", exc)
+        return _onnx_inference(skel)
+    data = skel.SerializeToString()
+    talked: dict[str, bytes] = {}
+
+    def talk() -> None:  # on a thread of its own: the caller can stop the child meanwhile
+        talked["out"], talked["err"] = proc.communicate(data)
+
+    talker = threading.Thread(target=talk, name="shape-inference", daemon=True)
+    talker.start()
+    while talker.is_alive():
+        talker.join(0.1)
+        if talker.is_alive() and cancel is not None and cancel():
+            proc.kill()
+            talker.join()
+            raise errors.LoadCancelled("Loading was cancelled.")
+    out, err = talked.get("out", b""), talked.get("err", b"")
+    if out[:2] == b"OK":
+        return onnx.load_from_string(out[2:]), ""
+    if out[:2] == b"NO":
+        return None, out[2:].decode(errors="replace")
+    log.info("shape inference in a child process failed (code %s: %s): inferring here", proc.returncode,
+             err.decode(errors="replace").strip()[-300:])
+    return _onnx_inference(skel)
+
+
+def infer_shapes(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]] | None = None, *,
+                 isolated: bool = False, cancel: Callable[[], bool] | None = None) -> ShapeResult:
+    """Infer every tensor's dtype and shape; on failure, keep what the file declares and say why. `isolated`: ONNX's
+    inference runs in a child process (see :func:`_isolated_inference`; for a caller sharing the process with a GUI),
+    which `cancel` can stop."""
+    input_shapes = input_shapes or {}
+    skel = _skeleton(model, input_shapes)
+    inferred, problem = _isolated_inference(skel, cancel) if isolated else _onnx_inference(skel)
     source = inferred if inferred is not None else model
     result = ShapeResult()
     if inferred is not None:

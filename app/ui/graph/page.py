@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -55,13 +55,20 @@ class GraphPage(QWidget):
         self.crumb_bar.hide()
         self.search = SearchBar()
         self.search.hide()
+        # Said while a drawing waits for its shapes (edge labels, tensor shapes in the panels).
+        self.pending_note = QLabel("Inferring shapes… edge labels and tensor shapes follow.")
+        self.pending_note.setContentsMargins(8, 2, 8, 2)
+        self.pending_note.hide()
         self.view = GraphView()
         lay.addWidget(self.crumb_bar)
         lay.addWidget(self.search)
+        lay.addWidget(self.pending_note)
         lay.addWidget(self.view, 1)
         self.levels: list[_Level] = []
         self.last_regroup_s = 0.0  # how long the last expand/collapse took (layout and drawing), for the status bar
         self.busy = False          # a big drawing is being laid out on a thread
+        self.drawing: GraphPicture | None = None  # a drawing on show whose shapes are still being inferred
+        self._before: list[_Level] = []           # what it replaced, shown again if its shapes never come
         self._task: Task | None = None
         self.search.matchesChanged.connect(self._on_matches)
         self.search.closed.connect(lambda: self.view.set_matches([], None))
@@ -74,8 +81,65 @@ class GraphPage(QWidget):
         return self.levels[-1].picture if self.levels else None
 
     def show_root(self, title: str, picture: GraphPicture) -> None:
+        """Show a model's graph. The labelled picture of the drawing on show (:meth:`show_drawing`) replaces it in
+        place: the view stays where it is, with its selection and groups, and only the edge labels change."""
+        drawing, self.drawing, self._before = self.drawing, None, []
+        self.pending_note.hide()
+        if drawing is not None and self.levels and picture.all_nodes is drawing.all_nodes:
+            self._label_drawing(title, drawing, picture)
+            return
         self.levels = [_Level(title, picture)]
         self._show_top()
+
+    def show_drawing(self, title: str, picture: GraphPicture) -> None:
+        """Show a model's graph laid out before its shapes are known (edge labels blank, a note saying they
+        follow); :meth:`show_root` with its labelled picture completes it, :meth:`set_shapes_pending` (False) before
+        that takes it back."""
+        if self.drawing is None:
+            self._before = self.levels
+        self.levels = [_Level(title, picture)]
+        self.drawing = picture
+        self.pending_note.show()
+        self._show_top()
+
+    def set_shapes_pending(self, pending: bool) -> None:
+        """Shapes are no longer coming (`pending` False) for a drawing still waiting for them: the opening was
+        cancelled or failed, and what was on show before comes back."""
+        if pending or self.drawing is None:
+            return
+        before, self.drawing, self._before = self._before, None, []
+        self.pending_note.hide()
+        self.levels = before
+        if before:
+            self._show_top()
+        else:
+            self.view.clear()
+            self.search.set_graph(None)
+            self.levelChanged.emit()
+
+    def _label_drawing(self, title: str, drawing: GraphPicture, labelled: GraphPicture) -> None:
+        """The root level becomes `labelled`. Shown as it is when the drawing on show is still the first one;
+        when groups were opened or closed meanwhile, that drawing is made again from the labelled picture."""
+        root = self.levels[0]
+        current = root.picture
+        root.title, root.picture = title, labelled
+        if len(self.levels) > 1:
+            return  # a subgraph is on show: the main graph is drawn again when the user goes back to it
+        if current is drawing:
+            if self.view.relabel(labelled.graph):
+                self.search.set_graph(labelled.all_nodes)
+                self.levelChanged.emit()
+            else:  # the shapes folded other nodes (shape arithmetic): another drawing, shown from its start
+                self._show_top()
+            return
+        if self.busy:  # being drawn another way on a thread: that drawing reads the labels set on the flat graph
+            root.picture = current
+            return
+        # Drawn another way since (groups opened, arithmetic unfolded): that way again, with the labels.
+        base = replace(labelled, expanded=current.expanded, unfolded=current.unfolded,
+                       fold=current.fold and labelled.folds is not None)
+        root.picture = base
+        self._regroup(current.expanded, None, keep_view=True)
 
     def push(self, title: str, picture: GraphPicture) -> None:
         self.levels.append(_Level(title, picture))

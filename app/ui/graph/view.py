@@ -81,6 +81,20 @@ class GraphView(QGraphicsView):
         # Place the edge labels now, just after the first frame, not on the first zoom in (10k nodes: ~0.3 s).
         QTimer.singleShot(0, self._place_labels)
 
+    def relabel(self, graph: DisplayGraph) -> bool:
+        """Show `graph` in place of the drawn one when it is the same drawing (the same boxes and edges) with other
+        edge labels: the item, the view's place, the selection and the overlays stay; the new labels are placed on
+        the event loop's next turn. False (nothing done) when it is another drawing."""
+        old = self.graph
+        if self.item is None or old is None or graph.node_count != old.node_count \
+                or not np.array_equal(graph.edges, old.edges):
+            return False
+        self.item.graph = graph
+        self.graph = graph
+        self.item.update()
+        QTimer.singleShot(0, self._place_labels)
+        return True
+
     def _place_labels(self) -> None:
         if self.item is not None and self.graph is not None and self.graph.edge_labels:
             self.item.edge_labels()

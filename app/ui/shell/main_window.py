@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core import errors
-from app.core.model import OpenedModel, lay_out
+from app.core.model import ModelDrawing, OpenedModel, lay_out
 from app.core.units import human_bytes
 from app.ui.common.error_banner import ErrorBanner
 from app.ui.common.messages import Messages
@@ -232,6 +232,8 @@ class MainWindow(QMainWindow):
         self.start_page.compareRequested.connect(self.compareRequested)
         self.files.recentChanged.connect(self._show_recent)
         self.loader.progress.connect(self.status.show_progress)
+        self.loader.drawn.connect(self._on_drawn)
+        self.loader.shapesPending.connect(self.graph_page.set_shapes_pending)
         self.loader.loaded.connect(self._on_loaded)
         self.loader.failed.connect(self._on_failed)
         self.loader.cancelled.connect(self._on_cancelled)
@@ -278,6 +280,22 @@ class MainWindow(QMainWindow):
         self.run_dock.show()
         self.run_dock.raise_()
         self.run_panel.reveal_output_kind(output)
+
+    def _on_drawn(self, drawing: ModelDrawing) -> None:
+        """A model's graph laid out before its shapes are known: drawn at once, edge labels blank; `_on_loaded`
+        fills the panels and labels this drawing when the shapes are in. The model on show opened again (other
+        input shapes) keeps its drawing until then."""
+        if self.opened is not None and self.opened.path == drawing.path:
+            return
+        if self.opened is not None:  # another model's findings must not mark this drawing
+            self.readiness.model_closed()
+            self.properties_panel.set_context(None, None, None)
+        if self.stack.currentWidget() is self.start_page:
+            self.workspace.show_model_layout()
+        self.stack.setCurrentWidget(self.graph_page)
+        self.graph_page.show_drawing(drawing.path.name, drawing.picture)
+        self.status_label.setText(f"Drew {drawing.path.name} in {sum(drawing.timings.values()):.2f} s · "
+                                  "inferring shapes…")
 
     def _on_loaded(self, opened: OpenedModel) -> None:
         self.project.flush_autosave()  # the work on the model shown until now, before anything replaces it
