@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.core.measure import COLUMNS, ResultsState
-from app.core.results import BenchResult, CompareResult, EvaluationResult, SweepResult
+from app.core.results import BenchResult, CompareResult, EvaluationResult, SweepResult, TuneResult
 from app.ui.results.answers_view import AnswersView
 from app.ui.results.dataset_view import DatasetView
 from app.ui.results.plots import (
@@ -42,6 +42,7 @@ from app.ui.results.plots import (
     draw_values,
 )
 from app.ui.results.sweep_view import SweepView
+from app.ui.results.tune_view import TuneView
 
 PASS_BG, FAIL_BG = QColor("#e3f4e6"), QColor("#fbe4e2")
 NARROW = 760  # below this width the scorecard goes above the plots instead of beside them
@@ -185,6 +186,9 @@ class ResultsView(QWidget):
         self.sweep_view.exported.connect(self.exported)
         i = self.tabs.addTab(self.sweep_view, "Sweep")
         self.tabs.setTabToolTip(i, "Latency and throughput as the batch grows (Run ▸ Benchmark Sweep…)")
+        self.tune_view = TuneView()
+        i = self.tabs.addTab(self.tune_view, "Tuning")
+        self.tabs.setTabToolTip(i, "ONNX Runtime's own settings tried on one target (Run ▸ Tune Runtime Settings…)")
         self.tabs.currentChanged.connect(self._tab_changed)
         lay.addWidget(self.tabs, 1)
         return right
@@ -192,7 +196,7 @@ class ResultsView(QWidget):
     def _tab_changed(self, _index: int) -> None:
         """The Dataset tab has its own table and several charts: it takes the whole dock (the scorecard and the
         output choice, which it does not use, step aside while it shows)."""
-        dataset = self.tabs.currentWidget() in (self.dataset_view, self.sweep_view)
+        dataset = self.tabs.currentWidget() in (self.dataset_view, self.sweep_view, self.tune_view)
         self.summary_pane.setVisible(not dataset)
         self.output_bar.setVisible(not dataset)
 
@@ -240,6 +244,11 @@ class ResultsView(QWidget):
         self.tabs.setCurrentWidget(self.dataset_view)
         self._refresh()
 
+    def set_tune(self, doc: TuneResult) -> None:
+        """The latest tune: the Tuning tab shows its combinations and the choice."""
+        self.tune_view.set_tune(doc)
+        self.tabs.setCurrentWidget(self.tune_view)
+
     def set_sweep(self, doc: SweepResult) -> None:
         """The latest benchmark sweep: the Sweep tab shows its plots."""
         self.sweep_view.set_sweep(doc, self.model_name)
@@ -269,6 +278,7 @@ class ResultsView(QWidget):
     def reset(self) -> None:
         self.state.clear()
         self.sweep_view.set_sweep(None)
+        self.tune_view.set_tune(None)
         self.export_label.setText("")
         self._fill_outputs()
         self._refresh()

@@ -32,6 +32,7 @@ from app.core.results import (
     ProfileResult,
     ResultFormatError,
     SweepResult,
+    TuneResult,
     VariantResult,
     read_job_result,
 )
@@ -48,16 +49,33 @@ if TYPE_CHECKING:
     from PySide6.QtWidgets import QMessageBox
 
     from app.core.engine import OptimizationProfile
-    from app.core.model import OpenedModel
+    from app.core.model import OpenedModel, TensorInfo
     from app.core.readiness import Report
     from app.ui.common.task_thread import Task
     from app.ui.run.eval_dialog import EvalDialog
     from app.ui.run.kit_dialog import KitDialog
     from app.ui.run.sweep_dialog import SweepDialog, SweepRequest
+    from app.ui.run.tune_dialog import TuneDialog, TuneRequest
 
 log = logging.getLogger(__name__)
 
 _Spec = TypeVar("_Spec", bound=JobInputs)
+_Dialog = TypeVar("_Dialog", "SweepDialog", "TuneDialog")  # the speed dialogs: set_model(opened, availability)
+
+
+def _at_value(opened: OpenedModel, inputs: Iterable[TensorInfo], axis: int, value: int) -> dict[str, tuple[int, ...]]:
+    """The shapes of `inputs` with dimension `axis` at `value` (a sweep's first point, a tune's batch), their other
+    dims the Shapes panel's or the model's metadata's; an input whose other dims are still open is left out (the
+    usual refusal then names it)."""
+    given = {**metadata_shapes(opened, opened.input_shapes or {}), **(opened.input_shapes or {})}
+    shapes: dict[str, tuple[int, ...]] = {}
+    for info in inputs:
+        dims = list(given.get(info.name) or info.shape or ())
+        if axis < len(dims):
+            dims[axis] = value
+            if all(isinstance(d, int) and d > 0 for d in dims):
+                shapes[info.name] = tuple(int(d) for d in dims)
+    return shapes
 
 
 @dataclass(frozen=True)
@@ -105,6 +123,7 @@ class RunController(QObject):
         self.eval_dialog: EvalDialog | None = None  # Run ▸ Evaluate on Dataset…, made on first use
         self.kit_dialog: KitDialog | None = None    # File ▸ Export Run Kit…, made on first use
         self.sweep_dialog: SweepDialog | None = None  # Run ▸ Benchmark Sweep…, made on first use
+        self.tune_dialog: TuneDialog | None = None    # Run ▸ Tune Runtime Settings…, made on first use
         self.kits: dict[str, tuple[VariantSpec, OptimizationProfile | None]] = {}  # variant path -> its kit's spec
         self._kit_task: Task | None = None
         self.kit_message: QMessageBox | None = None  # the last "Run kit written" message
@@ -119,7 +138,8 @@ class RunController(QObject):
         self._done: dict[str, Callable[[RunningJob, Any], None]] = {
             "diagnose": self._diagnosed, "build": self._built, "fallback": self._fallback_found,
             "variant": self._variant_saved, "profile": self._profiled, "compare": self._compared,
-            "bench": self._benched, "eval": self._evaluated, "sweep": self._swept}
+            "bench": self._benched, "eval": self._evaluated, "sweep": self._swept, "tune": self._tuned}
+        results.tune_view.useSettings.connect(self.use_tuned)
 
     def refresh_availability(self) -> None:
         """Which backends can run. TensorRT's checks may start a child process to ask the GPU through
@@ -525,23 +545,66 @@ class RunController(QObject):
         refusal shown, without a model)."""
         from app.ui.run.sweep_dialog import SweepDialog
 
+        def make() -> SweepDialog:
+            dialog = SweepDialog(self.messages.parent)
+            dialog.sweepRequested.connect(self._sweep_requested)
+            return dialog
+        self.sweep_dialog = self._speed_dialog(self.sweep_dialog, make, (600, 440), "Open a model to sweep it.")
+        return self.sweep_dialog
+
+    def open_tune_dialog(self) -> TuneDialog | None:
+        """Run ▸ Tune Runtime Settings…: the dialog that picks the target, the settings to try and the sessions."""
+        from app.ui.run.tune_dialog import TuneDialog
+
+        def make() -> TuneDialog:
+            dialog = TuneDialog(self.messages.parent)
+            dialog.tuneRequested.connect(self._tune_requested)
+            return dialog
+        self.tune_dialog = self._speed_dialog(self.tune_dialog, make, (560, 520), "Open a model to tune it.")
+        return self.tune_dialog
+
+    def _speed_dialog(self, dialog: _Dialog | None, make: Callable[[], _Dialog], size: tuple[int, int],
+                      no_model: str) -> _Dialog | None:
+        """A speed dialog (made on first use) shown for the open model and the backends that run here."""
         opened = self.model.opened()
         if opened is None:
-            self._refuse("Not started", "Open a model to sweep it.")
+            self._refuse("Not started", no_model)
             return None
         if self.availability is None:
             self.refresh_availability()
-        if self.sweep_dialog is None:
+        if dialog is None:
             from app.ui.common.screen_fit import fit_window
 
-            self.sweep_dialog = SweepDialog(self.messages.parent)
-            self.sweep_dialog.sweepRequested.connect(self._sweep_requested)
-            fit_window(self.sweep_dialog, (600, 440), near=self.messages.parent)
-        self.sweep_dialog.set_model(opened, self.availability or {})
-        self.sweep_dialog.show()
-        self.sweep_dialog.raise_()
-        self.sweep_dialog.activateWindow()
-        return self.sweep_dialog
+            dialog = make()
+            fit_window(dialog, size, near=self.messages.parent)
+        dialog.set_model(opened, self.availability or {})
+        dialog.show()
+        dialog.raise_()
+        dialog.activateWindow()
+        return dialog
+
+    def _tune_requested(self, request: TuneRequest) -> None:
+        dialog, opened = self.tune_dialog, self.model.opened()
+        shapes = _at_value(opened, opened.summary.inputs, 0, request.batch) if opened and request.batch else None
+        job = self._launch(request.spec, [request.target], lambda s: f"Tune {s.target}"
+                           + (f" at batch {request.batch}" if request.batch else ""), shapes=shapes)
+        if dialog is not None:
+            if job is None:
+                dialog.show_refusal(self.last_refusal)
+            else:
+                dialog.accept()
+
+    def _tuned(self, run: RunningJob, data: TuneResult) -> None:
+        self.results.set_model(run.model)
+        self.results.set_tune(data)
+        self.messages.say(f"Tune of {data.target} finished: best {data.best}"
+                          + (f", {data.best_speedup:.2f}×." if data.best_speedup else "."))
+        self.messages.show_results()
+
+    def use_tuned(self, base: str, tuned: str) -> None:
+        """The Run panel's `base` (B:P) candidate runs as `tuned` (B:P@…) from now on (kept in the project)."""
+        self.panel.set_tuned({**self.panel.tuned, base: tuned})
+        self.messages.say(f"{base} now runs as {tuned} in comparisons and benchmarks (Run panel ▸ Clear to undo).")
 
     def _sweep_requested(self, request: SweepRequest) -> None:
         dialog = self.sweep_dialog
@@ -559,14 +622,7 @@ class RunController(QObject):
         if opened is None:
             self._refuse("Not started", "Open a model first.")
             return None
-        given = {**metadata_shapes(opened, opened.input_shapes or {}), **(opened.input_shapes or {})}
-        shapes: dict[str, tuple[int, ...]] = {}
-        for info in request.swept(opened.summary.inputs):
-            dims = list(given.get(info.name) or info.shape or ())
-            if request.axis < len(dims):
-                dims[request.axis] = request.values[0]
-                if all(isinstance(d, int) and d > 0 for d in dims):
-                    shapes[info.name] = tuple(int(d) for d in dims)
+        shapes = _at_value(opened, request.swept(opened.summary.inputs), request.axis, request.values[0])
         what = f"{request.input} axis {request.axis}" if request.input else "batch"
         job = self._launch(request.spec, request.targets, lambda s: (
             f"Sweep {', '.join(t.name for t in s.sweep_targets)} over {what} "

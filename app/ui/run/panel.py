@@ -151,7 +151,29 @@ class RunPanel(QWidget):
         self.tf32 = QCheckBox("Allow TF32 on CUDA (faster, not strict FP32)")
         form.addRow(self.tf32)
         bl.addLayout(form)
+        # The runtime settings Run ▸ Tune Runtime Settings… chose, by the target they apply to (B:P -> B:P@…).
+        self.tuned: dict[str, str] = {}
+        tuned_row = QHBoxLayout()
+        self.tuned_label = QLabel()
+        self.tuned_label.setWordWrap(True)
+        self.tuned_label.setStyleSheet("color:#1f5fa8;")
+        self.tuned_clear = QPushButton("Clear")
+        self.tuned_clear.setToolTip("Run every candidate with ONNX Runtime's default settings again")
+        self.tuned_clear.clicked.connect(lambda: self.set_tuned({}))
+        tuned_row.addWidget(self.tuned_label, 1)
+        tuned_row.addWidget(self.tuned_clear)
+        bl.addLayout(tuned_row)
+        self.set_tuned({})
         col.addWidget(box)
+
+    def set_tuned(self, tuned: dict[str, str]) -> None:
+        """The runtime settings each B:P candidate runs with (from a tune), shown under the candidates; {} : none."""
+        self.tuned = {str(Target.read(b).base): str(Target.read(t)) for b, t in tuned.items()}
+        lines = [f"{b} runs as {t}" for b, t in self.tuned.items()]
+        self.tuned_label.setText("Tuned: " + "; ".join(lines) if lines else "")
+        self.tuned_label.setVisible(bool(lines))
+        self.tuned_clear.setVisible(bool(lines))
+        self._update_summary()
 
     def _build_data(self, col: QVBoxLayout) -> None:
         data = QGroupBox("Input data")
@@ -321,7 +343,8 @@ class RunPanel(QWidget):
 
     def candidates(self) -> list[str]:
         """Every ticked backend × every ticked precision, backend by backend."""
-        return [Target(b, p).name for b in self.backend_rows.checked() for p in self.precisions()]
+        names = [Target(b, p).name for b in self.backend_rows.checked() for p in self.precisions()]
+        return [self.tuned.get(n, n) for n in names]  # a tuned B:P runs with the settings its tune chose
 
     def diagnose_candidate(self) -> str | None:
         """The candidate Diagnose (and the fallback search) takes: the first ticked one that changes the

@@ -31,6 +31,7 @@ def panel_settings(panel: RunPanel) -> dict[str, Any]:
         "iterations": panel.iterations.text(),
         "rtx_targets": panel.rtx_targets.text(),
         "output_kinds": panel.outputs_box.kinds(),
+        "tuned": dict(panel.tuned),
     }
 
 
@@ -80,6 +81,7 @@ def apply_settings(panel: RunPanel, s: dict[str, Any], profiles: list[str] | Non
         panel.iterations.setText(str(s["iterations"]))
     panel.rtx_targets.setText(str(s.get("rtx_targets") or ""))
     panel.outputs_box.set_kinds(dict(s.get("output_kinds") or {}))
+    panel.set_tuned({str(k): str(v) for k, v in (s.get("tuned") or {}).items()})
     for line in profiles or []:
         name, _, ranges = line.partition(":")
         if name in panel.profile_edits:

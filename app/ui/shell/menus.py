@@ -205,6 +205,10 @@ class Menus:
         self.act_sweep = self._action(
             r, "Benchmark S&weep…", lambda: runs.open_sweep_dialog(), "Ctrl+Alt+W", icon="benchmark",
             tip="Time each precision at several batch sizes: latency and throughput as the batch grows")
+        self.act_tune = self._action(
+            r, "T&une Runtime Settings…", lambda: runs.open_tune_dialog(), "Ctrl+Alt+U", icon="benchmark",
+            tip="Try ONNX Runtime's own settings (CUDA graphs, NHWC, cuDNN search, threads) on one target and keep "
+                "the fastest whose answers are unchanged")
         self._action(r, "Compare &Precisions Step by Step…", lambda: guided.begin(),
                      tip="FP16, BF16 and INT8 against FP32 in three steps, then a scorecard")
         self.act_cancel_all = self._action(r, "Cancel &All Jobs", lambda: runs.cancel_all(), "Ctrl+.",
@@ -216,7 +220,7 @@ class Menus:
                               self.act_find, self.act_compare, self.act_bench, self.act_diagnose, self.act_save_plan,
                               self.act_load_plan, self.act_save_variant, self.act_fallback, self.act_build,
                               self.act_profile, self.act_evaluate, self.act_export_kit, self.act_import_trt,
-                              self.act_sweep, *self.precision_actions]
+                              self.act_sweep, self.act_tune, *self.precision_actions]
         self.set_model_open(False)
 
     def _action(self, menu: QMenu, text: str, slot: Callable,
@@ -304,6 +308,8 @@ its results (the engine's layers on the graph)</td></tr>
 </td></tr>
 <tr><td><b>Ctrl+Alt+W</b></td><td>Benchmark sweep: latency and throughput as the batch grows (the Results' Sweep tab)
 </td></tr>
+<tr><td><b>Ctrl+Alt+U</b></td><td>Tune ONNX Runtime's settings on one target (the Results' Tuning tab; "Use these
+settings" for the Run panel)</td></tr>
 <tr><td><b>Ctrl+Alt+P</b>, <b>Ctrl+Shift+5/6</b></td><td>Profile every node; colour the graph by node time / by where
 each node ran (GPU, CPU, fell back)</td></tr>
 </table>
