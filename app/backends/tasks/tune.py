@@ -5,7 +5,8 @@ sessions and kept only where its answers equal the default settings'.
 The search is one setting at a time from the target's own settings, then the winners together: every value of a
 setting that was faster alone, combined (a full grid of the CUDA provider's settings is 96 combinations, each timed in
 several sessions). Several sessions per combination because ONNX Runtime's CUDA provider picks cuDNN algorithms per
-session: one session's time is one draw of that choice, not the setting's speed."""
+session: one session's time is one draw of that choice, not the setting's speed. The sessions are timed in turns
+(every combination's first, then every one's second, …) so that a change in the machine's load weighs on all alike."""
 
 from __future__ import annotations
 
@@ -87,16 +88,23 @@ def tune_task(spec: TuneSpec, ctx: JobContext | None) -> dict:
     knobs = spec.knobs or DEFAULT_KNOBS.get(base.backend, tuple(KNOBS[base.backend]))
     singles = [base.with_knobs({**base.settings, k: v}) for k in knobs for v in values_to_try(base.backend, k,
                                                                                               base.settings.get(k))]
-    total = len(singles) + 2
-    runner = _Runner(spec, prep, path, ctx, total)
-    default, reference = runner.trial(base, None, None)
+    runner = _Runner(spec, prep, path, ctx, (len(singles) + 2) * spec.sessions)
+    # Sessions in turns: every combination's first session, then every one's second, … so that a machine whose load
+    # changes during the tune weighs on every combination alike (its first session also checks its answers).
+    default, trials = _Trial(base), [_Trial(t) for t in singles]
+    reference = runner.session(default, None, None)
     if default.status != "ok":
         raise BackendUnavailable(f"{base.name} did not run with its own settings: {default.message}",
                                  fix="Check that the target runs (trtlab bench) before tuning it.")
     kinds = output_kinds(spec, prep, reference)
+    for t in trials:
+        runner.session(t, reference, kinds)
+    for _ in range(spec.sessions - 1):
+        for t in (default, *trials):
+            runner.session(t)
     base_ms = default.median_ms
-    trials = [runner.trial(t, reference, kinds)[0] for t in singles]
-    # The winners together: each setting's fastest value that beat the base alone, when two or more settings won.
+    # The winners together: each setting's fastest value that beat the base alone, when two or more settings won;
+    # timed in turns with the base's own settings again, its speed-up is against those sessions.
     winners: dict[str, tuple[float, str]] = {}
     for t in trials:
         if t.status == "ok" and t.median_ms is not None and base_ms and t.median_ms < FASTER * base_ms:
@@ -104,8 +112,11 @@ def tune_task(spec: TuneSpec, ctx: JobContext | None) -> dict:
             if k not in winners or t.median_ms < winners[k][0]:
                 winners[k] = (t.median_ms, v)
     if len(winners) > 1:
-        combined = base.with_knobs({**base.settings, **{k: v for k, (_, v) in winners.items()}})
-        trials.append(runner.trial(combined, reference, kinds)[0])
+        combined = _Trial(base.with_knobs({**base.settings, **{k: v for k, (_, v) in winners.items()}}))
+        runner.session(combined, reference, kinds)
+        for _ in range(spec.sessions - 1):
+            runner.session(combined)
+        trials.append(combined)
     kept = [t for t in trials if t.status == "ok" and t.median_ms is not None]
     best = min(kept, key=lambda t: t.median_ms or 0.0, default=None)
     if best is None or base_ms is None or (best.median_ms or 0.0) >= base_ms:
@@ -121,55 +132,58 @@ def tune_task(spec: TuneSpec, ctx: JobContext | None) -> dict:
 
 
 class _Runner:
-    """Times one combination in `spec.sessions` sessions; the first session's answers are checked."""
+    """One session of a combination at a time: its first checks the answers against the reference's (the default
+    settings' outputs) and every session adds its median time."""
 
     def __init__(self, spec: TuneSpec, prep: Prepared, path: str, ctx: JobContext | None, total: int) -> None:
         self.spec, self.prep, self.path, self.ctx, self.total = spec, prep, path, ctx, total
         self.done = 0
         self.notes: list[str] = []
 
-    def trial(self, target: Target, reference: list[dict[str, np.ndarray]] | None,
-              kinds: dict[str, OutputKind] | None) -> tuple[_Trial, list[dict[str, np.ndarray]]]:
+    def session(self, trial: _Trial, reference: list[dict[str, np.ndarray]] | None = None,
+                kinds: dict[str, OutputKind] | None = None) -> list[dict[str, np.ndarray]]:
+        """Time one more session of `trial` (nothing once it failed); its first session runs the samples and, with
+        a `reference`, keeps it only where `compare`'s verdict passes. Returns the first session's outputs."""
         from app.core.measure import Budget, MeasureCancelled, compare_samples, device_of, measure
 
-        spec, prep, ctx = self.spec, self.prep, self.ctx
-        trial, outputs = _Trial(target), []
-        batch = next(iter(prep.shapes.values()), (1,))[0] if prep.shapes else 1
-        for k in range(spec.sessions):
-            progress(ctx, (self.done + k / spec.sessions) / self.total,
-                     f"{target.name}: session {k + 1} of {spec.sessions} ({self.done + 1} of {self.total})")
-            try:
-                session = open_ort_session(target, self.path, spec)
-            except BackendUnavailable as exc:
-                trial.status, trial.message = "refused", exc.message
-                break
-            try:
-                if k == 0:
-                    outputs = [session.run(feeds) for feeds in prep.samples]
-                    if reference is not None:
-                        report = compare_samples(reference, outputs, target.name, kinds=kinds)
-                        trial.verdict = "PASS" if report.passed else f"FAIL: {report.worst}"
-                        if not report.passed:
-                            trial.status = "answers_differ"
-                            break
-                    for note in session.notes:
-                        if note not in self.notes:
-                            self.notes.append(note)
-                fn = session.timed_runner(prep.samples[0], spec.mode)
-                stats = measure(fn, Budget.parse(spec.warmup), Budget.parse(spec.iterations), mode=spec.mode,
-                                batch=int(batch or 1), cancel=ctx.cancelled if ctx is not None else None,
-                                device=device_of(target.backend))
-            except MeasureCancelled:
-                if ctx is not None:
-                    ctx.check_cancelled()
-                raise
-            except Exception as exc:  # noqa: BLE001 - a setting that breaks a run is a result, not the end of the tune
-                text = str(exc).strip()
-                trial.status, trial.message = "failed", text.splitlines()[0][:300] if text else repr(exc)
-                break
-            finally:
-                session.close()
-            if stats.median is not None:
-                trial.sessions_ms.append(float(stats.median))
+        spec, prep, ctx, target = self.spec, self.prep, self.ctx, trial.target
+        first = not trial.sessions_ms
         self.done += 1
-        return trial, outputs
+        if trial.status != "ok":
+            return []
+        progress(ctx, (self.done - 1) / self.total, f"{target.name}: session {len(trial.sessions_ms) + 1} of "
+                                                    f"{spec.sessions} ({self.done} of {self.total})")
+        outputs: list[dict[str, np.ndarray]] = []
+        batch = next(iter(prep.shapes.values()), (1,))[0] if prep.shapes else 1
+        try:
+            session = open_ort_session(target, self.path, spec)
+        except BackendUnavailable as exc:
+            trial.status, trial.message = "refused", exc.message
+            return []
+        try:
+            if first:
+                outputs = [session.run(feeds) for feeds in prep.samples]
+                if reference is not None:
+                    report = compare_samples(reference, outputs, target.name, kinds=kinds)
+                    trial.verdict = "PASS" if report.passed else f"FAIL: {report.worst}"
+                    if not report.passed:
+                        trial.status = "answers_differ"
+                        return outputs
+                self.notes += [n for n in session.notes if n not in self.notes]
+            fn = session.timed_runner(prep.samples[0], spec.mode)
+            stats = measure(fn, Budget.parse(spec.warmup), Budget.parse(spec.iterations), mode=spec.mode,
+                            batch=int(batch or 1), cancel=ctx.cancelled if ctx is not None else None,
+                            device=device_of(target.backend))
+        except MeasureCancelled:
+            if ctx is not None:
+                ctx.check_cancelled()
+            raise
+        except Exception as exc:  # noqa: BLE001 - a setting that breaks a run is a result, not the end of the tune
+            text = str(exc).strip()
+            trial.status, trial.message = "failed", text.splitlines()[0][:300] if text else repr(exc)
+            return outputs
+        finally:
+            session.close()
+        if stats.median is not None:
+            trial.sessions_ms.append(float(stats.median))
+        return outputs

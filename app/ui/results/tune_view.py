@@ -27,7 +27,8 @@ _STATUS = {"refused": "refused", "answers_differ": "answers changed", "failed": 
 def trial_cells(t: TuneTrial) -> list[str]:
     """A combination's row as the table shows it."""
     settings = ", ".join(f"{k}={v}" for k, v in t.knobs.items()) or "its own settings"
-    answers = t.verdict or "" if t.status == "ok" else f"{_STATUS.get(t.status, t.status)}: {t.message or t.verdict}"
+    answers = (t.verdict or "the reference: every other row is judged against its answers") if t.status == "ok" \
+        else f"{_STATUS.get(t.status, t.status)}: {t.message or t.verdict}"
     return [settings, "—" if t.median_ms is None else f"{t.median_ms:.3f}",
             "—" if t.spread is None else f"±{50 * t.spread:.1f} %",
             "—" if t.speedup is None else f"{t.speedup:.2f}×", answers]

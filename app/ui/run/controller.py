@@ -597,8 +597,9 @@ class RunController(QObject):
     def _tuned(self, run: RunningJob, data: TuneResult) -> None:
         self.results.set_model(run.model)
         self.results.set_tune(data)
-        self.messages.say(f"Tune of {data.target} finished: best {data.best}"
-                          + (f", {data.best_speedup:.2f}×." if data.best_speedup else "."))
+        self.messages.say(f"Tune of {data.target} finished: " + (
+            f"best {data.best}, {data.best_speedup:.2f}× its own settings." if data.best != data.default.target
+            and data.best_speedup else "no setting beat its own settings."))
         self.messages.show_results()
 
     def use_tuned(self, base: str, tuned: str) -> None:
