@@ -38,7 +38,7 @@ from app.core.targets import Target
 PROJECT_VERSION = 2
 PROJECT_SUFFIX = ".trtlab"
 RESULT_KINDS = ("compare", "bench", "diagnose", "fallback", "build", "variant", "profile", "eval", "import", "sweep",
-                "tune")
+                "tune", "import_compare")
 IMPORTS_SUFFIX = ".imports"     # PROJECT.imports/ beside PROJECT.trtlab: the files of the engines imported into it
 # What a project may hold: results and plans as JSON (a few MB in practice), arrays of inputs and outputs
 JSON_LIMIT = 64 * 2**20
@@ -328,7 +328,7 @@ def cli_command(spec_json: Mapping[str, Any]) -> str:
     kind = str(s.get("kind", ""))
     if kind not in (*RESULT_KINDS, "run"):
         raise ProjectError(f"No trtlab command runs a '{kind}' job.", fix=f"Use one of {', '.join(RESULT_KINDS)}.")
-    if kind == "import":  # a folder brought back from a run kit, not a job run on the model
+    if kind in ("import", "import_compare"):  # a folder brought back from a run kit, not a job run on the model
         line = ["trtlab", "import", str(s.get("folder") or "DIR")]
         for key in ("model", "against", "against_model"):
             if s.get(key):

@@ -214,18 +214,28 @@ def test_cli_command_parses_and_reproduces_the_comparison(real_results, tmp_path
                  "targets": ["8.6"], "opt_level": 5, "workspace_mb": 512}},
     {"kind": "variant", "model": "/m.onnx", "target": "ort-cpu:plan", "plan": {"default": "bf16"}, "out": "/v.onnx",
      "opset": 22},
+    {"kind": "sweep", "model": "/m.onnx", "sweep_targets": ["ort-cpu:fp32", "ort-cpu:fp16@threads=1"],
+     "values": [1, 2, 4], "warmup": "2", "iterations": "5", "shapes": {"x": [1, 3]}},
+    {"kind": "tune", "model": "/m.onnx", "target": "ort-cuda:fp16", "knobs": ["cuda_graph", "nhwc"], "sessions": 2,
+     "warmup": "5", "iterations": "30", "shapes": {"x": [32, 3]}},
 ])
 def test_cli_commands_are_accepted_by_the_cli_parser(spec):
     from app.cli.main import build_parser
 
     cmd = cli_command(spec)
     args = build_parser().parse_args(shlex.split(cmd)[1:])
-    assert args.command == spec["kind"] and args.model == spec["model"]
+    assert args.command == ("bench" if spec["kind"] == "sweep" else spec["kind"]) and args.model == spec["model"]
+    if spec["kind"] == "sweep":   # a sweep is `trtlab bench --sweep`
+        assert (args.backend, args.sweep, args.iterations, args.shapes) == (
+            ["ort-cpu:fp32", "ort-cpu:fp16@threads=1"], "batch=1,2,4", "5", "x:1x3")
+    if spec["kind"] == "tune":
+        assert (args.backend, args.knobs, args.sessions, args.warmup, args.shapes) == (
+            "ort-cuda:fp16", "cuda_graph,nhwc", 2, "5", "x:32x3")
     if spec.get("plan"):
         assert args.plan == "PLAN.json"
     if spec["kind"] == "bench":
         assert (args.backend, args.iterations, args.inputs, args.layout, args.color, args.resize, args.mean,
-                args.seed) == ("ort-cpu:plan", "3s", "/imgs", "NHWC", "BGR", "224x224", "0.5,0.5,0.5", 3)
+                args.seed) == (["ort-cpu:plan"], "3s", "/imgs", "NHWC", "BGR", "224x224", "0.5,0.5,0.5", 3)
     if spec["kind"] == "diagnose":
         assert (args.candidate, args.calib, args.calib_method, args.calib_samples) == \
                ("ort-cpu:int8", "/c.npz", "entropy", 32)

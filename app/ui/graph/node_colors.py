@@ -258,3 +258,132 @@ def device_colors(graph: DisplayGraph, provider_of: Sequence[str | None], fallba
     order = [label for label, _ in DEVICE_COLORS] + ["not run (folded or fused away)"]
     legend = [(label, *counts[label]) for label in order if label in counts]
     return colors, legend
+
+
+DELTA_BANDS = (  # (lowest change B − A over A's time, label, colour): slower red, faster green
+    (0.5, "≥ 50 % slower", QColor("#b2182b")),
+    (0.1, "10–50 % slower", QColor("#ef8a62")),
+    (-0.1, "within ±10 %", QColor("#f7f7f7")),
+    (-0.5, "10–50 % faster", QColor("#7fbf7b")),
+    (-math.inf, "≥ 50 % faster", QColor("#1b7837")),
+)
+ONLY_A = QColor("#c2a5cf")      # the node runs in engine A only
+ONLY_B = QColor("#fdb863")      # in engine B only
+
+
+def delta_band(ms_a: float, delta: float) -> int:
+    """Index into DELTA_BANDS for a node (or group) whose time went from `ms_a` by `delta` (B − A)."""
+    change = delta / ms_a if ms_a > 0 else (math.inf if delta > 0 else -math.inf if delta < 0 else 0.0)
+    return next(k for k, (lo, _, _) in enumerate(DELTA_BANDS) if change >= lo)
+
+
+def delta_colors(graph: DisplayGraph, change_of: Sequence[tuple[float | None, float | None] | None],
+                 notes: dict | None = None) -> tuple[list[QColor], list]:
+    """Per display node colours for how a node's time changed from engine A to engine B: `change_of` gives each ONNX
+    node's (A's ms, B's ms) in two imported engines (None where neither runs it; one side None: one engine runs it
+    alone). A group box shows its nodes' summed change (`notes`: '+0.120 ms (+35 %)')."""
+    colors: list[QColor] = []
+    counts: dict[int, int] = {}   # -1 not timed, -3 only A, -4 only B
+
+    def one(pair: tuple[float | None, float | None] | None) -> int:
+        if pair is None or pair == (None, None):
+            return -1
+        a, b = pair
+        if b is None:
+            return -3
+        if a is None:
+            return -4
+        return delta_band(a, b - a)
+
+    for i, idx in enumerate(graph.onnx_index.tolist()):
+        inside = graph.members.get(i) if idx < 0 else None
+        if inside is not None:  # a group: its nodes' times summed (the ones both engines time)
+            pairs = [p for m in inside.tolist() if 0 <= m < len(change_of) and (p := change_of[m]) is not None
+                     and p[0] is not None and p[1] is not None]
+            if not pairs:
+                colors.append(NOT_AN_OP)
+                continue
+            a = math.fsum(p[0] or 0.0 for p in pairs)
+            delta = math.fsum((p[1] or 0.0) - (p[0] or 0.0) for p in pairs)
+            if notes is not None:
+                notes[i] = f"{delta:+.3f} ms" + (f" ({delta / a:+.0%})" if a > 0 else "")
+            colors.append(DELTA_BANDS[delta_band(a, delta)][2])
+            continue
+        if idx < 0:
+            colors.append(NOT_AN_OP)
+            continue
+        k = one(change_of[idx] if idx < len(change_of) else None)
+        counts[k] = counts.get(k, 0) + 1
+        colors.append(ONLY_A if k == -3 else ONLY_B if k == -4 else NOT_MEASURED if k == -1 else DELTA_BANDS[k][2])
+    legend = [(label, color, counts[k]) for k, (_, label, color) in enumerate(DELTA_BANDS) if k in counts]
+    for k, label, color in ((-3, "only in engine A", ONLY_A), (-4, "only in engine B", ONLY_B),
+                            (-1, "not timed in both", NOT_MEASURED)):
+        if k in counts:
+            legend.append((label, color, counts[k]))
+    return colors, legend
+
+
+FUSION_PALETTE = tuple(QColor(c) for c in (  # neighbouring layers take neighbouring entries: each far from the next
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#edc948", "#76b7b2", "#ff9da7", "#9c755f", "#86bcb6",
+    "#d37295", "#a0cbe8"))
+
+
+def fusion_layers(layers: Sequence[EngineLayer]) -> dict[str, int]:
+    """Each ONNX node's engine layer, as an index in engine order: the first compute layer that claims it (a
+    reformat or Q/DQ layer only where no compute layer does). One pass over the layers."""
+    out: dict[str, int] = {}
+    weak: dict[str, int] = {}
+    for k, layer in enumerate(layers):
+        into = weak if layer.kind and layer.kind != "compute" else out
+        for node in layer.onnx_nodes:
+            into.setdefault(node, k)
+    for node, k in weak.items():
+        out.setdefault(node, k)
+    return out
+
+
+def fusion_colors(graph: DisplayGraph, layer_of: Sequence[int | None], sizes: Mapping[int, int],
+                  notes: dict | None = None, names: Mapping[int, str] | None = None, shown: int = 6
+                  ) -> tuple[list[QColor], list]:
+    """Per display node colours for the engine layer each ONNX node ran in: `layer_of` gives each ONNX node's layer
+    as a colour slot (None: no layer claims it, grey), `sizes` each slot's count of nodes, `names` its layer's name.
+    A slot takes the palette's entry of its number, so slots numbered one after the other differ. A group box takes
+    its most common layer (`notes`: 'in 3 engine layers'). The legend names the `shown` largest fusions."""
+    colors: list[QColor] = []
+    single = unclaimed = 0
+    first_single: int | None = None
+    n = len(FUSION_PALETTE)
+    for i, idx in enumerate(graph.onnx_index.tolist()):
+        inside = graph.members.get(i) if idx < 0 else None
+        if inside is not None:
+            hist = Counter(k for m in inside.tolist() if 0 <= m < len(layer_of) and (k := layer_of[m]) is not None)
+            colors.append(FUSION_PALETTE[hist.most_common(1)[0][0] % n] if hist else NOT_MEASURED)
+            if notes is not None and hist:
+                notes[i] = f"in {len(hist)} engine layer{'s' if len(hist) != 1 else ''}"
+            continue
+        if idx < 0:
+            colors.append(NOT_AN_OP)
+            continue
+        k = layer_of[idx] if idx < len(layer_of) else None
+        if k is None:
+            colors.append(NOT_MEASURED)
+            unclaimed += 1
+            continue
+        colors.append(FUSION_PALETTE[k % n])
+        if sizes.get(k, 1) <= 1:
+            single += 1
+            first_single = k if first_single is None else first_single
+    fused = sorted((k for k, size in sizes.items() if size > 1), key=lambda k: (-sizes[k], k))
+    legend = []
+    for k in fused[:shown]:
+        name = (names or {}).get(k, f"layer {k + 1}")
+        legend.append((f"{name if len(name) <= 36 else name[:35] + '…'}", FUSION_PALETTE[k % n], sizes[k]))
+    if len(fused) > shown:
+        rest = fused[shown:]
+        legend.append((f"{len(rest)} more fused layers (a colour each)", FUSION_PALETTE[rest[0] % n],
+                       sum(sizes[k] for k in rest)))
+    if single:
+        legend.append(("a layer of its own (a colour each)", FUSION_PALETTE[(first_single or 0) % n], single))
+    if unclaimed:
+        legend.append(("in no engine layer", NOT_MEASURED, unclaimed))
+    return colors, legend

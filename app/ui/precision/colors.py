@@ -1,5 +1,6 @@
 """What the graph is coloured by: the op types, the planned precisions, a diagnosis's errors, the precision each node
-ran in an engine, node times (a profile's or an engine's) and where each node ran. A controller the shell
+ran in an engine, node times (a profile's or an engine's), where each node ran, the engine layer each node was
+fused into, and how each node's time changed between two imported engines. A controller the shell
 assembles, given the graph page, the plan, the Engine and Profile docks and where to say things."""
 
 from __future__ import annotations
@@ -7,9 +8,18 @@ from __future__ import annotations
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction, QKeySequence
 
-from app.core.results import BuildResult, DiagnoseResult, ProfileResult
+from app.core.results import BuildResult, DiagnoseResult, ImportComparison, ProfileResult
 from app.ui.common.messages import Messages
-from app.ui.graph.node_colors import engine_colors, error_colors, node_time_shares, precision_colors, time_colors
+from app.ui.graph.node_colors import (
+    delta_colors,
+    engine_colors,
+    error_colors,
+    fusion_colors,
+    fusion_layers,
+    node_time_shares,
+    precision_colors,
+    time_colors,
+)
 from app.ui.graph.page import GraphPage
 from app.ui.precision.host import EngineView, ProfileView
 from app.ui.precision.panel import node_errors
@@ -19,7 +29,9 @@ COLOR_MODES = (("op", "&Op Type", "Ctrl+Shift+1"), ("precision", "&Planned Preci
                ("error", "Diagnosis &Error", "Ctrl+Shift+3"),
                ("engine", "Precision That Ran in the &Engine", "Ctrl+Shift+4"),
                ("time", "Node &Time (Profile or Engine)", "Ctrl+Shift+5"),
-               ("device", "&Where Each Node Ran (Profile)", "Ctrl+Shift+6"))
+               ("device", "&Where Each Node Ran (Profile)", "Ctrl+Shift+6"),
+               ("fusion", "Engine Layer Each Node Was &Fused Into", "Ctrl+Shift+7"),
+               ("delta", "Time &Change Between Two Engines", "Ctrl+Shift+8"))
 
 
 class GraphColors(QObject):
@@ -41,6 +53,8 @@ class GraphColors(QObject):
         self.color_mode = "op"
         self.diagnosis: DiagnoseResult | None = None
         self.engine: BuildResult | None = None
+        self.comparison: ImportComparison | None = None
+        self._fusion: tuple[BuildResult, int, list[int | None], dict[int, int], dict[int, str]] | None = None
         self.color_actions: dict[str, QAction] = {}
         for mode, text, key in COLOR_MODES:
             act = QAction(text, parent)
@@ -75,11 +89,22 @@ class GraphColors(QObject):
     def show_engine(self, doc: BuildResult | None) -> None:
         """A TensorRT build (None: none): the graph coloured by what ran in it, or no longer."""
         self.engine = doc
+        if doc is None:
+            self.comparison = None  # its engines went with the model
         if doc is not None:
             if doc.ok and doc.ran:
                 self.set_color_mode("engine")
-        elif self.color_mode == "engine":
+        elif self.color_mode in ("engine", "fusion", "delta"):
             self.set_color_mode("op")
+
+    def show_comparison(self, doc: ImportComparison | None) -> None:
+        """Two imported engines compared (None: none): the graph coloured by each node's change of time, or no
+        longer."""
+        self.comparison = doc
+        if doc is not None:
+            self.set_color_mode("delta")
+        elif self.color_mode == "delta":
+            self.set_color_mode("engine" if self.engine and self.engine.ran else "op")
 
     def show_profile(self, doc: ProfileResult | None) -> None:
         """A profile (None: none): the graph coloured by where its nodes ran when some fell back to the CPU, else by
@@ -102,6 +127,14 @@ class GraphColors(QObject):
             mode = self.color_mode
         if mode == "engine" and not (self.engine and self.engine.ran):
             say("No engine yet: Run ▸ Build TensorRT Engine (Ctrl+Shift+B) builds one.")
+            mode = self.color_mode
+        if mode == "fusion" and not (self.engine and self.engine.layers):
+            say("No engine yet: Run ▸ Build TensorRT Engine (Ctrl+Shift+B) builds one, or File ▸ Import TensorRT "
+                "Results… (Ctrl+Alt+I) shows one built elsewhere.")
+            mode = self.color_mode
+        if mode == "delta" and self.comparison is None:
+            say("No two engines compared yet: import one (Ctrl+Alt+I), then File ▸ Compare With Another TensorRT "
+                "Import….")
             mode = self.color_mode
         self.color_mode = mode
         for m, act in self.color_actions.items():
@@ -146,6 +179,17 @@ class GraphColors(QObject):
             colors, legend = time_colors(pic.graph, [shares.get(r.key) for r in rows], notes=notes)
             item.set_node_fill(colors, None, notes)
             self.view.legend.set_entries("Share of the engine's time", legend)
+        elif mode == "delta" and self.comparison is not None:
+            c = self.comparison
+            pairs = {n.node: (n.ms_a, n.ms_b) for n in c.nodes}
+            colors, legend = delta_colors(pic.graph, [pairs.get(r.key) for r in rows], notes)
+            item.set_node_fill(colors, None, notes)
+            self.view.legend.set_entries("Time change, engine B against A", legend)
+        elif mode == "fusion" and self.engine and self.engine.layers:
+            slots, sizes, names = self._fusion_map(self.engine, [r.key for r in rows])
+            colors, legend = fusion_colors(pic.graph, slots, sizes, notes, names)
+            item.set_node_fill(colors, None, notes)
+            self.view.legend.set_entries("Engine layer each node was fused into", legend)
         elif mode == "engine" and self.engine and self.engine.ran:
             ran = self.engine.ran
             colors, legend = engine_colors(pic.graph, [ran.get(r.key) for r in rows], mix)
@@ -157,6 +201,29 @@ class GraphColors(QObject):
             self.view.legend.set_graph(pic.graph)
         self.view.minimap.update()
         self.view.show_overlays()
+
+    def _fusion_map(self, engine: BuildResult, keys: list[str]
+                    ) -> tuple[list[int | None], dict[int, int], dict[int, str]]:
+        """Each ONNX node's colour slot (its layer numbered in the order the graph first reaches it, so the layers
+        next to each other on the graph take different colours) and each slot's count of nodes; made once per
+        engine and graph (a big graph is coloured again on every level change); each slot's layer name."""
+        if self._fusion is None or self._fusion[0] is not engine or self._fusion[1] != len(keys):
+            layer_of = fusion_layers(engine.layers)
+            slot: dict[int, int] = {}
+            slots: list[int | None] = []
+            sizes: dict[int, int] = {}
+            names: dict[int, str] = {}
+            for key in keys:
+                k = layer_of.get(key)
+                if k is None:
+                    slots.append(None)
+                    continue
+                s = slot.setdefault(k, len(slot))
+                names.setdefault(s, engine.layers[k].name)
+                slots.append(s)
+                sizes[s] = sizes.get(s, 0) + 1
+            self._fusion = (engine, len(keys), slots, sizes, names)
+        return self._fusion[2], self._fusion[3], self._fusion[4]
 
     def _legend_label(self, precision: str) -> str:
         return "fixed (cannot change)" if precision == "fixed" else self.plan.count_label(precision)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -19,11 +20,14 @@ from PySide6.QtWidgets import QFileDialog, QLabel, QMessageBox, QWidget
 from app.core.errors import TrtlabError
 from app.core.model import OpenedModel
 from app.core.project import (
+    IMPORTS_SUFFIX,
     PROJECT_SUFFIX,
     Project,
     ProjectError,
     ProjectResult,
+    cli_command,
     environment,
+    keep_import_files,
     save_project,
 )
 from app.core.results import (
@@ -33,6 +37,8 @@ from app.core.results import (
     DiagnoseResult,
     EvaluationResult,
     FallbackResult,
+    ImportComparison,
+    ImportResult,
     ProfileResult,
     Record,
     ResultFormatError,
@@ -49,6 +55,7 @@ from app.ui.project.banner import ProjectBanner
 from app.ui.project.reading import read_project
 from app.ui.results.engine_panel import EnginePanel
 from app.ui.results.view import ResultsView
+from app.ui.run.imports import EngineImports
 from app.ui.run.panel import RunPanel
 from app.ui.run.settings import apply_settings, panel_inputs, panel_settings
 
@@ -72,6 +79,7 @@ class ProjectHost(Protocol):
     engine_panel: EnginePanel
     run_panel: RunPanel
     results_view: ResultsView
+    imports: EngineImports
     status_label: QLabel
 
     def window(self) -> QWidget: ...
@@ -109,6 +117,7 @@ class ProjectController(QObject):
         self._reading_project = False
         self._recovered = False
         self._recovery: dict = {}
+        self._kept: dict[tuple[str, str], str] = {}  # (imported folder, project file) -> its copy in PROJECT.imports/
         self.project_banner = ProjectBanner()  # the window places it under its error banner
         self.autosave = ProjectAutosave(host.settings, self._autosave_work, self)
         self.w.results_view.clear_button.clicked.connect(self._results_cleared)
@@ -199,6 +208,7 @@ class ProjectController(QObject):
         if self.w.opened is None:
             return False
         try:
+            self._keep_imports(path)
             written = save_project(self.gather_project(), path)
         except ProjectError as exc:
             self.w.show_error(exc)
@@ -212,6 +222,31 @@ class ProjectController(QObject):
         self.w.status_label.setText(f"Project saved to {written} ({len(self.session_results)} result(s))")
         self.changed.emit()
         return True
+
+    def _keep_imports(self, path: Path) -> None:
+        """The imported folders' files copied into PROJECT.imports/ (once per folder and project: a copy already
+        there is the project's own), and the imports' results made to point at the copies. JSON, logs and a kit's
+        graph: quick enough for the save itself (serialized engines are left out)."""
+        project = path if path.suffix.lower() == PROJECT_SUFFIX else path.with_name(path.name + PROJECT_SUFFIX)
+        kept_root = project.with_name(project.name[:-len(PROJECT_SUFFIX)] + IMPORTS_SUFFIX).resolve()
+        for i, r in enumerate(self.session_results):
+            if r.kind not in ("import", "import_compare"):
+                continue
+            spec = dict(r.spec)
+            for key in ("folder", "against"):
+                folder = spec.get(key)
+                if not folder or not Path(folder).is_dir() or Path(folder).resolve().is_relative_to(kept_root):
+                    continue
+                memo = (str(Path(folder).resolve()), str(project.resolve()))
+                if memo not in self._kept or not Path(self._kept[memo]).is_dir():
+                    self._kept[memo] = str(keep_import_files(folder, project))
+                spec[key] = self._kept[memo]
+            if spec != r.spec:
+                self.session_results[i] = replace(r, spec=spec, command=cli_command(spec))
+        imports = self.w.imports
+        if imports.folder and Path(imports.folder).is_dir():
+            memo = (str(Path(imports.folder).resolve()), str(project.resolve()))
+            imports.folder = self._kept.get(memo, imports.folder)
 
     # ----------------------------------------------------------------- opening
     def open_project_dialog(self) -> None:
@@ -374,6 +409,15 @@ class ProjectController(QObject):
             self.w.results_view.sweep_view.set_sweep(sweep, Path(project.model).name)
         if tune is not None:
             self.w.results_view.tune_view.set_tune(tune)
+        kinds = [r.kind for r in project.results]
+        shown = [r for r in project.results if r.kind in ("import", "import_compare")]
+        if shown and "build" not in kinds[kinds.index(shown[-1].kind, project.results.index(shown[-1])):]:
+            last = shown[-1]  # the last import (or two compared), newer than any build: from the project's copy
+            imported = read_result(last, ImportComparison) if last.kind == "import_compare" else \
+                read_result(last, ImportResult)
+            if imported is not None:
+                self.w.imports.restore(imported, str(last.spec.get("against" if last.kind == "import_compare"
+                                                              else "folder") or ""))
         engine = engine_results.engine
         timed = [d for d in entries if isinstance(d, BenchResult) and d.layer_times
                  and engine is not None and d.backend == engine.target]

@@ -1,5 +1,6 @@
 """The Engine dock: a TensorRT build's layers (the precision that actually ran, tactic, the ONNX nodes
-fused into each), what differs from the plan, per-layer time after a benchmark, and "Save engine as…"."""
+fused into each), what differs from the plan, per-layer time after a benchmark, and "Save engine as…"; after an
+import, "Compare with another import…", and two imported engines compared node by node (engine_compare.py)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,16 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from app.core.results import BuildResult, LayerTiming
+from app.core.results import BuildResult, ImportComparison, LayerTiming
 from app.ui.common.num_item import NumItem
+from app.ui.results.engine_compare import EngineCompareView
 
 COLUMNS = ("Engine layer", "Type", "Ran in", "Time (ms)", "Share", "Tactic", "ONNX nodes")
 
@@ -29,6 +32,7 @@ COLUMNS = ("Engine layer", "Type", "Ran in", "Time (ms)", "Share", "Tactic", "ON
 class EnginePanel(QWidget):
     nodeActivated = Signal(str)      # an ONNX node key to show in the graph
     saveRequested = Signal()
+    compareRequested = Signal()      # "Compare with another import…" (an imported engine on show)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -43,7 +47,21 @@ class EnginePanel(QWidget):
         self.save_button = QPushButton("Save engine as…")
         self.save_button.setEnabled(False)
         self.save_button.clicked.connect(self.saveRequested)
+        self.compare_button = QPushButton("Compare with another import…")
+        self.compare_button.setToolTip("Import a second engine's folder and compare it with this one, ONNX node by "
+                                       "ONNX node (File ▸ Compare With Another TensorRT Import…)")
+        self.compare_button.clicked.connect(self.compareRequested)
+        self.compare_button.hide()
+        self.layers_button = QPushButton("Show layers")
+        self.layers_button.setToolTip("Back to the engine's layers (B's, the second import)")
+        self.layers_button.clicked.connect(self._toggle_compare)
+        self.layers_button.hide()
+        for button in (self.compare_button, self.layers_button, self.save_button):  # their text's width, no more
+            button.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
         top.addWidget(self.summary, 1)
+        top.addStretch(0)
+        top.addWidget(self.compare_button)
+        top.addWidget(self.layers_button)
         top.addWidget(self.save_button)
         col.addLayout(top)
         self.mismatches = QLabel()
@@ -62,10 +80,16 @@ class EnginePanel(QWidget):
         self.table.setColumnWidth(0, 260)
         self.table.cellDoubleClicked.connect(self._activated)
         col.addWidget(self.table, 1)
+        self.compare = EngineCompareView()
+        self.compare.hide()
+        col.addWidget(self.compare, 1)
 
     def set_build(self, doc: BuildResult | None) -> None:
         """A build result (`app.backends.tasks.build:build_task`)."""
         self.doc = doc
+        self.compare_button.hide()  # an import shows it again
+        self.compare.doc = None  # a comparison belongs to the engines it compared
+        self._show_compare(False)
         self.times = {}  # times belong to one engine
         self.times_at = 0.0
         self.save_button.setEnabled(doc is not None and bool(doc.engine))
@@ -132,6 +156,26 @@ class EnginePanel(QWidget):
         self._fill()
         self.table.sortItems(COLUMNS.index("Time (ms)"), Qt.SortOrder.DescendingOrder)
         self.summary.setText(html.escape(summary))
+        self.compare_button.show()
+
+    def show_comparison(self, doc: ImportComparison) -> None:
+        """Two imported engines compared node by node, in place of the layers (`Show layers` goes back to them)."""
+        self.compare.set_comparison(doc)
+        self._show_compare(True)
+
+    def _toggle_compare(self) -> None:
+        self._show_compare(self.compare.isHidden())
+
+    def _show_compare(self, on: bool) -> None:
+        """The comparison (on) or the engine's layers in the dock; the button offers the other."""
+        on = on and self.compare.doc is not None
+        self.compare.setHidden(not on)
+        self.table.setHidden(on)
+        self.summary.setHidden(on)
+        if on:
+            self.mismatches.hide()
+        self.layers_button.setText("Show layers" if on else "Show comparison")
+        self.layers_button.setHidden(self.compare.doc is None)
 
     def _fill(self) -> None:
         layers = self.doc.layers if self.doc is not None else ()

@@ -254,6 +254,7 @@ class MainWindow(QMainWindow):
         self.precision_panel.save_button.clicked.connect(self.plan_files.save_plan_dialog)
         self.precision_panel.load_button.clicked.connect(self.plan_files.load_plan_dialog)
         self.engine_panel.nodeActivated.connect(self.nodes.show_key)
+        self.engine_panel.compare.nodeActivated.connect(lambda key: self.nodes.select_keys([key]))
         self.readiness_panel.nodeActivated.connect(self.nodes.show_key)
         self.profile_panel.nodeActivated.connect(self.nodes.show_key)
         self.engine_results.nodesToShow.connect(self.nodes.select_keys)

@@ -92,6 +92,9 @@ class Menus:
         self.act_import_trt = self._action(
             f, "&Import TensorRT Results…", imports.import_dialog, "Ctrl+Alt+I", icon="open",
             tip="A run kit's folder (or trtexec's files) brought back: the engine's layers on the graph")
+        self.act_compare_trt = self._action(
+            f, "Compare &With Another TensorRT Import…", imports.compare_dialog, "Ctrl+Alt+J", icon="open",
+            tip="A second engine's folder compared with the import on show, ONNX node by ONNX node")
         f.addSeparator()
         self.act_close = self._action(f, "&Close Model", commands.close_model, QKeySequence.StandardKey.Close,
                                       icon="close")
@@ -220,6 +223,7 @@ class Menus:
                               self.act_find, self.act_compare, self.act_bench, self.act_diagnose, self.act_save_plan,
                               self.act_load_plan, self.act_save_variant, self.act_fallback, self.act_build,
                               self.act_profile, self.act_evaluate, self.act_export_kit, self.act_import_trt,
+                              self.act_compare_trt,
                               self.act_sweep, self.act_tune, *self.precision_actions]
         self.set_model_open(False)
 
@@ -304,6 +308,8 @@ go to the worst layer</td></tr>
 that ran in it</td></tr>
 <tr><td><b>Ctrl+Alt+K</b> / <b>Ctrl+Alt+I</b></td><td>Export a run kit for TensorRT on another machine / import
 its results (the engine's layers on the graph)</td></tr>
+<tr><td><b>Ctrl+Alt+J</b>, <b>Ctrl+Shift+7/8</b></td><td>Compare another imported engine with the one on show;
+colour the graph by the engine layer each node was fused into / by each node's change of time (B against A)</td></tr>
 <tr><td><b>Ctrl+Alt+D</b></td><td>Evaluate each precision on a labelled dataset (the Results' Dataset tab)
 </td></tr>
 <tr><td><b>Ctrl+Alt+W</b></td><td>Benchmark sweep: latency and throughput as the batch grows (the Results' Sweep tab)
