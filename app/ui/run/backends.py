@@ -143,3 +143,42 @@ class PrecisionTicks(QWidget):
     def set_checked(self, keys: list[str] | tuple[str, ...]) -> None:
         for k, cb in self.checks.items():
             cb.setChecked(k in keys)
+
+
+class TargetGrid(QWidget):
+    """Targets as a backend × precision grid of ticks (the dialogs' candidates: Evaluate on Dataset…, Benchmark
+    Sweep…): a row per backend that runs here, a column per precision; `changed` when a tick changes. `checks` (target
+    → its tick) is one dict for the widget's life, refilled by `set_backends`."""
+
+    changed = Signal()
+
+    def __init__(self, precisions: tuple[tuple[str, str], ...], spacing: int = 12,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.precisions = precisions
+        self.grid = QGridLayout(self)
+        self.grid.setContentsMargins(0, 0, 0, 0)
+        self.grid.setHorizontalSpacing(spacing)
+        self.checks: dict[str, QCheckBox] = {}
+
+    def set_backends(self, backends: list[str], default: tuple[str, ...] | set[str]) -> None:
+        """A row per backend; the ticks kept from before (the first time: `default`)."""
+        ticked = {t for t, cb in self.checks.items() if cb.isChecked()} if self.checks else set(default)
+        for w in [*self.checks.values(), *self.findChildren(QLabel)]:
+            self.grid.removeWidget(w)
+            w.deleteLater()
+        self.checks.clear()
+        for c, (_key, text) in enumerate(self.precisions):
+            head = QLabel(text)
+            head.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            self.grid.addWidget(head, 0, c + 1)
+        for r, backend in enumerate(backends):
+            self.grid.addWidget(QLabel(backend), r + 1, 0)
+            for c, (key, text) in enumerate(self.precisions):
+                target = f"{backend}:{key}"
+                cb = QCheckBox()
+                cb.setToolTip(f"{target}: {text} on {backend}")
+                cb.setChecked(target in ticked)
+                cb.toggled.connect(lambda _on: self.changed.emit())
+                self.grid.addWidget(cb, r + 1, c + 1, Qt.AlignmentFlag.AlignCenter)
+                self.checks[target] = cb

@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFileDialog,
     QFormLayout,
-    QGridLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
@@ -38,6 +37,7 @@ from app.backends import Availability
 from app.core.errors import TrtlabError
 from app.ui.common.task_thread import Task, run_task
 from app.ui.results.answers_view import PictureLabel
+from app.ui.run.backends import TargetGrid
 from app.ui.run.requests import EvalRequest
 
 if TYPE_CHECKING:
@@ -237,12 +237,10 @@ class EvalDialog(QDialog):
         self.reference_combo.currentTextChanged.connect(lambda _t: self._sync())
         ref_row.addWidget(self.reference_combo, 1)
         grid_col.addLayout(ref_row)
-        self.grid_holder = QWidget()
-        self.grid = QGridLayout(self.grid_holder)
-        self.grid.setContentsMargins(0, 0, 0, 0)
-        self.grid.setHorizontalSpacing(12)
-        grid_col.addWidget(self.grid_holder)
-        self.checks: dict[str, QCheckBox] = {}
+        self.target_grid = TargetGrid(CANDIDATE_PRECISIONS)
+        self.target_grid.changed.connect(self._sync)
+        grid_col.addWidget(self.target_grid)
+        self.checks = self.target_grid.checks
         col.addWidget(cands)
         run = QGroupBox("Images and tolerance")
         run_form = QFormLayout(run)
@@ -406,7 +404,6 @@ class EvalDialog(QDialog):
         self.model = opened.doc.model
         self.setWindowTitle(f"Evaluate {opened.path.name} on a Dataset")
         available = [n for n, a in availability.items() if a.available] or ["ort-cpu"]
-        ticked = {t for t, cb in self.checks.items() if cb.isChecked()} if self.checks else set(DEFAULT_CANDIDATES)
         reference = self.reference_combo.currentText() or REFERENCE
         self.reference_combo.blockSignals(True)
         self.reference_combo.clear()
@@ -414,27 +411,7 @@ class EvalDialog(QDialog):
         self.reference_combo.setCurrentText(reference if f"{reference.partition(':')[0]}" in available
                                             else f"{available[0]}:fp32")
         self.reference_combo.blockSignals(False)
-        for cb in self.checks.values():
-            self.grid.removeWidget(cb)
-            cb.deleteLater()
-        for label in self.grid_holder.findChildren(QLabel):
-            self.grid.removeWidget(label)
-            label.deleteLater()
-        self.checks = {}
-        for c, (_key, text) in enumerate(CANDIDATE_PRECISIONS):
-            head = QLabel(text)
-            head.setAlignment(Qt.AlignmentFlag.AlignCenter)
-            self.grid.addWidget(head, 0, c + 1)
-        for r, backend in enumerate(available):
-            self.grid.addWidget(QLabel(backend), r + 1, 0)
-            for c, (key, text) in enumerate(CANDIDATE_PRECISIONS):
-                target = f"{backend}:{key}"
-                cb = QCheckBox()
-                cb.setToolTip(f"{target}: {text} on {backend}")
-                cb.setChecked(target in ticked)
-                cb.toggled.connect(lambda _on: self._sync())
-                self.grid.addWidget(cb, r + 1, c + 1, Qt.AlignmentFlag.AlignCenter)
-                self.checks[target] = cb
+        self.target_grid.set_backends(available, DEFAULT_CANDIDATES)
         if not same:
             self._model_preset(opened)
         if not same and self.folder_edit.text().strip():

@@ -15,12 +15,10 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
-    QGridLayout,
     QGroupBox,
     QLabel,
     QLineEdit,
@@ -32,6 +30,7 @@ from app.backends import Availability
 from app.backends.tasks.speed_specs import MAX_SWEEP_POINTS, SweepSpec
 from app.core.errors import TrtlabError
 from app.core.targets import Target
+from app.ui.run.backends import TargetGrid
 from app.ui.run.requests import ModelInputs
 
 if TYPE_CHECKING:
@@ -143,12 +142,10 @@ class SweepDialog(QDialog):
         outer = QVBoxLayout(self)
         targets = QGroupBox("Targets")
         tcol = QVBoxLayout(targets)
-        self.grid_holder = QWidget()
-        self.grid = QGridLayout(self.grid_holder)
-        self.grid.setContentsMargins(0, 0, 0, 0)
-        self.grid.setHorizontalSpacing(14)
-        tcol.addWidget(self.grid_holder)
-        self.checks: dict[str, QCheckBox] = {}
+        self.target_grid = TargetGrid(PRECISIONS, spacing=14)
+        self.target_grid.changed.connect(self._targets_changed)
+        tcol.addWidget(self.target_grid)
+        self.checks = self.target_grid.checks
         outer.addWidget(targets)
         sweep = QGroupBox("Dimension and values")
         form = QFormLayout(sweep)
@@ -206,25 +203,7 @@ class SweepDialog(QDialog):
         self.setWindowTitle(f"Benchmark Sweep of {opened.path.name}")
         self.inputs = list(opened.summary.inputs)
         available = [n for n, a in availability.items() if a.available] or ["ort-cpu"]
-        ticked = {t for t, cb in self.checks.items() if cb.isChecked()} if self.checks else set(DEFAULT_TARGETS)
-        for w in [*self.checks.values(), *self.grid_holder.findChildren(QLabel)]:
-            self.grid.removeWidget(w)
-            w.deleteLater()
-        self.checks = {}
-        for c, (_key, text) in enumerate(PRECISIONS):
-            head = QLabel(text)
-            head.setAlignment(Qt.AlignmentFlag.AlignCenter)
-            self.grid.addWidget(head, 0, c + 1)
-        for r, backend in enumerate(available):
-            self.grid.addWidget(QLabel(backend), r + 1, 0)
-            for c, (key, text) in enumerate(PRECISIONS):
-                target = f"{backend}:{key}"
-                cb = QCheckBox()
-                cb.setToolTip(f"{target}: {text} on {backend}")
-                cb.setChecked(target in ticked)
-                cb.toggled.connect(lambda _on: self._targets_changed())
-                self.grid.addWidget(cb, r + 1, c + 1, Qt.AlignmentFlag.AlignCenter)
-                self.checks[target] = cb
+        self.target_grid.set_backends(available, DEFAULT_TARGETS)
         self.dimensions = sweepable(self.inputs)
         self.dimension_combo.blockSignals(True)
         self.dimension_combo.clear()
