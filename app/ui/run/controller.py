@@ -18,7 +18,7 @@ from app.backends.tasks.specs import (
     JobInputs,
     VariantSpec,
 )
-from app.backends.tasks.speed_specs import ProfileSpec
+from app.backends.tasks.speed_specs import ProfileSpec, SweepSpec
 from app.core.errors import TrtlabError
 from app.core.measure import Tolerance
 from app.core.results import (
@@ -124,6 +124,7 @@ class RunController(QObject):
         self.kit_dialog: KitDialog | None = None    # File ▸ Export Run Kit…, made on first use
         self.sweep_dialog: SweepDialog | None = None  # Run ▸ Benchmark Sweep…, made on first use
         self.tune_dialog: TuneDialog | None = None    # Run ▸ Tune Runtime Settings…, made on first use
+        self.sweep_run: RunningJob | None = None  # the sweep the Sweep tab shows as it runs
         self.kits: dict[str, tuple[VariantSpec, OptimizationProfile | None]] = {}  # variant path -> its kit's spec
         self._kit_task: Task | None = None
         self.kit_message: QMessageBox | None = None  # the last "Run kit written" message
@@ -133,6 +134,7 @@ class RunController(QObject):
         panel.refused.connect(lambda text: self._refuse("Not started", text))
         model.plan.changed.connect(lambda: panel.set_plan_trivial(model.plan.is_trivial()))
         jobs.finished.connect(self._finished)
+        jobs.partial.connect(self._partial)
         self._trt_checked.connect(self._on_trt_checked)
         # Each job kind's typed result (read_job_result reads the JSON as the type its kind names) and its handler.
         self._done: dict[str, Callable[[RunningJob, Any], None]] = {
@@ -625,12 +627,51 @@ class RunController(QObject):
             return None
         shapes = _at_value(opened, request.swept(opened.summary.inputs), request.axis, request.values[0])
         what = f"{request.input} axis {request.axis}" if request.input else "batch"
-        job = self._launch(request.spec, request.targets, lambda s: (
-            f"Sweep {', '.join(t.name for t in s.sweep_targets)} over {what} "
-            f"{','.join(str(v) for v in s.values)}"), shapes=shapes)
-        if job is not None:
-            self.results.sweep_view.prepare()  # its plots made while the sweep runs, not when its result comes
+        made: list[SweepSpec] = []
+
+        def title(s: SweepSpec) -> str:
+            made.append(s)
+            return f"Sweep {', '.join(t.name for t in s.sweep_targets)} over {what} {','.join(map(str, s.values))}"
+
+        job = self._launch(request.spec, request.targets, title, shapes=shapes)
+        if job is not None and made:
+            self._show_sweep(job, made[-1])
         return job
+
+    def _show_sweep(self, job: str, spec: SweepSpec) -> None:
+        """A sweep just started: the Sweep tab shows it at once (what is measured, the empty plots, then each point
+        as the job sends it: `_partial`), and the Results dock comes forward, a turn after the click and grown in
+        the next, so no turn of the window's is long."""
+        self.sweep_run = self.running[job]
+        if self.results.model_path != spec.model:
+            self.results.set_model(spec.model)
+        view = self.results.sweep_view
+        view.begin(SweepResult(input=spec.input, axis=spec.axis, values=tuple(spec.values), is_batch=spec.axis == 0,
+                               targets=tuple(t.name for t in spec.targets()), mode=spec.mode),
+                   self.results.model_name, wait=True)
+        self.results.tabs.setCurrentWidget(view)
+
+        def grow() -> None:
+            self.messages.raise_dock("results", at_least=0.5, share=0.6)  # two plots side by side: room
+            self.messages.show_results()  # after: its own resize is then not needed
+            QTimer.singleShot(1, view.resume)  # the empty plots made in the turns after the dock's paint
+
+        def show() -> None:
+            self.messages.raise_dock("results")
+            QTimer.singleShot(1, grow)
+
+        QTimer.singleShot(1, show)  # a timer, not a zero-timer: the window paints between the two
+
+    def _partial(self, job: str, data: dict) -> None:
+        """A job's result so far: a sweep's points measured so far go on the Sweep tab as they come."""
+        run = self.running.get(job)
+        if run is None or run is not self.sweep_run or run.model != self.results.model_path:
+            return
+        try:
+            doc = SweepResult.from_json(data)
+        except ResultFormatError:
+            return  # the final result says what went wrong, if anything did
+        self.results.sweep_view.show_partial(doc)
 
     def start_bench(self, request: BenchRequest) -> str | None:
         """The first target's job id (the others wait their turn); None, with the refusal shown, if none starts."""
@@ -681,14 +722,22 @@ class RunController(QObject):
             self._done[run.kind](run, typed)
         elif status == "cancelled":
             self.bench_queue = []
+            self._sweep_ended(run, "cancelled")
             self.messages.say("Job cancelled.")
         else:
             self.bench_queue = []
+            self._sweep_ended(run, "failed")
             reason = result.exit_reason
             self.messages.show_message("Job failed", result.error or "The job failed.",
                                        f"Exit: {reason}. The Jobs panel has its log." if reason else
                                        "The Jobs panel has its log.")
             self.messages.show_jobs()
+
+    def _sweep_ended(self, run: RunningJob, how: str) -> None:
+        """The sweep on show ended without a result: the points it measured stay on the Sweep tab, with a note."""
+        if run is self.sweep_run:
+            self.sweep_run = None
+            self.results.sweep_view.stop(how)
 
     # ----------------------------------------------------------------- each kind's result
     def _diagnosed(self, run: RunningJob, data: DiagnoseResult) -> None:
@@ -732,22 +781,18 @@ class RunController(QObject):
         self.messages.raise_dock("results", at_least=0.5, share=0.6)  # a table and charts side by side: room
 
     def _swept(self, run: RunningJob, data: SweepResult) -> None:
-        self.results.set_model(run.model)
-        self.results.set_sweep(data)
         failed = sum(p.status != "ok" for p in data.points)
-        self.messages.say(f"Sweep finished: {len(data.targets)} target(s) at {len(data.values)} value(s)"
-                          + (f", {failed} point(s) without a time." if failed else "."))
-
-        # The dock comes forward, then grows, each in a turn of its own: no turn of the window's is long.
-        def grow() -> None:
-            self.messages.raise_dock("results", at_least=0.5, share=0.6)  # two plots side by side: room
-            self.messages.show_results()  # after: its own resize is then not needed
-
-        def show() -> None:
-            self.messages.raise_dock("results")
-            QTimer.singleShot(1, grow)
-
-        QTimer.singleShot(1, show)  # a timer, not a zero-timer: the window paints between the two
+        said = (f"{len(data.targets)} target(s) at {len(data.values)} value(s)"
+                + (f", {failed} point(s) without a time." if failed else "."))
+        if self.sweep_run is not None and run is not self.sweep_run:
+            self.messages.say(f"An earlier sweep finished ({said[:-1]}); the Sweep tab shows the latest.")
+            return
+        self.sweep_run = None
+        if self.results.model_path != run.model:
+            self.results.set_model(run.model)
+        # The Results dock came forward when the sweep started: the result replaces its points where they are.
+        self.results.set_sweep(data)
+        self.messages.say(f"Sweep finished: {said}")
 
     def _benched(self, run: RunningJob, data: BenchResult) -> None:
         self.results.set_model(run.model)
