@@ -80,8 +80,7 @@ def _point_shapes(args: argparse.Namespace) -> tuple[dict[str, tuple[int, ...]],
     """--shapes, and the batch of the target's point: --batch, or with --against-batch alone the batch --shapes
     gives (1 where it gives none). Each point's shapes are checked here, before any job starts: a model whose batch
     is fixed is refused."""
-    from app.backends.tasks.profile import batch_shapes
-    from app.core.measure import resolve_input_shapes
+    from app.core.measure import batch_shapes, resolve_input_shapes
 
     if args.batch is None and args.against_batch is None:
         return shapes_arg(args), None

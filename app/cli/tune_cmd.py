@@ -46,20 +46,11 @@ def batch_shapes(args: argparse.Namespace, batch: int) -> dict[str, tuple[int, .
     size is refused (its batch cannot change)."""
     if batch < 1:
         raise CliInputError(f"--batch {batch}: give a batch of 1 or more.", fix="Write e.g. --batch 32.")
+    from app.core.measure import batch_shapes as at_batch
     from app.core.measure import resolve_input_shapes
 
-    shapes = dict(given_shapes(args))
-    for info in model_inputs(args):
-        dims = shapes.get(info.name) or info.shape
-        if not dims:
-            continue
-        declared = info.shape[0] if info.shape else None
-        if isinstance(declared, int) and declared > 0 and declared != batch:
-            raise CliInputError(f"--batch {batch}: input '{info.name}' has a fixed first dimension of {declared}.",
-                                fix="Export the model with a dynamic batch dimension, or leave --batch out.")
-        if info.name in shapes or all(isinstance(d, int) and d > 0 for d in dims[1:]):
-            shapes[info.name] = (batch, *(int(d) for d in dims[1:]))  # checked below
     try:
+        shapes = at_batch(model_inputs(args), given_shapes(args), batch)
         resolve_input_shapes(model_inputs(args), shapes)
     except TrtlabError as exc:
         raise CliInputError(exc.message, fix=exc.fix) from exc

@@ -11,11 +11,11 @@ import re
 import onnx
 import pytest
 
-from app.backends.tasks.profile import batch_shapes
 from app.backends.tasks.spec_fields import SpecError
 from app.backends.tasks.specs import spec_from_json
 from app.backends.tasks.speed_specs import ProfileSpec
 from app.core.errors import InputError
+from app.core.measure import batch_shapes
 from app.core.measure.profile_diff import FLAT_EXPONENT, LINEAR_EXPONENT, SMALL_KERNEL_MS
 from app.core.model import graph_inputs, value_info_to_tensor_info
 from app.core.results import ProfileResult

@@ -8,7 +8,6 @@ side by side per item: which nodes and op types stay launch-bound and which scal
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,11 +28,10 @@ from app.backends.tasks.common import (
 from app.backends.tasks.specs import takes
 from app.backends.tasks.speed_specs import ProfileSpec
 from app.core.errors import TrtlabError
-from app.core.measure import InputSource
+from app.core.measure import InputSource, batch_shapes
 
 if TYPE_CHECKING:
     from app.core.measure import Profile, Randomness
-    from app.core.model import TensorInfo
     from app.jobs import JobContext
 
 WARMUP_RUNS = 3  # not profiled into the medians: first runs allocate and pick kernels
@@ -76,32 +74,6 @@ def profile_task(spec: ProfileSpec, ctx: JobContext | None) -> dict:
             doc["slower_because"] = slower_reasons(against, doc, doc["delta"]) if slower else []
     doc.update({"inputs": prep.source_text, "random_data": prep.random_data, "model": spec.model})
     return doc
-
-
-def batch_shapes(inputs: list[TensorInfo], shapes: Mapping[str, tuple[int, ...]], batch: int
-                 ) -> dict[str, tuple[int, ...]]:
-    """`shapes` with dim 0 of every input set to `batch` (an input not in `shapes` takes its declared dims where
-    the batch is its only dynamic one). Refused where an input's batch is fixed at another size."""
-    from app.core.errors import InputError
-
-    out = {k: tuple(v) for k, v in shapes.items()}
-    fixed = []
-    for info in inputs:
-        dims: list = list(out.get(info.name) or info.shape or [])
-        if not dims:
-            continue  # a scalar has no batch; an input of unknown rank needs its shape given
-        declared = info.shape[0] if info.shape else None
-        if isinstance(declared, int) and declared > 0 and declared != batch:
-            fixed.append(f"'{info.name}' is {info.shape_text()}")
-            continue
-        dims[0] = batch
-        if info.name in out or all(isinstance(d, int) and d > 0 for d in dims):
-            out[info.name] = tuple(int(d) for d in dims)
-    if fixed:
-        raise InputError(f"Batch {batch}: the model's batch is fixed: input {'; '.join(fixed)}.",
-                         fix="Profile it at its own batch (leave the batch out), or export the model with a dynamic "
-                             "batch (torch.onnx.export(..., dynamic_axes={'input': {0: 'batch'}})).")
-    return out
 
 
 def _runs(spec: ProfileSpec) -> list[tuple[Target, ProfileSpec]]:

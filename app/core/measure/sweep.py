@@ -12,10 +12,14 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from app.core.errors import TrtlabError
+from app.core.errors import InputError, TrtlabError
 from app.core.measure.profile import Profile
 from app.core.results import SweepKnee
+
+if TYPE_CHECKING:
+    from app.core.model import TensorInfo
 
 KNEE_GAIN = 0.10       # the knee: the first value after which the next point gains less than 10 % throughput
 FP16_WORTH = 1.2       # a half-precision target is worth its name from 1.2× FP32's best throughput
@@ -161,6 +165,30 @@ def base_shapes(declared: Mapping[str, Sequence[object] | None], given: Mapping[
         fixed = [d if isinstance(d, int) and d > 0 else (1 if a == axis else None) for a, d in enumerate(dims)]
         if all(isinstance(d, int) for d in fixed):
             out[name] = tuple(int(d) for d in fixed if isinstance(d, int))
+    return out
+
+
+def batch_shapes(inputs: list[TensorInfo], shapes: Mapping[str, tuple[int, ...]], batch: int
+                 ) -> dict[str, tuple[int, ...]]:
+    """`shapes` with dim 0 of every input set to `batch` (an input not in `shapes` takes its declared dims where
+    the batch is its only dynamic one). Refused where an input's batch is fixed at another size."""
+    out = {k: tuple(v) for k, v in shapes.items()}
+    fixed = []
+    for info in inputs:
+        dims: list = list(out.get(info.name) or info.shape or [])
+        if not dims:
+            continue  # a scalar has no batch; an input of unknown rank needs its shape given
+        declared = info.shape[0] if info.shape else None
+        if isinstance(declared, int) and declared > 0 and declared != batch:
+            fixed.append(f"'{info.name}' is {info.shape_text()}")
+            continue
+        dims[0] = batch
+        if info.name in out or all(isinstance(d, int) and d > 0 for d in dims):
+            out[info.name] = tuple(int(d) for d in dims)
+    if fixed:
+        raise InputError(f"Batch {batch}: the model's batch is fixed: input {'; '.join(fixed)}.",
+                         fix="Profile it at its own batch (leave the batch out), or export the model with a dynamic "
+                             "batch (torch.onnx.export(..., dynamic_axes={'input': {0: 'batch'}})).")
     return out
 
 

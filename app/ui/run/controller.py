@@ -295,7 +295,7 @@ class RunController(QObject):
         target, against = candidate or reference, reference if candidate and candidate != reference else None
         shapes = None
         if against_batch is not None and (opened := self.model.opened()) is not None:
-            from app.backends.tasks.profile import batch_shapes  # a fixed batch is refused here, before any job
+            from app.core.measure import batch_shapes  # a fixed batch is refused here, before any job
 
             against = None
             try:

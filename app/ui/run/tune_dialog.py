@@ -58,10 +58,8 @@ class TuneRequest:
     iterations: str = "100"
 
     def spec(self, base: ModelInputs) -> TuneSpec:
-        shapes = dict(base.shapes)
-        if self.batch is not None:
-            shapes = {k: (self.batch, *v[1:]) if v else v for k, v in shapes.items()}
-        return TuneSpec(model=base.model, shapes=shapes, plan=base.plan, target=base.target(self.target),
+        """The tune's spec; the batch is already in `base.shapes` (the run controller sets it: `_at_value`)."""
+        return TuneSpec(model=base.model, shapes=base.shapes, plan=base.plan, target=base.target(self.target),
                         knobs=self.knobs, sessions=self.sessions, warmup=self.warmup, iterations=self.iterations)
 
 
