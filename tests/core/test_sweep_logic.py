@@ -74,6 +74,11 @@ def test_only_a_dynamic_dimension_is_swept(model_paths):
     with pytest.raises(SweepError) as err:
         swept_inputs(u2net, parse_sweep("batch=1,2", list(u2net)))
     assert "fixed at 1 on axis 0" in err.value.message and "dynamic batch" in err.value.fix
+    assert "--sweep batch=1" in err.value.fix  # the one point it can time
+    # A fixed dimension at its own value alone: the targets timed side by side at the model's shape.
+    assert swept_inputs(u2net, parse_sweep("batch=1", list(u2net))) == list(u2net)
+    with pytest.raises(SweepError):
+        swept_inputs(u2net, parse_sweep("batch=2", list(u2net)))
 
 
 def test_the_batch_sets_dimension_zero_of_every_input(models_dir):

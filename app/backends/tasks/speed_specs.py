@@ -30,6 +30,9 @@ def _timing(spec: JobInputs, warmup: str, iterations: str, mode: str, first: Tar
         raise SpecError(f"Unknown timing mode '{mode}'.", fix=f"Use one of {', '.join(TIMING_MODES)}.")
 
 
+SWEEP_GPU_SESSIONS = 3   # a GPU sweep's sessions per point, unless --sessions says otherwise
+
+
 @dataclass(frozen=True, kw_only=True)
 class SweepSpec(JobInputs):
     """`trtlab bench --sweep NAME:AXIS=V1,V2,...`: every target timed at every value of one dimension."""
@@ -41,6 +44,7 @@ class SweepSpec(JobInputs):
     warmup: str = "10"
     iterations: str = "100"
     mode: str = ""                            # "": the first target's default timing mode
+    sessions: int = 0                         # sessions timed per point; 0: SWEEP_GPU_SESSIONS on GPUs, else 1
     kind: ClassVar[str] = "sweep"
     job: ClassVar[str] = "app.backends.tasks.sweep:sweep_task"
 
@@ -58,10 +62,17 @@ class SweepSpec(JobInputs):
         if not isinstance(self.axis, int) or isinstance(self.axis, bool) or self.axis < 0:
             raise SpecError(f"Sweep axis {self.axis!r} is not a dimension index.", fix="Give e.g. images:0.")
         _timing(self, self.warmup, self.iterations, self.mode, self.sweep_targets[0])
+        if self.sessions:
+            _count(self.sessions, "sessions")
         super().__post_init__()
 
     def targets(self) -> list[Target]:
         return list(self.sweep_targets)
+
+    def sessions_per_point(self) -> int:
+        """Sessions timed per point: as given, else SWEEP_GPU_SESSIONS where a target runs on a GPU (cuDNN picks its
+        algorithms per session, so one session's time is one draw) and 1 on the CPU."""
+        return self.sessions or (1 if all(t.on_cpu for t in self.sweep_targets) else SWEEP_GPU_SESSIONS)
 
 
 TUNE_SESSIONS = 3

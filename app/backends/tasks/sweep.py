@@ -30,7 +30,7 @@ from app.backends.tasks.specs import takes
 from app.backends.tasks.speed_specs import SweepSpec
 
 if TYPE_CHECKING:
-    from app.core.measure import Profile, SweepAxis
+    from app.core.measure import LatencyStats, Profile, SweepAxis
     from app.jobs import JobContext
 
 PROFILE_WARMUP = 2   # the "why" profiles: runs not counted, then runs profiled
@@ -73,7 +73,7 @@ def sweep_task(spec: SweepSpec, ctx: JobContext | None) -> dict:
     return {"input": sweep.input, "axis": sweep.axis, "values": list(sweep.values), "is_batch": sweep.is_batch,
             "targets": [t.name for t in targets], "mode": spec.mode, "points": points, "knees": knees, "why": why,
             "shapes": {k: list(np.shape(v)) for k, v in shown.items()}, "notes": list(dict.fromkeys(notes)),
-            "inputs": prep.source_text, "device": _device_name(targets)}
+            "inputs": prep.source_text, "device": _device_name(targets), "sessions": spec.sessions_per_point()}
 
 
 def sweep_shapes(spec: SweepSpec, sweep: SweepAxis) -> tuple[list[str], dict[str, tuple[int, ...]]]:
@@ -155,35 +155,61 @@ def _target_points(spec: SweepSpec, ctx: JobContext | None, sweep: SweepAxis, sw
 
 def _point(spec: SweepSpec, ctx: JobContext | None, sweep: SweepAxis, swept: list[str], prep: Prepared,
            target: Target, path: str, value: int, span: tuple[float, float]) -> dict:
-    """One target at one value: a session of its own (so its memory is its own), warm-up and timed runs."""
-    from app.core.measure import Budget, device_of, items_per_s, measure, shapes_at
+    """One target at one value, timed in `spec.sessions_per_point()` sessions, each of its own (a GPU session picks
+    its own cuDNN algorithms): warm-up and timed runs in each. The point is the session whose median is the median of
+    theirs, with every session's median beside it; its memory is the first session's (the others' would count
+    what the allocator kept)."""
+    from app.core.measure import device_of, items_per_s
 
     feeds = _samples_at(spec, ctx, sweep, swept, prep, value)
-    on_gpu = device_of(target.backend) == "gpu"
-    memory = _DeviceMemory() if on_gpu else _PeakRss()
+    n = spec.sessions_per_point()
     lo, hi = span
-    with memory:
-        session: Session
-        if target.backend in ENGINE_BACKENDS:
-            session = open_engine_session(target, path, spec, ctx, shapes_at(prep.shapes, swept, sweep.axis, value))
-        else:
-            session = open_ort_session(target, path, spec)
-        try:
-            fn = session.timed_runner(feeds, spec.mode)
-            stats = measure(fn, Budget.parse(spec.warmup), Budget.parse(spec.iterations), mode=spec.mode,
-                            batch=value if sweep.is_batch else 1,
-                            cancel=ctx.cancelled if ctx is not None else None,
-                            progress=(lambda f, m: ctx.progress(lo + (hi - lo) * f, f"{target.name} at "
-                                                                f"{sweep.word(value)}: {m}"))
-                            if ctx is not None else None, device=device_of(target.backend))
-            memory.read()
-        finally:
-            session.close()
+    runs = []
+    memory_mb: float | None = None
+    memory_source = ""
+    for k in range(n):
+        memory = _DeviceMemory() if device_of(target.backend) == "gpu" else _PeakRss()
+        step = (lo + (hi - lo) * k / n, lo + (hi - lo) * (k + 1) / n)
+        with memory:
+            runs.append(_session_stats(spec, ctx, sweep, swept, prep, target, path, value, feeds, step,
+                                       memory, f" (session {k + 1} of {n})" if n > 1 else ""))
+        if k == 0:
+            memory_mb, memory_source = memory.mb, memory.source if memory.mb is not None else ""
+    medians = [s.median for s in runs]
+    stats = sorted(runs, key=lambda s: s.median)[(n - 1) // 2]
     lat = stats.to_json()
-    return {"target": target.name, "value": value, "status": "ok", "latency_ms": lat["latency_ms"],
-            "throughput_per_s": items_per_s(value, stats.mean, sweep.is_batch), "peak_memory_mb": memory.mb,
-            "memory_source": memory.source if memory.mb is not None else "", "cov": lat["cov"],
-            "unstable": stats.unstable, "message": stats.warning, "iterations": stats.iterations}
+    out = {"target": target.name, "value": value, "status": "ok", "latency_ms": lat["latency_ms"],
+           "throughput_per_s": items_per_s(value, stats.mean, sweep.is_batch), "peak_memory_mb": memory_mb,
+           "memory_source": memory_source, "cov": lat["cov"], "unstable": any(s.unstable for s in runs),
+           "message": next((s.warning for s in runs if s.warning), ""), "iterations": stats.iterations}
+    if n > 1:
+        out["sessions_ms"] = [round(m, 6) for m in medians]
+    return out
+
+
+def _session_stats(spec: SweepSpec, ctx: JobContext | None, sweep: SweepAxis, swept: list[str], prep: Prepared,
+                   target: Target, path: str, value: int, feeds: dict[str, np.ndarray], span: tuple[float, float],
+                   memory: _PeakRss | _DeviceMemory, which: str) -> LatencyStats:
+    """One session opened at the value, warmed up and timed, then closed; `memory` read before it closes."""
+    from app.core.measure import Budget, device_of, measure, shapes_at
+
+    lo, hi = span
+    session: Session
+    if target.backend in ENGINE_BACKENDS:
+        session = open_engine_session(target, path, spec, ctx, shapes_at(prep.shapes, swept, sweep.axis, value))
+    else:
+        session = open_ort_session(target, path, spec)
+    try:
+        fn = session.timed_runner(feeds, spec.mode)
+        stats = measure(fn, Budget.parse(spec.warmup), Budget.parse(spec.iterations), mode=spec.mode,
+                        batch=value if sweep.is_batch else 1, cancel=ctx.cancelled if ctx is not None else None,
+                        progress=(lambda f, m: ctx.progress(lo + (hi - lo) * f, f"{target.name} at "
+                                                            f"{sweep.word(value)}{which}: {m}"))
+                        if ctx is not None else None, device=device_of(target.backend))
+        memory.read()
+    finally:
+        session.close()
+    return stats
 
 
 class _PeakRss:

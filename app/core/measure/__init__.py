@@ -28,6 +28,7 @@ from app.core.measure.inputs import InputSource, make_samples, resolve_input_sha
 from app.core.measure.kinds import KINDS, OutputKind, OutputKindError, dictionary_labels, parse_output_kinds
 from app.core.measure.latency import (
     Budget,
+    LatencyStats,
     MeasureCancelled,
     default_timing_mode,
     measure,
@@ -130,7 +131,8 @@ __all__ = ["A_LITTLE_COS", "BAD", "COLUMNS", "DEFAULT_TASK_TOLERANCES", "ELEMENT
            "KNEE_GAIN", "MAX_OUTPUTS", "MAX_SAMPLES", "METRICS", "METRIC_NAMES", "NEUTRAL", "NOISE_FLOOR",
            "PRECISION_WORDS", "RANDOM_CALIBRATION", "RESIZE_RULES", "SAME_SEEDS", "SAMPLES_DIR", "SCORE_THRESHOLD",
            "UNCHANGED_COS", "Budget", "CandidateReport", "CardFacts", "Emulation", "ImagePreprocess", "InputSource",
-           "MeasureCancelled", "NodeTime", "OutputKind", "OutputKindError", "OutputMetrics", "PhotoTensor", "Profile",
+           "LatencyStats", "MeasureCancelled", "NodeTime", "OutputKind", "OutputKindError", "OutputMetrics",
+           "PhotoTensor", "Profile",
            "Randomness", "ResultsState", "SweepAxis", "SweepError", "Tolerance", "ToleranceError", "answer_labels",
            "answer_strips", "answer_verdict", "base_shapes", "batch_shapes", "card_facts", "caveats",
            "compare_report_json",

@@ -126,12 +126,14 @@ def _positive(part: str, text: str, fix: str) -> int:
 
 def swept_inputs(declared: Mapping[str, Sequence[object] | None], sweep: SweepAxis) -> list[str]:
     """The inputs whose dimension `sweep.axis` takes the values: `sweep.input`, or every input (the batch). Each
-    such dimension must be dynamic in the model (symbolic, unnamed or -1). `declared`: each input's declared dims
-    (None where the rank is unknown)."""
+    such dimension must be dynamic in the model (symbolic, unnamed or -1), or fixed at the one value swept (a
+    fixed-shape model's targets timed side by side at its shape). `declared`: each input's declared dims (None where
+    the rank is unknown)."""
     names = [sweep.input] if sweep.input else list(declared)
     if not names:
         raise SweepError("The model has no inputs to sweep.", fix="Give a model with inputs.")
     static = []
+    static_values: list[int] = []
     for name in names:
         dims = declared.get(name)
         if dims is None:
@@ -140,8 +142,9 @@ def swept_inputs(declared: Mapping[str, Sequence[object] | None], sweep: SweepAx
             raise SweepError(f"--sweep {sweep.word()}: input '{name}' has {len(dims)} dimension(s), no axis "
                              f"{sweep.axis}.", fix=f"Give an axis below {len(dims)} (e.g. {name}:0=1,2,4).")
         d = dims[sweep.axis]
-        if isinstance(d, int) and d > 0:
+        if isinstance(d, int) and d > 0 and tuple(sweep.values) != (d,):
             static.append(f"'{name}' is fixed at {d} on axis {sweep.axis}")
+            static_values.append(d)
     if static:
         dynamic = [f"{n}:{a}" for n, dims in declared.items() if dims for a, d in enumerate(dims)
                    if not (isinstance(d, int) and d > 0)]
@@ -149,7 +152,9 @@ def swept_inputs(declared: Mapping[str, Sequence[object] | None], sweep: SweepAx
                          + "; ".join(static) + ".",
                          fix=("Sweep one of the model's dynamic dimensions: " + ", ".join(dynamic) + "."
                               if dynamic else "This model has no dynamic dimension: export it with a dynamic "
-                              "batch (torch.onnx.export(..., dynamic_axes={'input': {0: 'batch'}})) to sweep it."))
+                              "batch (torch.onnx.export(..., dynamic_axes={'input': {0: 'batch'}})) to sweep it, "
+                              f"or time its targets at its own shape alone (--sweep {sweep.word()}="
+                              f"{static_values[0]})."))
     return names
 
 

@@ -29,6 +29,14 @@ class SweepPoint(Record):
     memory_source: str = optional("")         # "device": GPU memory in use after the runs less before the session;
                                               # "process": the process's peak RSS above its level before the session
     iterations: int = optional(0)             # the timed runs
+    sessions_ms: tuple[float, ...] = optional(factory=tuple)  # each session's median, where several were timed
+
+    def spread(self) -> float | None:
+        """The sessions' medians' range over the point's median (None for one session)."""
+        m = self.sessions_ms
+        if len(m) < 2 or not self.latency_ms.median:
+            return None
+        return (max(m) - min(m)) / self.latency_ms.median
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,7 @@ class SweepResult(JobDoc):
     shapes: Mapping[str, tuple[JSONValue, ...]] = optional(factory=dict)  # the shapes at the first value
     notes: tuple[str, ...] = optional(factory=tuple)
     device: str = optional("")
+    sessions: int = optional(1)               # sessions timed per point (the point: the one with the median median)
 
     def point(self, target: str, value: int) -> SweepPoint | None:
         return next((p for p in self.points if p.target == target and p.value == value), None)
