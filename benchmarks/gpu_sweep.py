@@ -123,7 +123,16 @@ def main() -> int:
     ap.add_argument("--extra", action="append", default=[], metavar="NAME=PATH[;SHAPES]")
     ap.add_argument("--out", type=Path, default=Path("/tmp/gpu_sweep"))
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--table-of", type=Path, nargs="*", default=None, metavar="SWEEP.json",
+                    help="print the table of sweeps already measured (their sweep_NAME.json files), running nothing")
     args = ap.parse_args()
+    if args.table_of is not None:
+        rows = [{"model": p.stem.removeprefix("sweep_"), **summary(json.loads(p.read_text()), args.backend)}
+                for p in args.table_of]
+        print(table(rows))
+        if args.json:
+            write_json({"backend": args.backend, "rows": rows, "table": table(rows)}, args.json)
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
     models: list[tuple[str, Path, str]] = [(p.stem, p, shapes_text(SHARED_SHAPES.get(p.stem, {})))
                                            for p in sorted(args.models.glob("*.onnx"))]

@@ -11,6 +11,7 @@ import pytest
 from app.backends.tasks.common import open_ort_session, prepare_samples, variant_path
 from app.backends.tasks.speed_specs import SweepSpec
 from app.core.measure import (
+    Profile,
     SweepError,
     base_shapes,
     find_knee,
@@ -172,3 +173,27 @@ def test_a_gpu_target_is_told_what_would_change_it(cpu_profiles):
     fp32, fp16 = cpu_profiles
     text = why_not_faster(fp32, fp16, at="batch 1", on_cpu=False, engine_target="trt:fp16")
     assert "CPU provider" not in text and "(trt:fp16)" in text
+
+
+def test_a_launch_bound_gpu_candidate_is_pointed_at_cuda_graphs_and_a_fixed_batch_at_the_export(cpu_profiles):
+    """Where most ops are tiny the advice names CUDA graphs (the target to try) and a larger batch, and says when the
+    model's batch is fixed so a larger one needs another export."""
+    from dataclasses import replace
+
+    fp32, fp16 = cpu_profiles
+    tiny = Profile(backend="ort-cuda:fp16", runs=fp16.runs, total_ms=fp16.total_ms,
+                   nodes=[replace(n, ms=min(n.ms, 0.005)) for n in fp16.nodes])  # every op under 20 µs
+    ref = Profile(backend="ort-cuda:fp32", runs=fp32.runs, total_ms=fp32.total_ms, nodes=list(fp32.nodes))
+    text = why_not_faster(ref, tiny, at="batch 1", on_cpu=False, engine_target="trt:fp16", ratio=0.8,
+                          graph_target="ort-cuda:fp16@cuda_graph=1", fixed=True)
+    assert f"Launch-bound: {len(tiny.nodes)} of {len(tiny.nodes)} ops" in text
+    advice = text.partition("What would change it: ")[2]
+    assert advice.startswith("TensorRT's fused FP16 kernels (trt:fp16); CUDA graphs (ort-cuda:fp16@cuda_graph=1")
+    assert "a larger batch: at batch 1" in advice and "fixed: export it with a dynamic batch first" in advice
+    free = why_not_faster(ref, tiny, at="batch 1", on_cpu=False, ratio=0.8)
+    assert "CUDA graphs" not in free and "fixed" not in free and "a larger batch" in free
+    # Not launch-bound: neither CUDA graphs nor a larger batch is offered.
+    heavy = Profile(backend="ort-cuda:fp16", runs=fp16.runs, total_ms=fp16.total_ms,
+                    nodes=[replace(n, ms=max(n.ms, 0.5)) for n in fp16.nodes])
+    busy = why_not_faster(ref, heavy, at="batch 64", on_cpu=False, graph_target="ort-cuda:fp16@cuda_graph=1")
+    assert "Launch-bound" not in busy and "CUDA graphs" not in busy and "a larger" not in busy

@@ -327,9 +327,21 @@ def _whys(spec: SweepSpec, ctx: JobContext | None, sweep: SweepAxis, swept: list
         on_cpu = cand.on_cpu
         engine = "" if cand.backend == "ort-trt" else f"trt:{cand.precision}"
         ratio = cand_best / ref_best if cand_best is not None and ref_best else None
+        graphs = cand.backend == "ort-cuda" and cand.settings.get("cuda_graph") != "1"
         out[cand.name] = why_not_faster(profiles[0], profiles[1], at=sweep.word(value), on_cpu=on_cpu,
-                                        engine_target=engine, ratio=ratio)
+                                        engine_target=engine, ratio=ratio, fixed=_fixed(spec, sweep, swept),
+                                        graph_target=cand.with_knobs({**cand.settings, "cuda_graph": "1"}).name
+                                        if graphs else "")
     return out
+
+
+def _fixed(spec: SweepSpec, sweep: SweepAxis, swept: list[str]) -> bool:
+    """Whether the swept dimension is fixed in the model (a one-value sweep at the model's own size)."""
+    from app.core.model import graph_inputs
+
+    declared = {v.name: v.type.tensor_type.shape.dim for v in graph_inputs(onnx.load(spec.model, load_external_data=False).graph)}
+    return any(sweep.axis < len(dims) and dims[sweep.axis].dim_value > 0
+               for name, dims in declared.items() if name in swept)
 
 
 def _profile(spec: SweepSpec, ctx: JobContext | None, sweep: SweepAxis, swept: list[str], prep: Prepared,

@@ -263,10 +263,12 @@ def needs_why(fp32_best: float | None, candidate_best: float | None) -> bool:
 
 
 def why_not_faster(reference: Profile, candidate: Profile, *, at: str, on_cpu: bool, engine_target: str = "",
-                   ratio: float | None = None) -> str:
+                   ratio: float | None = None, graph_target: str = "", fixed: bool = False) -> str:
     """Why `candidate` (FP16/BF16) is not faster than `reference` (FP32), from their profiles at the best value
     (`at`: "batch 8"): the op types whose time grew or stayed, the launch-bound share of tiny ops, the Casts'
-    share of the time; then what would change it (`engine_target`: a TensorRT target to try, e.g. trt:fp16)."""
+    share of the time; then what would change it (`engine_target`: a TensorRT target to try, e.g. trt:fp16;
+    `graph_target`: the candidate with CUDA graphs, which launch a run's kernels at once; `fixed`: the swept
+    dimension is fixed in the model, so a larger one needs another export)."""
     precision = candidate.backend.partition(":")[2].partition("@")[0].upper() or "the candidate"
     ref_ops, cand_ops = reference.by_op, candidate.by_op
     kernels = sum(n.ms for n in candidate.nodes) or 0.0
@@ -305,8 +307,12 @@ def why_not_faster(reference: Profile, candidate: Profile, *, at: str, on_cpu: b
     change = []
     if engine_target:
         change.append(f"TensorRT's fused {precision} kernels ({engine_target}" + (" on a GPU)" if on_cpu else ")"))
+    if launch_bound and graph_target:
+        change.append(f"CUDA graphs ({graph_target}: one launch for the run's kernels; `trtlab tune` measures it)")
     if launch_bound:
-        change.append(f"a larger {at.split(' ')[0]}: at {at} most ops take under {SMALL_OP_MS * 1000:.0f} µs")
+        word = at.split(" ")[0]
+        change.append(f"a larger {word}: at {at} most ops take under {SMALL_OP_MS * 1000:.0f} µs"
+                      + (f" (this model's {word} is fixed: export it with a dynamic {word} first)" if fixed else ""))
     if change:
         parts.append("What would change it: " + "; ".join(change) + ".")
     return " ".join(parts)
