@@ -35,9 +35,12 @@ def window(qtbot, tmp_path):
 
 
 def open_and_wait(qtbot, window, path, timeout=30_000):
-    """Open a model through the window and wait until it is shown (or fails)."""
+    """Open a model through the window and wait until it is shown (or fails): a big model's panels too, which are
+    filled after its shapes arrive."""
+    from app.ui.precision.steps import filling
+
     window.open_path(path)
-    qtbot.waitUntil(lambda: not window.loader.is_busy(), timeout=timeout)
+    qtbot.waitUntil(lambda: not window.loader.is_busy() and not filling(), timeout=timeout)
     return window
 
 

@@ -5,15 +5,15 @@ diagnosis) its error, and the diagnosis' "go to" buttons."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
+from typing import Any
 
 from PySide6.QtCore import (
     QAbstractTableModel,
     QModelIndex,
     QPersistentModelIndex,
     QPoint,
-    QSortFilterProxyModel,
     Qt,
     Signal,
 )
@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.core.precision import PRECISIONS
+from app.core.precision import PRECISIONS, PlannedNode
 from app.core.results import DiagnoseResult, FallbackResult, LayerError
 from app.ui.common.style import PRECISION_COLORS, PRECISION_LABELS
 from app.ui.graph.node_colors import ERROR_BANDS, NONFINITE, error_band
@@ -98,6 +98,8 @@ class PlanTableModel(QAbstractTableModel):
             self.endResetModel()
 
     def set_errors(self, errors: dict[str, NodeError]) -> None:
+        if not errors and not self.errors:
+            return  # no diagnosis before or now: nothing the table shows changes
         self.errors = errors
         self.refresh(everything=True)
 
@@ -120,41 +122,60 @@ class PlanTableModel(QAbstractTableModel):
                     }.get(section)
         return None
 
+    def text(self, row: PlannedNode, col: int) -> str:
+        """A cell's text."""
+        err = self.errors.get(row.key)
+        if col == COL_NODE:
+            return row.key
+        if col == COL_OP:
+            return row.op_type
+        if col == COL_PREC:
+            return row_label(row)
+        if col == COL_SOURCE:
+            return "" if row.precision == "fixed" else row.source
+        if col == COL_COS:
+            return "" if err is None or err.cosine is None else f"{err.cosine:.6f}"
+        if col == COL_MAX:
+            return "" if err is None or err.max_abs is None else f"{err.max_abs:.3g}"
+        if col == COL_NONFINITE:
+            return "" if err is None else (f"{err.nonfinite:,}" if err.nonfinite else "0")
+        return differs_note(row)
+
+    def sort_key(self, col: int) -> Callable[[PlannedNode], Any]:
+        """What a column sorts by, per row: node order, the errors as numbers, else the text."""
+        errors = self.errors
+        if col == COL_NODE:
+            return lambda row: row.index  # node order (topological in a valid model)
+        if col == COL_COS:
+            def cosine(row: PlannedNode) -> float:
+                err = errors.get(row.key)
+                return math.inf if err is None or err.cosine is None else (-1e9 if err.nonfinite else err.cosine)
+            return cosine
+        if col == COL_MAX:
+            def max_abs(row: PlannedNode) -> float:
+                err = errors.get(row.key)
+                return -1.0 if err is None or err.max_abs is None else err.max_abs
+            return max_abs
+        if col == COL_NONFINITE:
+            def nonfinite(row: PlannedNode) -> int:
+                err = errors.get(row.key)
+                return -1 if err is None else err.nonfinite
+            return nonfinite
+        return lambda row: self.text(row, col)
+
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
-        if not index.isValid():
-            return None
-        row = self.ctl.rows[index.row()]
-        col = index.column()
+        return self.cell(index.row(), index.column(), role) if index.isValid() else None
+
+    def cell(self, source_row: int, col: int, role: int):
+        """A cell's data for a role: `data` without a model index (the table's filter asks per row)."""
+        row = self.ctl.rows[source_row]
         err = self.errors.get(row.key)
         if role == INDEX_ROLE:
             return row.index
         if role == Qt.ItemDataRole.DisplayRole:
-            if col == COL_NODE:
-                return row.key
-            if col == COL_OP:
-                return row.op_type
-            if col == COL_PREC:
-                return row_label(row)
-            if col == COL_SOURCE:
-                return "" if row.precision == "fixed" else row.source
-            if col == COL_COS:
-                return "" if err is None or err.cosine is None else f"{err.cosine:.6f}"
-            if col == COL_MAX:
-                return "" if err is None or err.max_abs is None else f"{err.max_abs:.3g}"
-            if col == COL_NONFINITE:
-                return "" if err is None else (f"{err.nonfinite:,}" if err.nonfinite else "0")
-            if col == COL_NOTE:
-                return differs_note(row)
+            return self.text(row, col)
         if role == SORT_ROLE:
-            if col == COL_NODE:
-                return row.index  # node order (topological in a valid model)
-            if col == COL_COS:
-                return math.inf if err is None or err.cosine is None else (-1e9 if err.nonfinite else err.cosine)
-            if col == COL_MAX:
-                return -1.0 if err is None or err.max_abs is None else err.max_abs
-            if col == COL_NONFINITE:
-                return -1 if err is None else err.nonfinite
-            return str(self.data(index, Qt.ItemDataRole.DisplayRole) or "")
+            return self.sort_key(col)(row)
         if role == Qt.ItemDataRole.ForegroundRole and col == COL_PREC:
             return QBrush(PRECISION_COLORS.get(row.precision, PRECISION_COLORS["fixed"]).darker(130))
         if role == Qt.ItemDataRole.FontRole and row.differs and col in (COL_PREC, COL_NOTE):
@@ -178,36 +199,124 @@ class PlanTableModel(QAbstractTableModel):
         return None
 
 
-class _Filter(QSortFilterProxyModel):
+class _Filter(QAbstractTableModel):
+    """The table's rows: the plan's rows filtered and sorted, in Python, in one pass over the rows.
+
+    What a QSortFilterProxyModel would do, without its cost on a big model: it compares rows through `data`,
+    a call into Python per comparison, which took seconds on 50,000 rows (at every model opened, every plan
+    edit and every click on a header). Here a sort is one `sorted()` of the rows by their sort keys, and a
+    filter one list comprehension. A sort, a filter or an edit that moves rows is a layout change (the
+    selection follows its rows); a new model resets."""
+
     def __init__(self, source: PlanTableModel) -> None:
         super().__init__()
-        self.plan_model = source  # sourceModel(), typed: Qt returns it as a QAbstractItemModel
+        self.plan_model = source
         self.text = ""
         self.precision = ""
-        self.setSortRole(SORT_ROLE)
-        self.setSourceModel(source)
+        self.sort_column = -1  # -1: the plan's order
+        self.sort_order = Qt.SortOrder.AscendingOrder
+        self.order: list[int] = []     # table row -> plan row
+        self.position: list[int] = []  # plan row -> table row (-1: filtered out)
+        source.modelAboutToBeReset.connect(self.beginResetModel)
+        source.modelReset.connect(self._source_reset)
+        source.dataChanged.connect(self._source_changed)
+        self._compute()
 
-    def set(self, text: str, precision: str) -> None:
-        if hasattr(self, "beginFilterChange"):  # Qt ≥ 6.9; invalidateFilter() is deprecated there
-            self.beginFilterChange()
-            self.text, self.precision = text.strip().lower(), precision
-            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
-        else:
-            self.text, self.precision = text.strip().lower(), precision
-            self.invalidateFilter()
+    def sourceModel(self) -> PlanTableModel:  # noqa: N802 - Qt's name
+        return self.plan_model
 
-    def filterAcceptsRow(self, source_row: int, source_parent: QModelIndex | QPersistentModelIndex) -> bool:  # noqa: N802
-        m = self.plan_model
-        row = m.ctl.rows[source_row]
+    # ----------------------------------------------------------------- the rows shown, in order
+    def _accepts(self, row: PlannedNode) -> bool:
         if self.precision == "override" and row.source != "node":
             return False
-        if self.precision == "measured" and row.key not in m.errors:
+        if self.precision == "measured" and row.key not in self.plan_model.errors:
             return False
         if self.precision == "differs" and not row.differs:
             return False
         if self.precision not in ("", "override", "measured", "differs") and row.precision != self.precision:
             return False
         return not self.text or self.text in row.key.lower() or self.text in row.op_type.lower()
+
+    def _compute(self) -> None:
+        rows = self.plan_model.ctl.rows
+        n = len(rows)
+        shown: list[int] = list(range(n)) if not (self.text or self.precision) else \
+            [i for i in range(n) if self._accepts(rows[i])]
+        col = self.sort_column
+        if col == COL_NODE:  # the plan's rows are in node order already (row i is node i)
+            if self.sort_order == Qt.SortOrder.DescendingOrder:
+                shown.reverse()
+        elif col >= 0:
+            key = self.plan_model.sort_key(col)
+            shown.sort(key=lambda i: key(rows[i]), reverse=self.sort_order == Qt.SortOrder.DescendingOrder)
+        self.order = shown
+        position = [-1] * n
+        for table_row, plan_row in enumerate(shown):
+            position[plan_row] = table_row
+        self.position = position
+
+    def _relayout(self) -> None:
+        """The rows in their new order (and filter): the views' selection and current row follow their rows."""
+        self.layoutAboutToBeChanged.emit()
+        old_order = self.order
+        persistent = self.persistentIndexList()
+        self._compute()
+        moved = []
+        for p in persistent:
+            r = p.row()
+            plan_row = old_order[r] if 0 <= r < len(old_order) else -1
+            table_row = self.position[plan_row] if 0 <= plan_row < len(self.position) else -1
+            moved.append(self.index(table_row, p.column()) if table_row >= 0 else QModelIndex())
+        self.changePersistentIndexList(persistent, moved)
+        self.layoutChanged.emit()
+
+    def _source_reset(self) -> None:
+        self._compute()
+        self.endResetModel()
+
+    def _source_changed(self, top: QModelIndex, bottom: QModelIndex) -> None:
+        old_order, old_position = self.order, self.position
+        self._compute()
+        if self.order != old_order:  # rows moved, or came in or out of the filter
+            self.order, self.position = old_order, old_position
+            self._relayout()
+            return
+        shown = [self.position[r] for r in range(top.row(), bottom.row() + 1) if self.position[r] >= 0]
+        if shown:
+            self.dataChanged.emit(self.index(min(shown), 0), self.index(max(shown), len(COLUMNS) - 1))
+
+    # ----------------------------------------------------------------- what the view and the panel ask
+    def set(self, text: str, precision: str) -> None:
+        self.text, self.precision = text.strip().lower(), precision
+        self._relayout()
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        self.sort_column, self.sort_order = column, order
+        self._relayout()
+
+    def mapToSource(self, index: QModelIndex | QPersistentModelIndex) -> QModelIndex:  # noqa: N802 - Qt's name
+        if not index.isValid() or index.row() >= len(self.order):
+            return QModelIndex()
+        return self.plan_model.index(self.order[index.row()], index.column())
+
+    def mapFromSource(self, index: QModelIndex | QPersistentModelIndex) -> QModelIndex:  # noqa: N802 - Qt's name
+        r = index.row() if index.isValid() else -1
+        table_row = self.position[r] if 0 <= r < len(self.position) else -1
+        return self.index(table_row, index.column()) if table_row >= 0 else QModelIndex()
+
+    def rowCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(self.order)
+
+    def columnCount(self, parent: QModelIndex | QPersistentModelIndex = QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        return self.plan_model.headerData(section, orientation, role)
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or index.row() >= len(self.order):
+            return None
+        return self.plan_model.cell(self.order[index.row()], index.column(), role)
 
 
 class PrecisionPanel(QWidget):

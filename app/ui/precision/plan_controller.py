@@ -9,7 +9,9 @@ table, the graph's colours, the legend and the summary all count these same rows
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 import onnx
 from PySide6.QtCore import QObject, Signal
@@ -35,6 +37,28 @@ def row_label(row: PlannedNode) -> str:
 def differs_note(row: PlannedNode) -> str:
     """The note for a row that runs another precision than planned: what was planned, and the transform's why."""
     return f"planned {row.planned.upper()}, runs {row.precision.upper()}: {row.reason}" if row.differs else row.reason
+
+
+def model_opsets(opset_import: Sequence[onnx.OperatorSetIdProto]) -> dict[str, int] | None:
+    return {(o.domain or ""): int(o.version) for o in opset_import} or None
+
+
+@dataclass(frozen=True)
+class PreparedPlan:
+    """A model's graph facts and a plan's rows, found off the GUI thread (`prepare`) for `set_model`: on a big
+    model they take most of a second."""
+
+    graph: onnx.GraphProto
+    plan: PrecisionPlan
+    facts: GraphFacts
+    rows: list[PlannedNode]
+
+
+def prepare(graph: onnx.GraphProto, shapes: ShapeResult | None, plan: PrecisionPlan,
+            opset_import: Sequence[onnx.OperatorSetIdProto] = ()) -> PreparedPlan:
+    """What `set_model` finds for a model and a plan, as a pure function of them (safe on a worker thread)."""
+    facts = GraphFacts(graph, shapes, model_opsets(opset_import))
+    return PreparedPlan(graph, plan, facts, plan.resolve(graph, shapes, facts=facts))
 
 
 class _PlanEdit(QUndoCommand):
@@ -76,28 +100,35 @@ class PlanController(QObject):
 
     # ----------------------------------------------------------------- model
     def set_model(self, graph: onnx.GraphProto | None, shapes: ShapeResult | None, model_name: str = "",
-                  keep_plan: bool = False, opset_import: Sequence[onnx.OperatorSetIdProto] = ()) -> None:
+                  keep_plan: bool = False, opset_import: Sequence[onnx.OperatorSetIdProto] = (),
+                  prepared: PreparedPlan | None = None) -> None:
         """A new model (or the same one reloaded, with `keep_plan`): the plan's keys survive a reload.
 
         `opset_import` (the model's) decides which ops have FP16/BF16 kernels, as the transform reads it.
+        `prepared` (`prepare`, run off the GUI thread) saves finding the graph's facts and the plan's rows here;
+        rows prepared for another plan than the one kept are found again.
         """
         self.graph, self.shapes = graph, shapes
         # What no edit changes, found once: each edit then only looks its nodes up (fast on 10k-node graphs).
-        self.facts = GraphFacts(graph, shapes, {(o.domain or ""): int(o.version) for o in opset_import} or None) \
-            if graph is not None else None
+        if prepared is not None and prepared.graph is graph:
+            self.facts = prepared.facts
+        else:
+            prepared = None
+            self.facts = GraphFacts(graph, shapes, model_opsets(opset_import)) if graph is not None else None
         if not keep_plan:
             self.plan = PrecisionPlan(model_name=model_name)
             self.undo_stack.clear()
-        self._resolve()
+        self._resolve(prepared.rows if prepared is not None and prepared.plan == self.plan else None)
 
-    def _resolve(self) -> None:
-        self.rows = self.plan.resolve(self.graph, self.shapes, facts=self.facts) if self.graph is not None else []
+    def _resolve(self, rows: list[PlannedNode] | None = None) -> None:
+        if rows is not None:
+            self.rows = rows
+        else:
+            self.rows = self.plan.resolve(self.graph, self.shapes, facts=self.facts) if self.graph is not None \
+                else []
         # Counted once per edit: the summary, the legend and its labels all read these.
-        self._counts, self._differing = {}, {}
-        for r in self.rows:
-            self._counts[r.precision] = self._counts.get(r.precision, 0) + 1
-            if r.differs:
-                self._differing[r.precision] = self._differing.get(r.precision, 0) + 1
+        self._counts = dict(Counter(r.precision for r in self.rows))
+        self._differing = dict(Counter(r.precision for r in self.rows if r.differs))
         self.changed.emit()
 
     def _replace(self, plan: PrecisionPlan) -> None:

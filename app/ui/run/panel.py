@@ -39,6 +39,15 @@ SOURCES = [("auto", "Sample photos / random"),
            ("images", "A folder of images")]
 
 
+NOT_FOUND = object()  # `show_model`: the sample photos not found beforehand
+
+
+def model_photos(opened: OpenedModel) -> object | None:
+    """The sample photos fitted to a model's one image input (None: it has none): `show_model`'s part that reads
+    the model, safe on a worker thread."""
+    return photo_source(opened.summary.inputs, opened.input_shapes, opened.doc.model)
+
+
 class RunPanel(QWidget):
     """Emits `compareRequested(CompareRequest)`, `benchRequested(BenchRequest)` and
     `diagnoseRequested(DiagnoseRequest)` (app.ui.run.requests); the controller adds the model.
@@ -279,11 +288,12 @@ class RunPanel(QWidget):
             self.checks["ort-cpu"].setChecked(True)
         self._update_summary()
 
-    def show_model(self, opened: OpenedModel) -> None:
-        """The open model's inputs (profile fields, sample photos fitted to it) and what each output means."""
+    def show_model(self, opened: OpenedModel, photos: object | None = NOT_FOUND) -> None:
+        """The open model's inputs (profile fields, sample photos fitted to it) and what each output means.
+        `photos`: `model_photos(opened)`, found beforehand (off the GUI thread, for a big model)."""
         s = opened.summary
         self.set_inputs(s.inputs, opened.input_shapes, s.metadata)
-        self.set_photo_source(photo_source(s.inputs, opened.input_shapes, opened.doc.model))
+        self.set_photo_source(model_photos(opened) if photos is NOT_FOUND else photos)
         self.outputs_box.set_model(opened.doc.model, output_dims([o.name for o in s.outputs], opened.shapes),
                                    {i.name: list((opened.input_shapes or {}).get(i.name, i.shape or ()))
                                     for i in s.inputs})

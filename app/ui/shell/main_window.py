@@ -35,9 +35,10 @@ from app.ui.precision.colors import GraphColors
 from app.ui.precision.engine_results import EngineResults
 from app.ui.precision.nodes import GraphNodes
 from app.ui.precision.panel import PrecisionPanel
-from app.ui.precision.plan_controller import PlanController
+from app.ui.precision.plan_controller import PlanController, PreparedPlan, prepare
 from app.ui.precision.plan_files import PlanFiles
 from app.ui.precision.readiness import ReadinessCheck
+from app.ui.precision.steps import FILL_LATER_NODES, FillSteps, wait_workers
 from app.ui.precision.work import PrecisionWork
 from app.ui.project.batch import BatchResults
 from app.ui.project.controller import ProjectController
@@ -50,7 +51,7 @@ from app.ui.run.host import JobModel
 from app.ui.run.imports import EngineImports
 from app.ui.run.job_bridge import JobBridge
 from app.ui.run.jobs_panel import JobsPanel
-from app.ui.run.panel import RunPanel
+from app.ui.run.panel import RunPanel, model_photos
 from app.ui.shell.files import ModelFiles
 from app.ui.shell.menus import Menus
 from app.ui.shell.presentation import Presentation
@@ -302,17 +303,21 @@ class MainWindow(QMainWindow):
         self.project.flush_autosave()  # the work on the model shown until now, before anything replaces it
         same = self.opened is not None and self.opened.path == opened.path
         self.opened = opened
+        # A big model's plan, Run panel and readiness check follow over the next event-loop turns (`_fill_later`):
+        # in one turn they held the GUI thread for seconds. Until then its plan has no rows.
+        later = len(opened.doc.model.graph.node) >= FILL_LATER_NODES
         # Reloading the same file (or new input shapes) keeps the plan: it is keyed by node name.
-        self.plan.set_model(opened.doc.model.graph, opened.shapes, opened.path.name, keep_plan=same,
-                            opset_import=opened.doc.model.opset_import)
+        self.plan.set_model(None if later else opened.doc.model.graph, None if later else opened.shapes,
+                            opened.path.name, keep_plan=same, opset_import=opened.doc.model.opset_import)
         s = opened.summary
         self.summary_panel.show_summary(s, opened.shapes, opened.timings.get("total"))
         self.shapes_panel.set_inputs(s.inputs, opened.input_shapes)
-        self.run_panel.show_model(opened)
+        if not later:
+            self.run_panel.show_model(opened)
         if self.stack.currentWidget() is self.start_page:
             self.workspace.show_model_layout()
         self.results_view.set_model(str(opened.path))  # another model's results go; the same one's stay
-        if self.run_controller.availability is None:
+        if self.run_controller.availability is None and not later:
             self.run_controller.refresh_availability()
         self.stack.setCurrentWidget(self.graph_page)  # first, so the view has its real size
         self.graph_page.show_root(opened.path.name, opened.picture)
@@ -327,16 +332,39 @@ class MainWindow(QMainWindow):
         self.files.add_recent(opened.path)
         self.view.setFocus()
         self.menus.set_model_open(True)
+        if later:
+            self._fill_later(opened, same)
+            return
         self.precision.model_opened(same)
         self.engine_results.model_opened(same)
-        report = self.readiness.model_opened(same)
-        if report is not None and report.errors and not same:
-            # A model TensorRT cannot take: say so at once, not when a build fails minutes later.
-            self.readiness_dock.show()
-            self.readiness_dock.raise_()
+        self.readiness.model_opened(same)
+        self._model_shown(opened, same)
+
+    def _model_shown(self, opened: OpenedModel, same: bool) -> None:
         self.project.model_opened(same)  # a project being opened is applied now; another model: a new project
         self.update_title()
         self.modelShown.emit(opened)
+
+    def _fill_later(self, opened: OpenedModel, same: bool) -> None:
+        """A big model's panels, filled over several event-loop turns while the drawing stays live: its plan's
+        rows found on a worker thread, then the Precision table, the Run panel, the readiness check (on a worker
+        thread too); `modelShown` once all are in. Dropped if another model (or none) is shown meanwhile."""
+        steps = FillSteps(self, lambda: self.opened is opened)
+        model = opened.doc.model
+
+        def prepared(result: PreparedPlan) -> None:
+            self.plan.set_model(model.graph, opened.shapes, opened.path.name, keep_plan=True,
+                                opset_import=model.opset_import, prepared=result)
+            steps.then(lambda: self.precision.model_opened(same))
+            steps.then(lambda: self.engine_results.model_opened(same))
+            if self.run_controller.availability is None:
+                steps.then(self.run_controller.refresh_availability)
+            steps.work(lambda: model_photos(opened), lambda photos: self.run_panel.show_model(opened, photos))
+            steps.then(lambda: self.readiness.model_opened(same))
+            steps.when(lambda: not self.readiness.busy(), lambda: self._model_shown(opened, same))
+
+        plan = self.plan.plan
+        steps.work(lambda: prepare(model.graph, opened.shapes, plan, model.opset_import), prepared)
 
     def _on_failed(self, error: errors.TrtlabError) -> None:
         self.show_error(error)
@@ -472,6 +500,7 @@ class MainWindow(QMainWindow):
         self.hide()
         self.loader.wait(60_000)
         self.imports.wait(60_000)
+        wait_workers(60_000)  # a big model's panels still being filled (its readiness check)
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.sync()
         super().closeEvent(event)
