@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from app.backends import get_backend
 from app.backends.tasks.specs import BenchSpec
@@ -16,6 +17,7 @@ from app.cli.args import (
     given_shapes,
     inputs_arg,
     job_options,
+    model_doc,
     model_inputs,
     shapes_arg,
     target_arg,
@@ -26,6 +28,9 @@ from app.cli.jobrun import run_job
 from app.cli.output import EXIT_JOB_FAILED, EXIT_OK
 from app.core.results import BenchResult, SweepResult
 from app.core.targets import Target
+
+if TYPE_CHECKING:
+    from app.core.measure import SweepAxis
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -101,6 +106,23 @@ def sweep_targets(args: argparse.Namespace) -> list[Target]:
     return targets
 
 
+def _check_engine_sweep(args: argparse.Namespace, base: dict[str, tuple[int, ...]], swept: list[str],
+                        sweep: SweepAxis) -> None:
+    """A TensorRT target's shapes at every value, checked before any job starts: dims that share a dim_param take
+    one size (sweeping one input's batch where another input shares it would fail every point)."""
+    from app.core.engine import ProfileError, check_engine_shapes
+    from app.core.measure import shapes_at
+
+    graph = model_doc(args).model.graph
+    for value in sweep.values:
+        try:
+            check_engine_shapes(graph, shapes_at(base, swept, sweep.axis, value))
+        except ProfileError as exc:
+            raise CliInputError(f"--sweep {sweep.word(value)}: {exc.message}",
+                                fix=exc.fix + " Sweep the batch of every input (--sweep batch=...) where inputs share "
+                                              "it.") from exc
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     """`trtlab bench --sweep`: every target at every value of one dynamic dimension."""
     from app.core.measure import (
@@ -132,7 +154,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     declared = {i.name: i.shape for i in inputs}
     swept = swept_inputs(declared, sweep)
     given = given_shapes(args)
-    resolve_input_shapes(inputs, base_shapes(declared, given, swept, sweep.axis))  # every other dim: now, exit 2
+    base = resolve_input_shapes(inputs, base_shapes(declared, given, swept, sweep.axis))  # every other dim: exit 2
+    if any(t.builds_engine for t in targets):
+        _check_engine_sweep(args, base, swept, sweep)
     check_available(*targets)
     spec = SweepSpec(model=args.model, sweep_targets=tuple(targets), input=sweep.input, axis=sweep.axis,
                      values=sweep.values, shapes=given, inputs=inputs_arg(args), warmup=args.warmup,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
 
@@ -76,6 +77,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _own_fault(command: str, exc: Exception) -> int:
+    """An error in the command itself, outside any job: a fault of trtlab's own (exit 4, never 1, which CI reads as a
+    tolerance not met), said in one line with where it happened, the traceback after it for the report."""
+    import traceback
+
+    from app.cli.output import EXIT_JOB_FAILED
+
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    where = f" at {Path(frame.filename).name}:{frame.lineno}" if frame else ""
+    sys.stderr.write(f"trtlab {command}: internal error{where} ({type(exc).__name__}: {exc}). This is a fault of "
+                     "trtlab's own, not of your model or settings: please report it with this message and the "
+                     "lines below.\n")
+    traceback.print_exception(exc, file=sys.stderr)
+    return EXIT_JOB_FAILED
+
+
 def run_cli(argv: list[str]) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
@@ -115,6 +132,6 @@ def run_cli(argv: list[str]) -> int:
             sys.stderr.write(f"trtlab {args.command}: the job's result could not be read ({exc}). This is a fault of "
                              "trtlab's own, not of your model or settings: please report it with this message.\n")
             return EXIT_JOB_FAILED
-        raise
+        return _own_fault(args.command, exc)
     build_parser().print_help(sys.stderr)
     return EXIT_BAD_INPUT

