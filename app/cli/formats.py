@@ -103,7 +103,9 @@ def format_sweep(doc: SweepResult) -> str:
     """A table per target (value, p50, p99, throughput, memory, status), where its throughput stops growing, and
     why a half-precision target is not faster than FP32."""
     dim = "batch" if doc.is_batch and not doc.input else f"{doc.input or 'dim'}:{doc.axis}"
-    rate = "items/s" if doc.is_batch else "runs/s"
+    from app.core.measure import RATE_NOTE, rate_unit
+
+    rate = rate_unit(doc.is_batch)
     sources = {p.memory_source for p in doc.points if p.memory_source}
     memory = {"device": "device MB", "process": "RSS MB"}.get(next(iter(sources)), "memory MB") \
         if len(sources) == 1 else "memory MB"
@@ -130,6 +132,8 @@ def format_sweep(doc: SweepResult) -> str:
             lines.append(f"  knee: {dim} {knee.value if knee.value is not None else '—'}; {best}. {knee.reason}")
         if target in doc.why:
             lines.append(f"  why: {doc.why[target]}")
+    if not doc.is_batch:
+        lines += ["", RATE_NOTE]
     if several:
         lines += ["", "spread: the sessions' medians' range over the point's median (each session picks its own "
                       "kernels)"]

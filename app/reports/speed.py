@@ -12,6 +12,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from app.core.measure import RATE_NOTE, rate_unit
 from app.core.results import SweepResult
 from app.reports import svg
 from app.reports.results import ReportItem
@@ -50,7 +51,7 @@ def sweep_section(doc: SweepResult, colors: dict[str, str], index: int = 0) -> d
     for t in doc.targets:
         colors.setdefault(t, svg.color(len(colors)))
     dim = _dim(doc)
-    rate = "items/s" if doc.is_batch else "runs/s"
+    rate = rate_unit(doc.is_batch)
     rows = []
     for t in doc.targets:
         for p in doc.series(t):
@@ -79,7 +80,7 @@ def sweep_section(doc: SweepResult, colors: dict[str, str], index: int = 0) -> d
         "dim": dim, "rate": rate, "rows": rows, "knees": knees,
         "why": [{"target": t, "text": w} for t, w in doc.why.items()],
         "memory": "; ".join(f"{_MEMORY[s]}" for s in sources if s in _MEMORY),
-        "notes": list(doc.notes),
+        "notes": list(doc.notes) + ([] if doc.is_batch else [RATE_NOTE]),
         "plots": [loglog(lat_lines, x_label=dim, y_label="latency (ms): p50 line, p99 band",
                          title=f"Latency against {dim}"),
                   loglog(thr_lines, x_label=dim, y_label=f"throughput ({rate})",
@@ -142,7 +143,7 @@ def sweep_scorecard(items: Sequence[ReportItem]) -> list[dict[str, str]]:
         doc = item.result
         if not isinstance(doc, SweepResult):
             continue
-        dim, rate = _dim(doc), "items/s" if doc.is_batch else "runs/s"
+        dim, rate = _dim(doc), rate_unit(doc.is_batch)
         for t in doc.targets:
             k = doc.knees.get(t)
             oom = next((p for p in doc.series(t) if p.status == "oom"), None)

@@ -220,3 +220,18 @@ def test_a_fault_of_trtlabs_own_outside_a_job_is_exit_4_and_says_so(model_paths,
     assert code == 4
     assert err.startswith("trtlab bench: internal error at test_bench_sweep.py:")
     assert "KeyError: 'a key trtlab forgot'" in err and "fault of trtlab's own" in err and "Traceback" in err
+
+
+def test_a_size_that_is_not_the_batch_is_timed_in_units_per_second(model_paths):
+    """ppocr_cls_mobile_v2 reads a text line 48 high and of any width: swept over its width, throughput is columns
+    per second (the width × runs per second), so a wider line that costs proportionally more keeps its rate."""
+    r = trtlab("bench", model_paths["ppocr_cls_mobile_v2"], "--backend", "ort-cpu", "--sweep", "x:3=96,192,384",
+               "--shapes", "x:1x3x48x192", "--warmup", "1", "--iterations", "5", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = SweepResult.from_json(json.loads(r.stdout))
+    assert not doc.is_batch and doc.input == "x" and doc.axis == 3 and doc.shapes["x"] == (1, 3, 48, 96)
+    for p in doc.series("ort-cpu:fp32"):
+        assert p.throughput_per_s == pytest.approx(p.value * 1000.0 / p.latency_ms.mean, rel=1e-6)
+    text = trtlab("bench", model_paths["ppocr_cls_mobile_v2"], "--backend", "ort-cpu", "--sweep", "x:3=96,192",
+                  "--shapes", "x:1x3x48x192", "--warmup", "1", "--iterations", "3")
+    assert text.returncode == 0 and "units/s" in text.stdout and "the swept size × runs per second" in text.stdout

@@ -21,6 +21,7 @@ from app.core.measure import (
     parse_ort_profile,
     parse_sweep,
     parse_values,
+    rate_unit,
     shapes_at,
     swept_inputs,
     why_not_faster,
@@ -110,9 +111,9 @@ def test_other_failures_are_not_out_of_memory():
 
 
 def test_throughput_counts_items_only_where_the_batch_is_swept():
-    assert items_per_s(8, 4.0, True) == pytest.approx(2000.0)
-    assert items_per_s(8, 4.0, False) == pytest.approx(250.0)
-    assert items_per_s(8, None, True) is None
+    assert items_per_s(8, 4.0) == pytest.approx(2000.0)  # 8 items (or units of another size) per 4 ms run
+    assert items_per_s(8, None) is None
+    assert rate_unit(True) == "items/s" and rate_unit(False) == "units/s"
 
 
 def test_the_knee_is_where_no_larger_value_gains_ten_percent():

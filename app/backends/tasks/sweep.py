@@ -179,7 +179,7 @@ def _point(spec: SweepSpec, ctx: JobContext | None, sweep: SweepAxis, swept: lis
     stats = sorted(runs, key=lambda s: s.median)[(n - 1) // 2]
     lat = stats.to_json()
     out = {"target": target.name, "value": value, "status": "ok", "latency_ms": lat["latency_ms"],
-           "throughput_per_s": items_per_s(value, stats.mean, sweep.is_batch), "peak_memory_mb": memory_mb,
+           "throughput_per_s": items_per_s(value, stats.mean), "peak_memory_mb": memory_mb,
            "memory_source": memory_source, "cov": lat["cov"], "unstable": any(s.unstable for s in runs),
            "message": next((s.warning for s in runs if s.warning), ""), "iterations": stats.iterations}
     if n > 1:

@@ -220,12 +220,21 @@ def error_line(error: BaseException | str) -> str:
     return text.splitlines()[0][:300]
 
 
-def items_per_s(value: int, mean_ms: float | None, is_batch: bool) -> float | None:
-    """Items per second (the value × runs per second where the swept dimension is the batch), else runs per
-    second."""
+def items_per_s(value: int, mean_ms: float | None) -> float | None:
+    """The swept size × runs per second: items per second where the batch is swept, else units of the swept
+    dimension per second (tokens, columns, frames: a run at twice the size doing twice the work keeps the rate, so
+    its knee says where a larger size stops paying, which runs per second, always falling, would not)."""
     if mean_ms is None or not mean_ms > 0 or not math.isfinite(mean_ms):
         return None
-    return (value if is_batch else 1) * 1000.0 / mean_ms
+    return value * 1000.0 / mean_ms
+
+
+def rate_unit(is_batch: bool) -> str:
+    """The throughput's unit: "items/s" where the batch is swept, else "units/s" (the swept size per second)."""
+    return "items/s" if is_batch else "units/s"
+
+
+RATE_NOTE = "units/s: the swept size × runs per second (tokens, columns or frames per second)"
 
 
 def find_knee(points: Sequence[tuple[int, float | None]], unit: str = "batch", gain: float = KNEE_GAIN

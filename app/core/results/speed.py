@@ -21,7 +21,7 @@ class SweepPoint(Record):
     value: int = 0
     status: str = "ok"                        # ok | oom | failed | skipped
     latency_ms: LatencyStats = LatencyStats()
-    throughput_per_s: float | None = None     # items per second: value × runs per second where the axis is the batch
+    throughput_per_s: float | None = None     # value × runs per second: items/s (the batch), else units/s
     peak_memory_mb: float | None = None       # the device's peak during the point (GPU backends), else the process's
     cov: float | None = optional(None)
     unstable: bool = optional(False)
