@@ -46,6 +46,7 @@ class PlotCard(QWidget):
         self.title = title
         self.default_hint = hint
         self._plot: pg.PlotWidget | None = None
+        self._parts: list[pg.ViewBox | pg.PlotItem] = []  # what `make_step` made of the plot so far
         self.stack.addWidget(self.hint)
         self.has_data = False
         self.notes: list[pg.TextItem] = []
@@ -54,21 +55,42 @@ class PlotCard(QWidget):
     @property
     def plot(self) -> pg.PlotWidget:
         """The plot widget, made with the first data: a window that never compares carries none."""
-        if self._plot is None:
-            self._plot = pg.PlotWidget(background="w")
-            self._plot.setTitle(self.title, color=INK, size="11pt")
-            self._plot.showGrid(x=True, y=True, alpha=0.25)
-            item = self._plot.getPlotItem()
-            for name in ("left", "bottom", "right", "top"):
-                axis = item.getAxis(name)
-                # SI rescaling shows tiny errors as "(x0.001)" beside rescaled ticks: real values read better.
-                axis.enableAutoSIPrefix(False)
-                axis.setTextPen(INK)
-                axis.setPen("#80868b")
-            self.legend = self._plot.addLegend(offset=(10 if self.legend_left else -10, 10), labelTextColor=INK,
-                                               brush=pg.mkBrush(255, 255, 255, 215), pen=pg.mkPen("#dadce0"))
-            self.stack.addWidget(self._plot)
+        while self._plot is None:
+            self.make_step()
         return self._plot
+
+    @property
+    def has_plot(self) -> bool:
+        """Whether the plot widget is made (`plot` makes it on first use)."""
+        return self._plot is not None
+
+    def make_step(self) -> bool:
+        """One step of making the plot widget (its view box, its plot item, then the widget: ≈ 2–5 ms each, the
+        whole ≈ 10–20 ms): a view that knows its plot will be wanted spreads them over turns of the event loop.
+        True while a step remains."""
+        if self._plot is not None:
+            return False
+        if not self._parts:
+            self._parts.append(pg.ViewBox())
+            return True
+        view = self._parts[-1]
+        if isinstance(view, pg.ViewBox):
+            self._parts.append(pg.PlotItem(viewBox=view))
+            return True
+        self._parts = []
+        self._plot = plot = pg.PlotWidget(background="w", plotItem=view)
+        plot.setTitle(self.title, color=INK, size="11pt")
+        plot.showGrid(x=True, y=True, alpha=0.25)
+        for name in ("left", "bottom", "right", "top"):
+            axis = view.getAxis(name)
+            # SI rescaling shows tiny errors as "(x0.001)" beside rescaled ticks: real values read better.
+            axis.enableAutoSIPrefix(False)
+            axis.setTextPen(INK)
+            axis.setPen("#80868b")
+        self.legend = plot.addLegend(offset=(10 if self.legend_left else -10, 10), labelTextColor=INK,
+                                     brush=pg.mkBrush(255, 255, 255, 215), pen=pg.mkPen("#dadce0"))
+        self.stack.addWidget(plot)
+        return False
 
     def clear(self) -> None:
         if self._plot is None:

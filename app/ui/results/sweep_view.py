@@ -25,9 +25,14 @@ from app.ui.results.plots import INK, PALETTE, PlotCard
 EMPTY_TEXT = ("Run ▸ Benchmark Sweep… (Ctrl+Alt+W) to time each precision at several batch sizes (or another "
               "dynamic dimension): latency and throughput as it grows, and where it stops paying.")
 EXPORT_SIZE = (1400, 760)  # pixels of an exported sweep: the plots side by side, the notes under them
-# A step waits this long (a timer rather than a zero-timer): the window's other timers and its painting run between
-# two steps instead of after all of them.
+# The first drawing step waits this long (a timer rather than a zero-timer): the window's other timers and its
+# painting run between two steps instead of after all of them.
 TURN_MS = 1
+# … and each next one (a step is ≈ 2–5 ms of work, then its paint): the event loop is free a few milliseconds
+# between two, so no two steps and their paints add up to one long turn.
+STEP_MS = 6
+PREPARE_MS = 5      # … and a step of `prepare`: the dialog that asked for it answers between its steps,
+PREPARE_WAIT_MS = 60  # the first once the dialog has been laid out and painted
 NOTES_LINES = 6            # the notes under the plots show this many lines, then scroll
 EXPORT_NOTES_LINES = 14   # … in an exported picture (cut beyond: the project keeps them all)
 LEFT_AXIS_PX = 62          # the left axes' width: its label and ticks up to "50000"
@@ -88,6 +93,7 @@ class SweepView(QWidget):
         self._key: tuple[tuple[str, ...], tuple[int, ...], str, int] | None = None  # the sweep the plots are for
         self._made: set[str] = set()  # the set-up steps done for it: each plot's axes, each target's items
         self._update_due = False
+        self._preparing = False  # `prepare` is making the plot widgets
         self._drawing: SweepResult | None = None  # the points the latency plot took last
         self._ticks: dict[str, list[list[tuple[float, str]]]] = {}  # each plot's left ticks now
         self.running = False  # the plots show a sweep's points as they come (`begin`) until its result or its end
@@ -135,7 +141,7 @@ class SweepView(QWidget):
         # The notes scroll within a few lines: however many the job wrote, the plots keep their room and the
         # window its size.
         self.notes_scroll = QScrollArea()
-        self.notes_scroll.setWidgetResizable(True)
+        self.notes_scroll.setWidgetResizable(False)  # `_fit_notes` sizes the notes
         self.notes_scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.notes_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.notes_scroll.setWidget(self.notes)
@@ -199,6 +205,22 @@ class SweepView(QWidget):
             self._steps = self._setup_steps(doc)
         else:
             self._run(self._setup_steps(doc), False)
+
+    def prepare(self) -> None:
+        """A sweep may start soon (its dialog is open): the plot widgets are made now, a short step per turn of the
+        event loop (≈ 2–5 ms each), so that Run has only to set them up."""
+        if self._preparing or all(card.has_plot for card in (self.latency, self.throughput)):
+            return
+        self._preparing = True
+        QTimer.singleShot(PREPARE_WAIT_MS, self._prepare_step)
+
+    def _prepare_step(self) -> None:
+        card = next((c for c in (self.latency, self.throughput) if not c.has_plot), None)
+        if card is None or self.running:  # done, or a sweep began: its own steps make the rest
+            self._preparing = False
+            return
+        card.make_step()
+        QTimer.singleShot(PREPARE_MS, self._prepare_step)
 
     def resume(self) -> None:
         """The drawing steps `begin` left waiting, one per turn from the next."""
@@ -288,9 +310,9 @@ class SweepView(QWidget):
         self._update(doc, plots)
         if plots == ("latency",):
             self._drawing = doc
-            QTimer.singleShot(TURN_MS, lambda: self._update_later(("throughput",)))
+            QTimer.singleShot(STEP_MS, lambda: self._update_later(("throughput",)))
         elif doc is not self._drawing:  # more points came meanwhile: the latency plot takes them too
-            QTimer.singleShot(TURN_MS, self._update_later)
+            QTimer.singleShot(STEP_MS, self._update_later)
         else:
             self._update_due = False
 
@@ -309,7 +331,7 @@ class SweepView(QWidget):
             if self._steps is steps:
                 self._steps = None
             return
-        QTimer.singleShot(TURN_MS, self._step)
+        QTimer.singleShot(STEP_MS, self._step)
 
     def axis_name(self) -> str:
         doc = self.doc
@@ -344,10 +366,13 @@ class SweepView(QWidget):
         """The empty plots, in steps of a few milliseconds each (one per turn of the event loop, so the window
         never stalls on them): each plot made with its axes, each target's items added empty, each plot shown; then
         the points in so far. A step done already (`_made`) is not done again."""
+        for card in (self.latency, self.throughput):  # made already where the dialog was open a while (`prepare`)
+            while card.make_step():
+                yield
         for card, ylabel in ((self.latency, "latency (ms)"), (self.throughput, f"throughput ({self.unit()})")):
             if f"axes {card.title}" in self._made:
                 continue
-            item = card.plot.getPlotItem()  # made on first use: a step of its own
+            item = card.plot.getPlotItem()
             item.setLabel("bottom", self.axis_name(), color=INK)
             item.setLabel("left", ylabel, color=INK)
             # The data are drawn as log10 values; the axes write the powers of ten back as numbers.
@@ -476,7 +501,10 @@ class SweepView(QWidget):
                     axis.setTicks(ticks)
                 lo, hi = math.log10(foot), math.log10(max(ys))
                 pad = max(0.05, (hi - lo) * 0.06)
-                card.plot.getPlotItem().getViewBox().setYRange(lo - pad, hi + pad, padding=0)
+                view = card.plot.getPlotItem().getViewBox()
+                view.setYRange(lo - pad, hi + pad, padding=0)
+                # The view's transform now, not as the plot prepares to paint (it would then be painted twice).
+                view.updateMatrix()
 
     def _line(self, key: str, target: str, xs: np.ndarray, ys: np.ndarray, points: list[SweepPoint]) -> None:
         """A target's line and its hoverable points, whose tooltips give the exact values."""
@@ -559,36 +587,56 @@ class SweepView(QWidget):
 
     def _fit_later(self) -> None:
         self._fit_pending = False
-        self._fit_notes()
-
-    def _fit_notes(self) -> None:
-        """As tall as the notes where they are short, up to `notes_lines` lines (then they scroll). Laying out
-        rich text takes milliseconds: each width's height is kept until the text changes."""
-        if not self.notes_scroll.isVisibleTo(self):
-            return
-        line = self.notes.fontMetrics().lineSpacing()
-        if self.running:  # the room the result's notes will have
-            self.notes_scroll.setFixedHeight(line * self.notes_lines + 8)
-            return
-        width = max(200, self.notes_scroll.viewport().width())
-        key = (self.notes.text(), width)
-        if key[0] != self._notes_height[0]:
-            self._notes_height = (key[0], {})
-        heights = self._notes_height[1]
-        if width not in heights:
-            heights[width] = self.notes.heightForWidth(width) + 4
-        need = heights[width]
-        self.notes_scroll.setMinimumHeight(min(need, line * 3 + 8))
-        self.notes_scroll.setMaximumHeight(min(need, line * self.notes_lines + 8))
-
-    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
-        super().resizeEvent(event)
-        if not self._fit_pending:  # in a later turn: a resize (the dock coming forward) stays short
-            self._fit_pending = True
-            QTimer.singleShot(TURN_MS, self._fit_later)
         want = Qt.Orientation.Vertical if self.width() < NARROW else Qt.Orientation.Horizontal
         if self.splitter.orientation() != want:
             self.splitter.setOrientation(want)
+        self._fit_notes()
+
+    def _fit_notes(self) -> None:
+        """As tall as the notes where they are short, `notes_lines` lines where longer (they scroll). The notes are
+        sized here, not by their scroll area (it would ask them for their size hints again on each change, each a
+        layout of the rich text of a few milliseconds), and each width's height is kept until the text changes."""
+        if not self.notes_scroll.isVisibleTo(self):
+            return
+        line = self.notes.fontMetrics().lineSpacing()
+        room = line * self.notes_lines + 8
+        width = max(200, self.notes_scroll.width())
+        if self.running:  # a line or two (LIVE_NOTE), in the room the result's notes will have
+            self.notes.resize(width, room)
+            self.notes_scroll.setFixedHeight(room)
+            return
+        bar = self.notes_scroll.verticalScrollBarPolicy() != Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+        narrow = max(200, width - self.notes_scroll.verticalScrollBar().sizeHint().width())
+        # More lines than the room holds: it scrolls, and the scroll bar takes its width (laid out at that width
+        # only). Fewer: at the whole width, then at the narrower one where wrapping makes them too many.
+        long = bar and self.notes.text().count("<br>") + 1 > self.notes_lines
+        need = self._notes_need(narrow if long else width)
+        if long:
+            width = narrow
+        elif need > room and bar:
+            width, need = narrow, self._notes_need(narrow)
+        self.notes.resize(width, need)
+        # The same room as while the sweep ran, where the notes fill it: the plots are not laid out and painted
+        # again at another height.
+        self.notes_scroll.setFixedHeight(min(need, room))
+
+    def _notes_need(self, width: int) -> int:
+        """The notes' height at `width`, kept until their text changes."""
+        text = self.notes.text()
+        if text != self._notes_height[0]:
+            self._notes_height = (text, {})
+        heights = self._notes_height[1]
+        if width not in heights:
+            heights[width] = self.notes.heightForWidth(width) + 4
+        return heights[width]
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        # The plots' orientation and the notes' height in a later turn: a resize (the dock coming forward) stays
+        # short, and the sizes a dock passes through as it is laid out the first time turn nothing over.
+        if not self._fit_pending:
+            self._fit_pending = True
+            QTimer.singleShot(TURN_MS, self._fit_later)
 
     # ----------------------------------------------------------------- export
     def export_png(self, path: Path) -> Path:
@@ -604,9 +652,11 @@ class SweepView(QWidget):
         copy.show()
         try:
             copy.notes_lines = EXPORT_NOTES_LINES
+            copy.notes_scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # a picture: no bar
             copy.set_sweep(self.doc, self.model, at_once=True)
             copy.title.show()
             copy.outer.activate()
+            copy._fit_notes()  # at the width they have in the picture
             pixmap = copy.body.grab()
         finally:
             copy.close()

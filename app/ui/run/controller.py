@@ -552,6 +552,8 @@ class RunController(QObject):
             dialog.sweepRequested.connect(self._sweep_requested)
             return dialog
         self.sweep_dialog = self._speed_dialog(self.sweep_dialog, make, (600, 440), "Open a model to sweep it.")
+        if self.sweep_dialog is not None:
+            self.results.sweep_view.prepare()  # the plot widgets made while the dialog is open: Run only sets them up
         return self.sweep_dialog
 
     def open_tune_dialog(self) -> TuneDialog | None:
@@ -616,7 +618,9 @@ class RunController(QObject):
             if job is None:
                 dialog.show_refusal(self.last_refusal)
             else:
-                dialog.accept()
+                # Closed just after the click's turn, before the window's paint (`_show_sweep`): the window, active
+                # again, is painted once.
+                QTimer.singleShot(0, dialog.accept)
 
     def start_sweep(self, request: SweepRequest) -> str | None:
         """Time each target at each value of one dimension (one job: progress and Cancel in the Jobs panel). The swept
@@ -640,8 +644,8 @@ class RunController(QObject):
 
     def _show_sweep(self, job: str, spec: SweepSpec) -> None:
         """A sweep just started: the Sweep tab shows it at once (what is measured, the empty plots, then each point
-        as the job sends it: `_partial`), and the Results dock comes forward, a turn after the click and grown in
-        the next, so no turn of the window's is long."""
+        as the job sends it: `_partial`), and the Results dock comes forward over the next turns, so no turn of the
+        window's is long."""
         self.sweep_run = self.running[job]
         if self.results.model_path != spec.model:
             self.results.set_model(spec.model)
@@ -650,17 +654,26 @@ class RunController(QObject):
                                targets=tuple(t.name for t in spec.targets()), mode=spec.mode),
                    self.results.model_name, wait=True)
         self.results.tabs.setCurrentWidget(view)
-
-        def grow() -> None:
-            self.messages.raise_dock("results", at_least=0.5, share=0.6)  # two plots side by side: room
-            self.messages.show_results()  # after: its own resize is then not needed
-            QTimer.singleShot(1, view.resume)  # the empty plots made in the turns after the dock's paint
+        window = self.messages.parent
 
         def show() -> None:
-            self.messages.raise_dock("results")
-            QTimer.singleShot(1, grow)
+            try:
+                self.messages.raise_dock("results", at_least=0.5, share=0.6)  # two plots side by side: room
+                self.messages.show_results()  # after: its own resize is then not needed
+            finally:
+                QTimer.singleShot(1, window, paint)
 
-        QTimer.singleShot(1, show)  # a timer, not a zero-timer: the window paints between the two
+        def paint() -> None:
+            window.setUpdatesEnabled(True)
+            window.repaint()  # now: what changed while updates were off was not marked for a paint
+            QTimer.singleShot(1, view.resume)  # the empty plots set up in the turns after the dock's paint
+
+        # Three turns of ≈ 10 ms rather than two of ≈ 25: the click's (the job started, the window laid out with the
+        # Jobs dock grown to the room the Results will take), the Results dock brought forward over the Jobs at
+        # that height, then the window painted, once for both.
+        QTimer.singleShot(1, window, show)  # a timer, not a zero-timer: other events are handled between the turns
+        window.setUpdatesEnabled(False)
+        self.messages.raise_dock("jobs", at_least=0.5, share=0.6)
 
     def _partial(self, job: str, data: dict) -> None:
         """A job's result so far: a sweep's points measured so far go on the Sweep tab as they come."""

@@ -139,6 +139,7 @@ class SweepDialog(QDialog):
         self.dimensions: list[Dimension] = []
         self.model_problem = ""   # why the model cannot be swept ("": it can)
         self._values_edited = False
+        self.sent = False  # Run sent a request since the dialog was last set up (or refused)
         outer = QVBoxLayout(self)
         targets = QGroupBox("Targets")
         tcol = QVBoxLayout(targets)
@@ -220,6 +221,7 @@ class SweepDialog(QDialog):
         self._values_edited = False
         self._default_values()
         self.refusal.hide()  # an earlier refusal was about the model shown then
+        self.sent = False
         self._sync()
 
     def targets(self) -> list[str]:
@@ -303,12 +305,14 @@ class SweepDialog(QDialog):
                             iterations=self.iterations_edit.text().strip())
 
     def _run(self) -> None:
-        if not self.ready():
+        if self.sent or not self.ready():
             return
         self.refusal.hide()
+        self.sent = True  # the dialog closes in the next turn: a second click meanwhile starts nothing
         self.sweepRequested.emit(self.request())
 
     def show_refusal(self, text: str) -> None:
         """Why Run did not start (the run controller's refusal)."""
+        self.sent = False
         self.refusal.setText(text or "The sweep did not start.")
         self.refusal.show()
