@@ -232,3 +232,27 @@ def test_values_that_are_not_values_stop_run_with_why(qtbot, window, orientation
     for cb in dialog.checks.values():
         cb.setChecked(False)
     assert not dialog.run_button.isEnabled() and dialog.run_button.toolTip() == "Tick at least one target."
+
+
+def test_a_width_sweep_timed_in_several_sessions_reads_in_units_per_second(qtbot, window, models_dir):
+    """A sweep the command line measured (ppocr_cls's text-line width, two sessions per point) shown in the Sweep
+    tab: throughput in units/s with what a unit is, and a point's tooltip with every session's median."""
+    import json
+
+    from tests.cli.runner import trtlab
+
+    path = models_dir / "ppocr_cls_mobile_v2.onnx"
+    r = trtlab("bench", path, "--backend", "ort-cpu", "--sweep", "x:3=96,192", "--shapes", "x:1x3x48x192",
+               "--sessions", "2", "--warmup", "1", "--iterations", "3", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = SweepResult.from_json(json.loads(r.stdout))
+    open_and_wait(qtbot, window, path)
+    view = window.results_view.sweep_view
+    view.set_sweep(doc, path.name, at_once=True)
+    qtbot.waitUntil(lambda: view.drawn, timeout=10_000)
+    assert view.unit() == "units/s" and "the swept size × runs per second" in view.notes.text()
+    point = doc.point("ort-cpu:fp32", 192)
+    assert point is not None and len(point.sessions_ms) == 2
+    tip = view.point_tip(point)
+    assert "x axis 3 192" in tip and "units/s" in tip
+    assert f"2 sessions' medians {point.sessions_ms[0]:.3g}, {point.sessions_ms[1]:.3g} ms" in tip

@@ -340,7 +340,9 @@ class SweepView(QWidget):
         return f"{doc.input or 'every input'} axis {doc.axis}"
 
     def unit(self) -> str:
-        return "items/s" if self.doc is None or self.doc.is_batch else "runs/s"
+        from app.core.measure import rate_unit
+
+        return rate_unit(self.doc is None or self.doc.is_batch)
 
     def _caption(self, doc: SweepResult) -> str:
         model = self.model
@@ -544,6 +546,11 @@ class SweepView(QWidget):
                  f"throughput {_fmt(p.throughput_per_s, self.unit())}"]
         if p.peak_memory_mb is not None:
             lines.append(f"peak memory {_fmt(p.peak_memory_mb, 'MB')}")
+        spread = p.spread()
+        if spread is not None:
+            medians = ", ".join(f"{m:.3g}" for m in p.sessions_ms)
+            lines.append(f"{len(p.sessions_ms)} sessions' medians {medians} ms (spread {spread:.0%}): "
+                         "the median one shown")
         if p.unstable:
             lines.append(f"unstable (CoV {_fmt((p.cov or 0) * 100, '%')})")
         return "\n".join(lines)
@@ -563,7 +570,9 @@ class SweepView(QWidget):
             cross.setData([math.log10(p.value) for p in mine], [foot] * len(mine), data=tips)
 
     def _notes(self, doc: SweepResult) -> str:
-        lines: list[str] = [NOTES_HEAD]
+        from app.core.measure import RATE_NOTE
+
+        lines: list[str] = [NOTES_HEAD + ("" if doc.is_batch else f" <i>{html.escape(RATE_NOTE)}.</i>")]
         for target in doc.targets:
             color = self.colors[target]
             knee = doc.knees.get(target)
