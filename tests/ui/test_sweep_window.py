@@ -13,6 +13,7 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QImage, QKeySequence
 
 from app.core.results import SweepResult
+from app.ui.run.requests import ModelInputs
 from tests.support.ui import non_background_fraction, wait_for_dock_shown
 from tests.ui.conftest import open_and_wait, run_jobs_and_wait
 
@@ -256,3 +257,14 @@ def test_a_width_sweep_timed_in_several_sessions_reads_in_units_per_second(qtbot
     tip = view.point_tip(point)
     assert "x axis 3 192" in tip and "units/s" in tip
     assert f"2 sessions' medians {point.sessions_ms[0]:.3g}, {point.sessions_ms[1]:.3g} ms" in tip
+
+
+def test_the_dialog_asks_for_sessions_per_point_automatic_by_default(qtbot, window, orientation):
+    dialog = _dialog(window)
+    assert dialog.sessions_spin.value() == 0 and dialog.sessions_spin.specialValueText().startswith("auto")
+    _choose(dialog, ("ort-cpu:fp32",), "1, 2")
+    base = ModelInputs(str(orientation), {"x": (1, 3, 224, 224)})
+    assert dialog.request().sessions == 0 and dialog.request().spec(base).sessions_per_point() == 1
+    dialog.sessions_spin.setValue(3)
+    assert dialog.request().sessions == 3
+    dialog.reject()

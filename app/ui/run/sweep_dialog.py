@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QLabel,
     QLineEdit,
+    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
@@ -58,11 +59,12 @@ class SweepRequest:
     axis: int = 0
     warmup: str = DEFAULT_WARMUP
     iterations: str = DEFAULT_ITERATIONS
+    sessions: int = 0             # sessions timed per point; 0: 3 where a target runs on a GPU, else 1
 
     def spec(self, base: ModelInputs) -> SweepSpec:
         return SweepSpec(model=base.model, shapes=base.shapes, plan=base.plan, sweep_targets=base.distinct(
             self.targets), input=self.input, axis=self.axis, values=self.values, warmup=self.warmup,
-            iterations=self.iterations)
+            iterations=self.iterations, sessions=self.sessions)
 
     def swept(self, inputs: list[TensorInfo]) -> list[TensorInfo]:
         """The inputs whose dimension changes."""
@@ -175,6 +177,12 @@ class SweepDialog(QDialog):
             edit.textChanged.connect(lambda _t: self._sync())
         bform.addRow("Warm-up:", self.warmup_edit)
         bform.addRow("Iterations:", self.iterations_edit)
+        self.sessions_spin = QSpinBox()
+        self.sessions_spin.setRange(0, 9)
+        self.sessions_spin.setSpecialValueText("auto: 3 on a GPU, 1 on the CPU")
+        self.sessions_spin.setToolTip("Each point timed in this many sessions, the median one shown: each GPU "
+                                      "session picks its own cuDNN kernels, so one session's time is one draw")
+        bform.addRow("Sessions:", self.sessions_spin)
         self.budget_error = QLabel()
         self.budget_error.setStyleSheet("color:#b3261e;")
         self.budget_error.setWordWrap(True)
@@ -302,7 +310,7 @@ class SweepDialog(QDialog):
         assert d is not None  # Run is off without one
         return SweepRequest(targets=tuple(self.targets()), values=parse_values(self.values_edit.text()),
                             input=d.input, axis=d.axis, warmup=self.warmup_edit.text().strip(),
-                            iterations=self.iterations_edit.text().strip())
+                            iterations=self.iterations_edit.text().strip(), sessions=self.sessions_spin.value())
 
     def _run(self) -> None:
         if self.sent or not self.ready():
