@@ -268,3 +268,18 @@ def test_the_dialog_asks_for_sessions_per_point_automatic_by_default(qtbot, wind
     dialog.sessions_spin.setValue(3)
     assert dialog.request().sessions == 3
     dialog.reject()
+
+
+def test_log_axis_ticks_are_plain_numbers_and_at_least_three_over_a_short_span():
+    from app.ui.results.sweep_view import log_ticks
+
+    wide = dict((round(10 ** x), t) for x, t in log_ticks(0.4, 60.0))
+    assert list(wide.values()) == ["0.5", "1", "2", "5", "10", "20", "50"]
+    short = [t for _x, t in log_ticks(85_000, 170_000)]  # a width sweep's units/s: under one decade
+    assert short == ["100k", "120k", "140k", "160k"]
+    assert [t for _x, t in log_ticks(1200, 1900)] == ["1.2k", "1.4k", "1.6k", "1.8k"]  # a fifth of a decade
+    assert [t for _x, t in log_ticks(900, 4200)] == ["1k", "2k", "3k"]
+    assert [t for _x, t in log_ticks(2e5, 3e6)] == ["200k", "500k", "1M", "2M"]
+    assert log_ticks(0, 10) == []
+    assert [t for _x, t in log_ticks(4.2, 4.2)] == ["4"]  # one value: the round value within 5 % of it
+    assert [t for _x, t in log_ticks(5.0, 5.0)] == ["5"]

@@ -47,8 +47,9 @@ STATUS_WORDS = {"oom": "out of memory", "failed": "failed", "skipped": "skipped"
 
 
 def log_ticks(lo: float, hi: float) -> list[tuple[float, str]]:
-    """Ticks for a log axis spanning `lo`..`hi` (values, not logs), written as plain numbers: 1, 2, 5 × 10^k, or
-    every digit where the span is short."""
+    """Ticks for a log axis spanning `lo`..`hi` (values, not logs), written short (150k, not 1.5e+05, so they fit the
+    axis's fixed width): 1, 2, 5 × 10^k, or every digit where the span is short, or under a decade evenly spaced
+    round values."""
     if lo <= 0 or hi <= 0:
         return []
     lo, hi = min(lo, hi), max(lo, hi)
@@ -58,7 +59,18 @@ def log_ticks(lo: float, hi: float) -> list[tuple[float, str]]:
                for m in steps if lo / 1.05 <= m * 10.0 ** k <= hi * 1.05]
         if len(out) >= 3:
             break
-    return [(math.log10(v), f"{v:g}" if v < 1e5 else f"{v:.0e}") for v in out]
+    if len(out) < 3 and hi > lo * 1.001:  # a span well under a decade: evenly spaced round values, 3 to 6 of them
+        raw = (hi - lo) / 4
+        step = min((m * 10.0 ** math.floor(math.log10(raw)) for m in (1, 2, 5, 10)), key=lambda x: (abs(x - raw), -x))
+        out = [k * step for k in range(math.ceil(lo / step), math.floor(hi / step) + 1)] or out
+    return [(math.log10(v), _tick_text(v)) for v in out]
+
+
+def _tick_text(v: float) -> str:
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if v >= scale:
+            return f"{v / scale:.4g}{suffix}"
+    return f"{v:.4g}"
 
 
 def _fmt(v: float | None, unit: str = "") -> str:
