@@ -101,3 +101,10 @@ def test_a_plot_with_no_measured_point_says_so():
     chart = str(loglog([Line("ort-cuda:fp16", "#333", marks=[(128.0, "OOM")])], x_label="batch", y_label="ms",
                        title="Latency"))
     assert "no point was measured" in chart
+
+
+def test_a_rate_axis_reads_in_short_numbers():
+    """150k rather than 1.5e5 on the throughput axis; the sizes on the x axis stay as they are."""
+    from app.reports.svg import short_num
+
+    assert [short_num(v) for v in (950.0, 1200.0, 150_000.0, 2_000_000.0, 0.5)] == ["950", "1.2k", "150k", "2M", "0.5"]

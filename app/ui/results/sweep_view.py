@@ -63,14 +63,9 @@ def log_ticks(lo: float, hi: float) -> list[tuple[float, str]]:
         raw = (hi - lo) / 4
         step = min((m * 10.0 ** math.floor(math.log10(raw)) for m in (1, 2, 5, 10)), key=lambda x: (abs(x - raw), -x))
         out = [k * step for k in range(math.ceil(lo / step), math.floor(hi / step) + 1)] or out
-    return [(math.log10(v), _tick_text(v)) for v in out]
+    from app.reports.svg import short_num
 
-
-def _tick_text(v: float) -> str:
-    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if v >= scale:
-            return f"{v / scale:.4g}{suffix}"
-    return f"{v:.4g}"
+    return [(math.log10(v), short_num(v)) for v in out]
 
 
 def _fmt(v: float | None, unit: str = "") -> str:
