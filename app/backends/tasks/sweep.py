@@ -339,7 +339,8 @@ def _fixed(spec: SweepSpec, sweep: SweepAxis, swept: list[str]) -> bool:
     """Whether the swept dimension is fixed in the model (a one-value sweep at the model's own size)."""
     from app.core.model import graph_inputs
 
-    declared = {v.name: v.type.tensor_type.shape.dim for v in graph_inputs(onnx.load(spec.model, load_external_data=False).graph)}
+    graph = onnx.load(spec.model, load_external_data=False).graph
+    declared = {v.name: v.type.tensor_type.shape.dim for v in graph_inputs(graph)}
     return any(sweep.axis < len(dims) and dims[sweep.axis].dim_value > 0
                for name, dims in declared.items() if name in swept)
 

@@ -110,13 +110,14 @@ def infer_output_kinds(model: onnx.ModelProto, output_dims: Mapping[str, Sequenc
                        user: Mapping[str, OutputKind] | None = None) -> dict[str, OutputKind]:
     """Every graph output's kind (``app.core.measure.kinds.infer_output_kinds``), with the outputs of a split
     detection head read together (the user's kinds are never regrouped)."""
-    out = per_output.infer_output_kinds(model, output_dims, input_dims, user)
     graph = model.graph
+    prod = per_output.producers(graph)  # once for both: on a 50,000-node graph it takes 50 ms
+    out = per_output.infer_output_kinds(model, output_dims, input_dims, user, prod=prod)
     free = {o.name: list((output_dims or {}).get(o.name)
                          or [x.dim_value or None for x in o.type.tensor_type.shape.dim])
             for o in graph.output if o.name not in (user or {})}
     image = per_output.image_input(per_output.declared_inputs(graph, input_dims))
-    out.update(split_heads(free, image, per_output.producers(graph)))
+    out.update(split_heads(free, image, prod))
     floats = {o.name for o in graph.output if o.type.tensor_type.elem_type in _FLOATS}
     if not any(k.group or k.part_of for k in out.values()):
         out.update(listed_detections(free, floats))
