@@ -12,7 +12,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from app.core.measure import RATE_NOTE, rate_unit
+from app.core.measure import RATE_NOTE, rate_unit, short_number
 from app.core.results import SweepResult
 from app.reports import svg
 from app.reports.results import ReportItem
@@ -184,7 +184,7 @@ def loglog(lines: Sequence[Line], *, x_label: str, y_label: str, title: str, hei
     for tv in _ticks(y_lo, y_hi):
         y = sy(tv)
         body.append(f'<line x1="{left:.1f}" y1="{y:.1f}" x2="{left + pw:.1f}" y2="{y:.1f}" stroke="#e3e3e3"/>')
-        body.append(svg._t(left - 6, y, svg.short_num(tv), anchor="end", baseline="middle"))
+        body.append(svg._t(left - 6, y, short_number(tv), anchor="end", baseline="middle"))
     for tv in _ticks(x_lo, x_hi, sorted(set(xs))):
         x = sx(tv)
         body.append(f'<line x1="{x:.1f}" y1="{top:.1f}" x2="{x:.1f}" y2="{top + ph:.1f}" stroke="#f0f0f0"/>')

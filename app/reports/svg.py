@@ -37,14 +37,6 @@ def fmt_num(v: float) -> str:
     return f"{v:.4g}"
 
 
-def short_num(v: float) -> str:
-    """A rate's tick label, short enough for a narrow axis: 950, 1.2k, 150k, 2M."""
-    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= scale:
-            return f"{v / scale:.4g}{suffix}"
-    return fmt_num(v)
-
-
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     """Round tick values covering [lo, hi] (1, 2, 5 × 10^k steps)."""
     if not (math.isfinite(lo) and math.isfinite(hi)):

@@ -107,6 +107,7 @@ from app.core.measure.sweep import (
     parse_values,
     rate_unit,
     shapes_at,
+    short_number,
     swept_inputs,
     why_not_faster,
 )
@@ -147,8 +148,8 @@ __all__ = ["A_LITTLE_COS", "BAD", "COLUMNS", "DEFAULT_TASK_TOLERANCES", "ELEMENT
            "needs_why", "node_devices", "node_shares", "not_photos", "output_pictures", "parse_ort_profile",
            "parse_output_kinds", "parse_sweep", "parse_values", "photo_source_for", "png_b64", "points_delta",
            "profile_delta", "prove_kinds", "rate_unit", "read_image", "resolve_input_shapes", "same_draws",
-           "sample_photos",
-           "sample_words", "shapes_at", "shown_metrics", "slower_because", "slower_reasons", "source_shapes",
+           "sample_photos", "sample_words", "shapes_at", "short_number", "shown_metrics", "slower_because",
+           "slower_reasons", "source_shapes",
            "speech_source_for", "speed_reference", "speed_verdict", "speedups", "swept_inputs", "target_emulations",
            "target_note", "task_verdict", "task_words", "timing_json", "timing_note", "wav_bytes", "wav_from_uri",
            "why_not_faster"]

@@ -234,6 +234,15 @@ def rate_unit(is_batch: bool) -> str:
     return "items/s" if is_batch else "units/s"
 
 
+def short_number(v: float) -> str:
+    """A rate's tick label, short enough for a narrow axis: 950, 1.2k, 150k, 2M (the window's plots and the
+    report's)."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= scale:
+            return f"{v / scale:.4g}{suffix}"
+    return f"{v:.4g}"
+
+
 RATE_NOTE = "units/s: the swept size × runs per second (tokens, columns or frames per second)"
 
 

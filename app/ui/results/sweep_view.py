@@ -63,9 +63,9 @@ def log_ticks(lo: float, hi: float) -> list[tuple[float, str]]:
         raw = (hi - lo) / 4
         step = min((m * 10.0 ** math.floor(math.log10(raw)) for m in (1, 2, 5, 10)), key=lambda x: (abs(x - raw), -x))
         out = [k * step for k in range(math.ceil(lo / step), math.floor(hi / step) + 1)] or out
-    from app.reports.svg import short_num
+    from app.core.measure import short_number
 
-    return [(math.log10(v), short_num(v)) for v in out]
+    return [(math.log10(v), short_number(v)) for v in out]
 
 
 def _fmt(v: float | None, unit: str = "") -> str:
