@@ -13,7 +13,6 @@ waited for a core). Prints a table; `--json PATH` writes the records.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import sys
@@ -77,11 +76,9 @@ def measure_window_sweep(app: QApplication, model: Path, limit_s: float, iterati
     w.resize(1280, 800)
     w.show()
     w.open_path(model)
-    # The model loaded, and the collection its load leaves made: the window keeps the objects a load made frozen
-    # (left out of collections) until it has had no input for a moment, then collects them in one turn (≈ 40 ms
-    # here). A user's first click comes after; the programmatic clicks here are no input, so it is waited for.
+    # The model loaded (the loader's thread ends with a full collection on the GUI thread: before the first click).
     settled = time.perf_counter() + 15
-    while (w.loader.is_busy() or gc.get_freeze_count()) and time.perf_counter() < settled:
+    while w.loader.is_busy() and time.perf_counter() < settled:
         app.processEvents()
         time.sleep(0.005)
     # The dialog's opening is timed too: the Sweep tab's plots are made while it is open (a step per turn).
