@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -76,6 +76,14 @@ def _at_value(opened: OpenedModel, inputs: Iterable[TensorInfo], axis: int, valu
             if all(isinstance(d, int) and d > 0 for d in dims):
                 shapes[info.name] = tuple(int(d) for d in dims)
     return shapes
+
+
+class RequestDialog(Protocol):
+    """A dialog whose Run asks for a job (kit, evaluation, tune, sweep): it shows why it was refused, or closes."""
+
+    def show_refusal(self, text: str) -> None: ...
+
+    def accept(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -418,14 +426,22 @@ class RunController(QObject):
         self.kit_dialog.raise_()
         return self.kit_dialog
 
+    def _answer(self, dialog: RequestDialog | None, job: str | None, later: bool = False) -> None:
+        """A dialog's Run answered: the refusal shown in it, or the dialog closed once its job started (`later`: in
+        the next turn)."""
+        if dialog is None:
+            return
+        if job is None:
+            dialog.show_refusal(self.last_refusal)
+        elif later:
+            QTimer.singleShot(0, dialog.accept)
+        else:
+            dialog.accept()
+
     def _kit_requested(self, folder: str, precision: str) -> None:
         dialog = self.kit_dialog
         job = self.start_kit(folder, precision)
-        if dialog is not None:
-            if job is None:
-                dialog.show_refusal(self.last_refusal)
-            else:
-                dialog.accept()
+        self._answer(dialog, job)
 
     def start_kit(self, folder: str, precision: str = "") -> str | None:
         """Write a run kit into `folder` (new or empty): the variant job for `precision` ("": the plan) with the Run
@@ -530,11 +546,7 @@ class RunController(QObject):
     def _eval_requested(self, request: EvalRequest) -> None:
         dialog = self.eval_dialog
         job = self.start_eval(request)
-        if dialog is not None:
-            if job is None:
-                dialog.show_refusal(self.last_refusal)
-            else:
-                dialog.accept()
+        self._answer(dialog, job)
 
     def start_eval(self, request: EvalRequest) -> str | None:
         """Score the reference and each candidate on a labelled dataset; its progress and Cancel in the Jobs panel."""
@@ -592,11 +604,7 @@ class RunController(QObject):
         shapes = _at_value(opened, opened.summary.inputs, 0, request.batch) if opened and request.batch else None
         job = self._launch(request.spec, [request.target], lambda s: f"Tune {s.target}"
                            + (f" at batch {request.batch}" if request.batch else ""), shapes=shapes)
-        if dialog is not None:
-            if job is None:
-                dialog.show_refusal(self.last_refusal)
-            else:
-                dialog.accept()
+        self._answer(dialog, job)
 
     def _tuned(self, run: RunningJob, data: TuneResult) -> None:
         self.results.set_model(run.model)
@@ -614,13 +622,9 @@ class RunController(QObject):
     def _sweep_requested(self, request: SweepRequest) -> None:
         dialog = self.sweep_dialog
         job = self.start_sweep(request)
-        if dialog is not None:
-            if job is None:
-                dialog.show_refusal(self.last_refusal)
-            else:
-                # Closed just after the click's turn, before the window's paint (`_show_sweep`): the window, active
-                # again, is painted once.
-                QTimer.singleShot(0, dialog.accept)
+        # Closed just after the click's turn, before the window's paint (`_show_sweep`): the window, active again, is
+        # painted once.
+        self._answer(dialog, job, later=True)
 
     def start_sweep(self, request: SweepRequest) -> str | None:
         """Time each target at each value of one dimension (one job: progress and Cancel in the Jobs panel). The swept
