@@ -65,6 +65,7 @@ def time_session(path: str, settings: dict[str, str], feeds: dict[str, np.ndarra
     if settings.get("cuda_graph") == "1":  # outputs in fixed buffers of their real shapes
         plain = session(path, {k: v for k, v in settings.items() if k != "cuda_graph"})
         shapes = [o.shape for o in plain.run(None, feeds)]
+        del plain  # as trtlab's probe: the shapes read, its session (cuDNN handles, memory arena) is let go
         for out, shape in zip(sess.get_outputs(), shapes, strict=True):
             value = ort.OrtValue.ortvalue_from_shape_and_type(list(shape), DTYPES[out.type], "cuda", 0)
             keep.append(value)

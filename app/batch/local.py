@@ -96,7 +96,7 @@ class LocalExecutor:
                         del running[handle]
                         if result.workdir:
                             shutil.rmtree(result.workdir, ignore_errors=True)
-                        order.finished(job, result.status == "done")
+                        order.finished(job, result.status == "done", result.seconds)
                         if job.device is not None and result.status == "failed":
                             result.error = gpu_failure(result.error, job.device)
                         on_finished(job, result)

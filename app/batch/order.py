@@ -69,13 +69,29 @@ class Scheduler:
         self.devices = tuple(devices)
         self.placed = placed if placed is not None and self.devices else (lambda _job: False)
         self.device: dict[str, int] = {}   # a placed job's GPU, by job id (kept after it ends: its record says it)
+        self.took: dict[tuple[str, str, str, str | None], float] = {}  # a cell's longest job so far, in seconds
 
-    def finished(self, job: BatchJob, ok: bool) -> None:
-        """A job ended: when it ran, its variant is in the cache (a failed one may have failed before building it:
-        the next job of the group then builds it)."""
+    def finished(self, job: BatchJob, ok: bool, seconds: float = 0.0) -> None:
+        """A job ended, in `seconds`: when it ran, its variant is in the cache (a failed one may have failed before
+        building it: the next job of the group then builds it); on several GPUs its time orders its cell's
+        benchmark among the others (`benches_by_time`)."""
         group = variant_group(job)
         if ok and group is not None:
             self.built.add(group)
+        cell = _cell(job)
+        self.took[cell] = max(self.took.get(cell, 0.0), seconds)
+
+    def benches_by_time(self) -> None:
+        """On several GPUs, the benchmarks that wait, longest first by what their cells' other jobs took (a
+        comparison that took longer is a model that runs longer): those of cells with no time yet first, in their
+        order, then the rest by time. The node count that ordered them (`longest_first`) does not say that
+        SLANet's FP16 benchmark takes 60 s and ppocr_cls's 9 s, and the GPUs would end the phase apart."""
+        benches = [j for j in self.queue if j.kind == "bench"]
+        if len(self.devices) < 2 or not benches:
+            return
+        unknown = [j for j in benches if _cell(j) not in self.took]
+        known = sorted((j for j in benches if _cell(j) in self.took), key=lambda j: -self.took[_cell(j)])
+        self.queue = [j for j in self.queue if j.kind != "bench"] + unknown + known
 
     def clear(self) -> None:
         self.queue.clear()
@@ -89,6 +105,8 @@ class Scheduler:
         free = [d for d in self.devices if d not in {self.device[j.id] for j in on_gpu}]
         building = {variant_group(j) for j in running} - {None}
         others_left = any(j.kind != "bench" for j in self.queue) or any(j.kind != "bench" for j in running)
+        if not others_left:
+            self.benches_by_time()
         unfinished = {j.id for j in self.queue} | {j.id for j in running}
         for k, job in enumerate(self.queue):
             placed = self.placed(job)
@@ -110,3 +128,7 @@ class Scheduler:
                 self.device[job.id] = free[0]
             return self.queue.pop(k)
         return None
+
+
+def _cell(job: BatchJob) -> tuple[str, str, str, str | None]:
+    return job.model, job.backend, job.precision, job.gpu

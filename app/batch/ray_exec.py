@@ -269,7 +269,7 @@ class RayExecutor:
                 for ref in ready:
                     job = refs.pop(ref)
                     result, gpu = self._result(ref, job)
-                    order.finished(job, result.status == "done")
+                    order.finished(job, result.status == "done", result.seconds)
                     if gpu is not None:
                         job = replace(job, device=gpu)
                         if result.status == "failed":

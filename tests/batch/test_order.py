@@ -80,3 +80,33 @@ def test_a_model_that_cannot_be_read_weighs_its_file_size(tmp_path):
     bad.write_bytes(b"not a model" * 500)
     assert model_weight(str(bad)) == 5
     assert model_weight(str(tmp_path / "missing.onnx")) == 0
+
+
+def test_on_several_gpus_the_benchmarks_go_longest_first_by_their_comparisons_times():
+    """SLANet's benchmark takes 50-60 s and ppocr_cls's 5-9 s on an H200, while their node counts rank them the other
+    way round for some pairs: once the comparisons have ended, their times order the benchmarks."""
+    models = ("a", "b", "c")
+    jobs = [_job(kind, m, "fp16") for kind in ("compare", "bench") for m in models]
+    order = Scheduler(jobs, devices=(0, 1), placed=lambda j: True)
+    compares = []
+    while (job := order.next(compares)) is not None:
+        compares.append(job)
+    assert [j.kind for j in compares] == ["compare", "compare"]     # one per GPU
+    took = {"a": 2.5, "b": 20.0, "c": 6.0}
+    for job in compares:
+        order.finished(job, ok=True, seconds=took[job.model])
+    third = order.next([])
+    order.finished(third, ok=True, seconds=took[third.model])
+    first, second = order.next([]), None
+    second = order.next([first])
+    assert (first.kind, first.model) == ("bench", "b") and (second.kind, second.model) == ("bench", "c")
+    assert order.next([first, second]) is None                       # both GPUs busy
+    order.finished(second, ok=True, seconds=9.0)
+    assert order.next([first]).model == "a"
+
+
+def test_a_cell_with_no_time_yet_goes_before_those_with_one():
+    jobs = [_job("bench", m, "fp32") for m in "ab"]
+    order = Scheduler(jobs, devices=(0, 1), placed=lambda j: True)
+    order.took[("a", "ort-cpu", "fp32", None)] = 30.0
+    assert order.next([]).model == "b"          # unknown: it may be the longest
