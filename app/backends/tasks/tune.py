@@ -128,7 +128,7 @@ def tune_task(spec: TuneSpec, ctx: JobContext | None) -> dict:
             "default": default.to_json(base_ms), "trials": [t.to_json(base_ms) for t in trials],
             "best": best.target.name, "best_speedup": _r(base_ms / best_ms) if base_ms and best_ms else None,
             "shapes": {k: list(v) for k, v in prep.shapes.items()}, "notes": notes + runner.notes,
-            "device": "gpu" if not base.on_cpu else "cpu"}
+            "device": "gpu" if not base.on_cpu else "cpu", "variant": str(path)}
 
 
 class _Runner:

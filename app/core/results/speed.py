@@ -108,3 +108,4 @@ class TuneResult(JobDoc):
     shapes: Mapping[str, tuple[JSONValue, ...]] = optional(factory=dict)
     notes: tuple[str, ...] = optional(factory=tuple)
     device: str = optional("")
+    variant: str = optional("")               # the graph every combination ran: the model for FP32, else its variant
