@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -62,8 +63,9 @@ def run_batch(doc: dict, folder: Path, env: dict[str, str], jobs: int) -> dict[s
         raise SystemExit(f"trtlab batch exited {proc.returncode}")
     summary = json.loads((folder / "summary.json").read_text())
     gpus = sorted({j.get("gpu") for c in summary["cells"] for j in c["jobs"].values()}, key=str)
-    return {"wall_s": wall, "exit": proc.returncode, "summary": summary, "gpus_used": gpus,
-            "log": proc.stderr.splitlines()[-60:]}
+    log = proc.stderr.splitlines()
+    return {"wall_s": wall, "exit": proc.returncode, "summary": summary, "gpus_used": gpus, "log": log[-60:],
+            "job_s": job_seconds(log)}
 
 
 def outcome(summary: dict) -> dict[str, Any]:
@@ -89,6 +91,14 @@ def differences(a: dict, b: dict) -> list[str]:
             fields = sorted(k for k in set(ca) | set(cb) if ca.get(k) != cb.get(k))
             said.append(f"{key}: " + "; ".join(f"{k} {ca.get(k)!r} vs {cb.get(k)!r}" for k in fields))
     return said
+
+
+JOB_LINE = re.compile(r"\] (?:done|failed)\s+(.+?) on GPU \d+ \(([\d.]+) s\)$")
+
+
+def job_seconds(log: list[str]) -> dict[str, float]:
+    """Each job's time from the batch's progress lines ("done  slanet_table: bench ort-cuda:fp16 on GPU 0 (79.9 s)")."""
+    return {m.group(1): float(m.group(2)) for line in log if (m := JOB_LINE.search(line.rstrip()))}
 
 
 def blocker(folder: Path) -> Path:
@@ -149,6 +159,14 @@ def main() -> None:
           f"{' (CPU smoke: ort-cpu on pretended GPUs, the times mean nothing)' if args.cpu_smoke else ''}")
     for line in diff:
         print(f"  {line}")
+    # The jobs side by side against alone: where two GPUs lose time besides the order (CPU contention, a shared bus).
+    both = sorted(set(one["job_s"]) & set(two["job_s"]), key=lambda k: one["job_s"][k] - two["job_s"][k])
+    total_one, total_two = sum(one["job_s"][k] for k in both), sum(two["job_s"][k] for k in both)
+    if both:
+        print(f"job time: {total_one:.1f} s one at a time, {total_two:.1f} s side by side "
+              f"({total_two / total_one - 1:+.1%}); slowest side by side:")
+        for k in both[:5]:
+            print(f"  {k:<52} {one['job_s'][k]:>7.1f} s alone, {two['job_s'][k]:>7.1f} s beside another")
     doc = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu_smoke": args.cpu_smoke,
            "backend": backend, "visible_gpus": list(visible), "models": list(names), "jobs": jobs["total"],
            "cpus": os.cpu_count(), "warmup_run_s": warm["wall_s"],

@@ -4,8 +4,8 @@ For each tune result (JSON from `trtlab tune --json`), the default settings and 
 plain script that knows nothing of trtlab: the same graph (the file the tune ran, its "variant"; where that file is
 not here, the variant `trtlab variant` writes for the target's precision), the same provider and session options,
 inputs bound on the device (IOBinding, as trtlab's device-only timing), CUDA graphs replayed from fixed buffers, the
-same warm-up and iteration counts and the same number of
-sessions. The table shows trtlab's median of session medians beside the script's, and their ratio.
+same warm-up and iteration counts and the same number of sessions. The table shows trtlab's median of session
+medians beside the script's, and their ratio.
 
     python benchmarks/tune_peer.py RESULT.json [RESULT.json ...] [--out benchmarks/results/tune_peer.json]
 

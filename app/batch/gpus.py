@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from app.batch.matrix import BatchJob, GpuChoice, MatrixError
+
+if TYPE_CHECKING:
+    from app.backends.tasks.specs import JobInputs
 
 GPU_BACKENDS = ("ort-cuda", "ort-trt", "trt", "trt-rtx")  # the backends whose jobs run on a GPU
 
@@ -52,6 +56,23 @@ class Placement:
 
     def placed(self, job: BatchJob) -> bool:
         return bool(self.devices) and (self.every or uses_gpu(job))
+
+    def cpu_share(self) -> int | None:
+        """Each placed job's share of this machine's cores when jobs run side by side on several GPUs: ONNX Runtime's
+        sessions otherwise each start a thread per core, and two of them (a comparison's CPU reference, a loop of
+        small ops launched from the CPU) spin against each other: SLANet's benchmark took 96 s beside another on a
+        32-core machine with two H200s, against 50 s in an earlier run. None on one GPU (a job has every core)."""
+        if len(self.devices) < 2:
+            return None
+        return max(1, len(os.sched_getaffinity(0)) // len(self.devices))
+
+    def spec_for(self, job: BatchJob) -> JobInputs:
+        """The spec a placed job runs: its own, with its `cpu_share` as ONNX Runtime's threads unless the matrix set
+        them (threads change no answer: the answer cache ignores them)."""
+        share = self.cpu_share()
+        if share is None or "threads" in job.spec.options:
+            return job.spec
+        return replace(job.spec, options={**job.spec.options, "threads": share})
 
     def environment(self, device: int) -> dict[str, str]:
         """A placed job's process environment: only its GPU visible (device 0 inside), numbered as nvidia-smi does."""

@@ -85,8 +85,9 @@ class LocalExecutor:
                 while (job := order.next(list(running.values()))) is not None:
                     device = order.device.get(job.id)
                     env = None if device is None else placement.environment(device)
+                    spec = job.spec if device is None else placement.spec_for(job)
                     job = job if device is None else replace(job, device=device)
-                    running[self.runner.start(job.spec.job_spec(job.label), env=env)] = job
+                    running[self.runner.start(spec.job_spec(job.label), env=env)] = job
                 for handle, job in list(running.items()):
                     for ev in handle.poll():
                         if on_event is not None:

