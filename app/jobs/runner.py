@@ -293,6 +293,22 @@ class JobRunner:
         self.workroot = workroot      # parent folder of the temp workdirs; the system temp dir when None
         self.interrupted: int | None = None  # the first SIGINT/SIGTERM that cancelled the last `run`
 
+    @staticmethod
+    def start_tracker() -> None:
+        """Start multiprocessing's resource tracker now rather than with the first job. Every spawned child is handed
+        it, and it is a Python process of its own: started with the first job, it and the job's process start side
+        by side, and on a 2-core machine the window that asked for the job waits for a core (the click on a sweep's
+        Run stalled 20-26 ms with 10 ms of the window's own work). Harmless when it already runs; nothing on Windows,
+        where spawned children are not handed one."""
+        if os.name != "posix":
+            return
+        try:
+            from multiprocessing import resource_tracker
+
+            resource_tracker.ensure_running()
+        except Exception:  # noqa: BLE001 - the first job starts it instead, as before
+            log.debug("could not start the resource tracker early", exc_info=True)
+
     def start(self, spec: JobSpec, env: dict[str, str] | None = None) -> JobHandle:
         """Spawn the child and return at once; raises only for a spec that is not JSON-safe. ``env``: variables set
         in the child before its job is imported (a batch job's CUDA_VISIBLE_DEVICES)."""

@@ -6,6 +6,7 @@ import gc
 import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("QT_NO_GUI_THREADPOOL", "1")  # as the application sets it (app.ui.shell.app.qt_environment)
 os.environ.setdefault("TRTLAB_NO_CLOSE_PROMPT", "1")  # closing a window with unsaved results asks nothing
 
 import pytest  # noqa: E402

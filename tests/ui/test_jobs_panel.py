@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt, QTimer
@@ -133,3 +134,35 @@ def test_log_lines_follow_the_selected_job(qtbot, panel):
     panel.select(b)
     assert "warning: about to fail" in panel.log.toPlainText()
     assert "ValueError: something broke" in panel.error_label.text()
+
+
+def test_the_bridge_starts_the_process_every_job_is_handed_before_the_first_job():
+    """multiprocessing's resource tracker is a Python process of its own, started with the first job unless someone
+    starts it first: the bridge does, a second after the window is made, so a click on Run starts one process, not
+    two side by side (on 2 cores the window then waited for a core). A fresh interpreter: this one's tracker may
+    already run."""
+    import subprocess
+    import sys
+
+    script = """
+import os, sys, time
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+from multiprocessing import resource_tracker
+from PySide6.QtWidgets import QApplication
+from app.ui.run.job_bridge import WARM_MS, JobBridge
+app = QApplication([])
+bridge = JobBridge()
+assert resource_tracker._resource_tracker._pid is None, "started before the window's first second"
+end = time.monotonic() + WARM_MS / 1000 + 2
+while resource_tracker._resource_tracker._pid is None and time.monotonic() < end:
+    app.processEvents()
+    time.sleep(0.01)
+pid = resource_tracker._resource_tracker._pid
+print("tracker", pid, "jobs", len(bridge.jobs()))
+os.kill(pid, 0)  # it runs
+"""
+    root = Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=root)
+    assert r.returncode == 0, r.stderr
+    words = r.stdout.split()
+    assert words[0] == "tracker" and int(words[1]) > 0 and words[3] == "0"   # running, and no job was started

@@ -417,6 +417,7 @@ class RunController(QObject):
         if opened is None:
             self._refuse("Not started", "Open a model to write a run kit for it.")
             return None
+        self.jobs.warm()
         if self.kit_dialog is None:
             self.kit_dialog = KitDialog(self.messages.parent)
             self.kit_dialog.kitRequested.connect(self._kit_requested)
@@ -529,6 +530,7 @@ class RunController(QObject):
         if opened is None:
             self._refuse("Not started", "Open a model to evaluate it on a dataset.")
             return None
+        self.jobs.warm()
         if self.availability is None:
             self.refresh_availability()
         if self.eval_dialog is None:
@@ -582,6 +584,7 @@ class RunController(QObject):
     def _speed_dialog(self, dialog: _Dialog | None, make: Callable[[], _Dialog], size: tuple[int, int],
                       no_model: str) -> _Dialog | None:
         """A speed dialog (made on first use) shown for the open model and the backends that run here."""
+        self.jobs.warm()
         opened = self.model.opened()
         if opened is None:
             self._refuse("Not started", no_model)

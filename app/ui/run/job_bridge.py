@@ -15,6 +15,7 @@ from app.jobs import JobEvent, JobHandle, JobResult, JobRunner, JobSpec
 log = logging.getLogger(__name__)
 
 POLL_MS = 30
+WARM_MS = 1000  # after the window is made: its first paint and the model's opening go first
 
 
 class JobBridge(QObject):
@@ -36,6 +37,13 @@ class JobBridge(QObject):
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self._poll)
+        # The process every job's process is handed, started once the window is up rather than with the first job.
+        QTimer.singleShot(WARM_MS, self, self.warm)
+
+    def warm(self) -> None:
+        """Start what the first job would otherwise start beside it (JobRunner.start_tracker); a dialog that leads to
+        a job calls it too, in case the first second has not passed."""
+        self.runner.start_tracker()
 
     # ------------------------------------------------------------------ public
     def start(self, spec: JobSpec) -> str:
