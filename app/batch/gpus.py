@@ -67,8 +67,9 @@ class Placement:
         return max(1, len(os.sched_getaffinity(0)) // len(self.devices))
 
     def spec_for(self, job: BatchJob) -> JobInputs:
-        """The spec a placed job runs: its own, with its `cpu_share` as ONNX Runtime's threads unless the matrix set
-        them (threads change no answer: the answer cache ignores them)."""
+        """The spec a placed job runs: its own, with its `cpu_share` as ONNX Runtime's threads unless its options have
+        them (a target's own `threads` setting, `ort-cpu@threads=8`, wins over both). Threads change no answer: the
+        answer cache ignores them."""
         share = self.cpu_share()
         if share is None or "threads" in job.spec.options:
             return job.spec
