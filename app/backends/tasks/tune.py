@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -128,7 +129,16 @@ def tune_task(spec: TuneSpec, ctx: JobContext | None) -> dict:
             "default": default.to_json(base_ms), "trials": [t.to_json(base_ms) for t in trials],
             "best": best.target.name, "best_speedup": _r(base_ms / best_ms) if base_ms and best_ms else None,
             "shapes": {k: list(v) for k, v in prep.shapes.items()}, "notes": notes + runner.notes,
-            "device": "gpu" if not base.on_cpu else "cpu", "variant": str(path)}
+            "device": "gpu" if not base.on_cpu else "cpu", "variant": _kept(path, ctx)}
+
+
+def _kept(path: str, ctx: JobContext | None) -> str:
+    """The graph the tune ran, where it stays: "" for a variant built in the job's folder (trtlab's cache could not
+    be written), which goes with the job."""
+    workdir = getattr(ctx, "workdir", None)
+    if workdir and Path(path).resolve().is_relative_to(Path(workdir).resolve()):
+        return ""
+    return str(path)
 
 
 class _Runner:
