@@ -237,23 +237,25 @@ class RunController(QObject):
             base = replace(base, plan=None if trivial else self.model.plan.plan, trivial_plan=trivial)
         return base
 
-    def _start(self, spec: JobInputs, title: str, bench_reference: str | None = None) -> str:
+    def _start(self, spec: JobInputs, title: str, bench_reference: str | None = None, show_jobs: bool = True) -> str:
         job = self.jobs.start(spec.job_spec(title))
         self.running[job] = RunningJob(spec.kind, spec.model, title, spec.to_json(),
                                        self._plan_precisions() if spec.plan is not None else frozenset(),
                                        bench_reference)
         self._started()
-        self.messages.show_jobs()
+        if show_jobs:
+            self.messages.show_jobs()
         self.messages.say(f"Started: {title}")
         return job
 
     def _launch(self, make: Callable[[ModelInputs], _Spec | None], targets: Iterable[str | Target],
                 title: Callable[[_Spec], str], *, shapes: Mapping[str, tuple[int, ...]] | None = None,
-                refusal: str = "Not started") -> str | None:
+                refusal: str = "Not started", show_jobs: bool = True) -> str | None:
         """The one path every job but a benchmark starts by: the model, its input shapes (`shapes` over the Shapes
         panel's) and the plan `targets` need are added (`_model_inputs`), `make` makes the typed spec from them
         (None: refused, having said why; a value it refuses is shown), and the job starts, titled `title(spec)`.
-        Returns the job's id, or None when it did not start."""
+        Returns the job's id, or None when it did not start; `show_jobs`: the Jobs dock comes forward (a sweep brings
+        its docks forward itself)."""
         base = self._model_inputs(targets, shapes)
         if base is None:
             return None
@@ -262,7 +264,7 @@ class RunController(QObject):
         except TrtlabError as exc:
             self._refuse(refusal, exc.message, exc.fix)
             return None
-        return self._start(spec, title(spec)) if spec is not None else None
+        return self._start(spec, title(spec), show_jobs=show_jobs) if spec is not None else None
 
     def start_diagnose(self, request: DiagnoseRequest) -> str | None:
         return self._launch(request.spec, request.targets(),
@@ -644,7 +646,7 @@ class RunController(QObject):
             made.append(s)
             return f"Sweep {', '.join(t.name for t in s.sweep_targets)} over {what} {','.join(map(str, s.values))}"
 
-        job = self._launch(request.spec, request.targets, title, shapes=shapes)
+        job = self._launch(request.spec, request.targets, title, shapes=shapes, show_jobs=False)
         if job is not None and made:
             self._show_sweep(job, made[-1])
         return job
