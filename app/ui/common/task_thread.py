@@ -9,8 +9,29 @@ from typing import TypeVar
 
 from PySide6.QtCore import QObject, QThread, Signal
 
-_running = [0]  # tasks started and not yet ended
+_running = [0]  # threads running Python beside the GUI thread (tasks, workers, the model loader), not yet ended
+_collect_due = [False]  # one of them asked for a full collection once the last has ended
 T = TypeVar("T")
+
+
+def hold_collection() -> None:
+    """A thread that runs Python beside the GUI thread starts: automatic garbage collection is off until every such
+    thread has ended (a collection started on one could free Qt objects' wrappers off the GUI thread). One count for
+    all of them, the model loader's included, so that none turns collection back on while another runs."""
+    _running[0] += 1
+    gc.disable()
+
+
+def release_collection(collect: bool = True) -> None:
+    """One such thread ended (called on the GUI thread). The last one turns collection back on, after a full
+    collection when any of them asked for one (`collect`) meanwhile."""
+    _running[0] -= 1
+    _collect_due[0] = _collect_due[0] or collect
+    if _running[0] == 0:
+        gc.enable()
+        if _collect_due[0]:
+            _collect_due[0] = False
+            gc.collect()
 
 
 class Task(QThread):
@@ -34,19 +55,15 @@ def run_task(parent: QObject, fn: Callable[[], T], done: Callable[[T], None],
              failed: Callable[[str], None]) -> Task:
     """Start `fn` on a thread; automatic garbage collection waits until it ends (a collection started there could
     free Qt wrappers off the GUI thread)."""
-    _running[0] += 1
-    gc.disable()
     t = Task(fn, parent)
     t.done.connect(done)
     t.failed.connect(failed)
 
     def reap() -> None:
         t.deleteLater()
-        _running[0] -= 1
-        if _running[0] == 0:  # the last one running: collection may resume, here on the GUI thread
-            gc.enable()
-            gc.collect()
+        release_collection()
 
     t.finished.connect(reap)
+    hold_collection()
     t.start()
     return t

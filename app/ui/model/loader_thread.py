@@ -6,7 +6,6 @@ the window can draw it at once; shape inference, the summary and the edge labels
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
@@ -17,6 +16,7 @@ from PySide6.QtCore import QObject, QThread, Signal
 
 from app.core import errors
 from app.core.model import ModelDrawing, OpenedModel, draw_model, finish_open
+from app.ui.common import task_thread
 
 ISOLATE_NODES = 5000  # from this many nodes ONNX's shape inference takes long enough to freeze the window
 
@@ -97,10 +97,6 @@ class ModelLoader(QObject):
 
     def load(self, path: str | Path, shapes: dict[str, tuple[int, ...]] | None = None) -> None:
         self.cancel(silent=True)
-        # No automatic garbage collection while a loader thread runs: a collection started by the thread's
-        # allocations could free Qt objects' wrappers off the GUI thread, which crashes Qt. The GUI thread
-        # collects when the thread ends (_reap).
-        gc.disable()
         t = _LoadThread(Path(path), shapes, self)
         t.progressed.connect(lambda f, m, t=t: self._relay_progress(t, f, m))
         t.drawn.connect(lambda d, t=t: self._drawn(t, d))
@@ -109,6 +105,10 @@ class ModelLoader(QObject):
         t.finished.connect(lambda t=t: self._reap(t))
         self._thread = t
         self.busyChanged.emit(True)
+        # No automatic garbage collection while a loader thread runs: a collection started by the thread's
+        # allocations could free Qt objects' wrappers off the GUI thread, which crashes Qt. The GUI thread collects
+        # once it and every other worker have ended (_reap).
+        task_thread.hold_collection()
         t.start()
 
     def cancel(self, silent: bool = False) -> None:
@@ -153,6 +153,4 @@ class ModelLoader(QObject):
         if t in self._old:
             self._old.remove(t)
         t.deleteLater()
-        if not self._old and (self._thread is None or self._thread.isFinished()):
-            gc.enable()
-            gc.collect()
+        task_thread.release_collection()

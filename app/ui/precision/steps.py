@@ -72,9 +72,10 @@ class FillSteps(QObject):
             self._timer.start(20)
             return
         if kind == "work" and not gc.isenabled():
-            # Automatic collection is off while the model loader's thread runs and comes back on as it ends; work
-            # started on a thread before then would run with it on (a collection there could free Qt objects off
-            # the GUI thread). Wait for that, a moment at most.
+            # Automatic collection is off while the model loader's thread (or another worker) runs. Work waits for
+            # them a moment, so that a model opened meanwhile is shown before this one's panels go on (they are then
+            # dropped); past the wait it starts anyway, safely: collection stays off until every thread has ended
+            # (task_thread.hold_collection).
             self._gc_since = self._gc_since or time.monotonic()
             if time.monotonic() - self._gc_since < GC_WAIT_S:
                 self._timer.start(10)
@@ -114,13 +115,12 @@ class FillSteps(QObject):
 def start_worker(parent: QObject, fn: Callable[[], Any], done: Callable[[Any], object],
                  failed: Callable[[str], object]) -> task_thread.Task:
     """`fn` on a worker thread, its result (or error's text) back on the GUI thread: `run_task`, counted with its
-    tasks (automatic collection is off while any runs), less the full collection `run_task` makes when the last
-    one ends: on a big model that is a turn of 150 ms, and Python's own collections follow anyway.
+    tasks and the model loader (automatic collection is off while any runs, `task_thread.hold_collection`), less
+    the full collection `run_task` asks for when it ends: on a big model that is a turn of 150 ms, and Python's own
+    collections follow anyway.
 
     The thread has no Qt parent (held here until it ends: a parent deleted meanwhile would take a running thread
     with it); `done` and `failed` are dropped once `parent` is gone. `wait_workers` waits for them all."""
-    task_thread._running[0] += 1
-    gc.disable()
     t = task_thread.Task(fn, None)  # type: ignore[arg-type]  # parentless on purpose, see above
     t.done.connect(lambda result: done(result) if shiboken6.isValid(parent) else None)
     t.failed.connect(lambda message: failed(message) if shiboken6.isValid(parent) else None)
@@ -128,12 +128,11 @@ def start_worker(parent: QObject, fn: Callable[[], Any], done: Callable[[Any], o
     def reap() -> None:
         _workers.discard(t)
         t.deleteLater()
-        task_thread._running[0] -= 1
-        if task_thread._running[0] == 0:
-            gc.enable()
+        task_thread.release_collection(collect=False)
 
     t.finished.connect(reap)
     _workers.add(t)
+    task_thread.hold_collection()
     t.start()
     return t
 
